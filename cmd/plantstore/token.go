@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// tokenCmd is `plantstore token`.
+type tokenCmd struct {
+	Create tokenCreateCmd `cmd:"" help:"Create a token and print it (only it) on stdout."`
+	List   tokenListCmd   `cmd:"" help:"List tokens (never their secrets)."`
+	Revoke tokenRevokeCmd `cmd:"" help:"Revoke a token by its ID."`
+}
+
+type tokenCreateCmd struct {
+	dbFlags
+	Owner string        `required:"" help:"Owner of the plants the token reaches."`
+	Scope []string      `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable): plants:read, plants:write. Default: both."`
+	TTL   time.Duration `name:"ttl" help:"Lifetime, e.g. 720h; 0 or absent: no expiry."`
+}
+
+// Run creates the token and prints its secret, the only time it is shown.
+func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
+	db, err := c.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var scopes []string
+	for _, s := range c.Scope {
+		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
+	}
+	tok, secret, err := plantstore.NewToken(c.Owner, scopes, c.TTL, time.Now())
+	if err != nil {
+		return cliError(err)
+	}
+	if err := db.CreateToken(ctx, tok); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(e.stdout, secret)
+	return err
+}
+
+type tokenListCmd struct {
+	dbFlags
+	Format string `default:"table" enum:"table,json" help:"Output format: table or json."`
+}
+
+// tokenJSON is one token in `token list --format json`.
+type tokenJSON struct {
+	ID        string     `json:"id"`
+	Owner     string     `json:"owner"`
+	Scopes    []string   `json:"scopes"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Status    string     `json:"status"`
+}
+
+// Run prints every token's metadata.
+func (c *tokenListCmd) Run(ctx context.Context, e *env) error {
+	db, err := c.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tokens, err := db.FindTokens(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if c.Format == "json" {
+		out := make([]tokenJSON, 0, len(tokens))
+		for _, t := range tokens {
+			out = append(out, tokenJSON{t.ID, t.Owner, t.Scopes, t.CreatedAt, t.ExpiresAt, t.RevokedAt, t.Status(now)})
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tOWNER\tSCOPES\tCREATED\tEXPIRES\tSTATUS")
+	for _, t := range tokens {
+		expires := "never"
+		if t.ExpiresAt != nil {
+			expires = t.ExpiresAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, strings.Join(t.Scopes, ","),
+			t.CreatedAt.Format(time.RFC3339), expires, t.Status(now))
+	}
+	return tw.Flush()
+}
+
+type tokenRevokeCmd struct {
+	dbFlags
+	ID string `arg:"" help:"The token's ID (tok_...), as token list shows it."`
+}
+
+// Run revokes the token; requests with it are refused from then on.
+func (c *tokenRevokeCmd) Run(ctx context.Context, e *env) error {
+	db, err := c.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.RevokeToken(ctx, c.ID); err != nil {
+		return cliError(err)
+	}
+	fmt.Fprintf(e.stderr, "plantstore: revoked %s\n", c.ID)
+	return nil
+}
+
+// cliError shows a domain error's message without its code.
+func cliError(err error) error {
+	var e *plantstore.Error
+	if errors.As(err, &e) {
+		return fmt.Errorf("%s", e.Message)
+	}
+	return err
+}

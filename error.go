@@ -1,0 +1,86 @@
+package plantstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each is stable: clients may switch on it. Code / 100 is the HTTP
+// status the transport answers with. api/openapi.yaml lists every code; a test
+// keeps the two in step.
+const (
+	CodeMalformedJSON      int32 = 40001 // body is not JSON (empty, malformed, trailing data, invalid UTF-8)
+	CodeInvalidBody        int32 = 40002 // body is JSON but not a valid NewPlant
+	CodeInvalidQuery       int32 = 40003 // a query parameter is invalid
+	CodeInvalidPath        int32 = 40004 // a path parameter is invalid
+	CodeTokenMissing       int32 = 40101 // no bearer token sent
+	CodeTokenInvalid       int32 = 40102 // token unknown, expired or revoked
+	CodeInsufficientScope  int32 = 40301 // token lacks the operation's scope
+	CodeNotFound           int32 = 40401 // no such plant for this owner
+	CodeNoRoute            int32 = 40402 // no such route
+	CodeMethodNotAllowed   int32 = 40501 // route exists, method does not
+	CodeConflict           int32 = 40901 // same id, different content
+	CodeBodyTooLarge       int32 = 41301 // body over MaxBodyBytes
+	CodeUnsupportedMedia   int32 = 41501 // Content-Type other than JSON
+	CodeRateLimited        int32 = 42901 // too many requests for this token
+	CodeInternal           int32 = 50001 // anything unexpected; details only logged
+	CodeStorageUnavailable int32 = 50301 // the database does not answer
+)
+
+// Codes lists every error code with a short meaning, in ascending order.
+// The transport's tests check each one is documented in the OpenAPI document.
+var Codes = []int32{
+	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath,
+	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
+	CodeNotFound, CodeNoRoute, CodeMethodNotAllowed, CodeConflict,
+	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited,
+	CodeInternal, CodeStorageUnavailable,
+}
+
+// MaxBodyBytes is the largest request body accepted (64 KiB); larger gets 413.
+const MaxBodyBytes = 64 << 10
+
+// Error is a domain error that is safe to show to API clients: Code is one of
+// the Code* constants and Message is a human-readable explanation. Any error
+// that is not (and does not wrap) an *Error is internal: the transport logs it
+// and answers "Internal error.".
+type Error struct {
+	Code    int32
+	Message string
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("plantstore error: code=%d message=%s", e.Code, e.Message)
+}
+
+// Status returns the HTTP status that goes with the error's code.
+func (e *Error) Status() int { return int(e.Code / 100) }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code int32, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err's *Error, or CodeInternal when err is not
+// a domain error. It returns 0 for a nil error.
+func ErrorCode(err error) int32 {
+	var e *Error
+	if err == nil {
+		return 0
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// SchemaTooNewError says the database was migrated by a newer plantstore:
+// running an older binary on it could misread or damage data.
+type SchemaTooNewError struct {
+	Current, Known int64
+}
+
+// Error implements the error interface.
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("database schema version %d is newer than this plantstore knows (%d): upgrade plantstore", e.Current, e.Known)
+}

@@ -1,0 +1,106 @@
+package http
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"golang.org/x/time/rate"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/http/oapi"
+)
+
+// operationScopes is the scope each operation of the contract needs.
+// TestOperationScopes checks that every operation has one.
+var operationScopes = map[string]string{
+	oapi.AddPlantOperation:    plantstore.ScopePlantsWrite,
+	oapi.DeletePlantOperation: plantstore.ScopePlantsWrite,
+	oapi.GetPlantOperation:    plantstore.ScopePlantsRead,
+	oapi.ListPlantsOperation:  plantstore.ScopePlantsRead,
+}
+
+// HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
+// token (the generated code has already matched the scheme name,
+// case-insensitively), checks the operation's scope and the token's rate
+// limit, and attaches the token to the context.
+func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t oapi.BearerAuth) (context.Context, error) {
+	s := h.s
+	secret := strings.TrimSpace(t.Token)
+	if secret == "" {
+		return nil, plantstore.Errorf(plantstore.CodeTokenMissing, "the bearer token is empty")
+	}
+	tok, err := s.authenticate(ctx, secret)
+	if err != nil {
+		return nil, err
+	}
+	scope, ok := operationScopes[op]
+	if !ok {
+		return nil, plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
+	}
+	if !tok.HasScope(scope) {
+		return nil, plantstore.Errorf(plantstore.CodeInsufficientScope, "this token lacks the %s scope", scope)
+	}
+	if err := s.allow(tok); err != nil {
+		return nil, err
+	}
+	setOwner(ctx, tok.Owner)
+	return plantstore.NewContextWithToken(ctx, tok), nil
+}
+
+// authenticate returns the active token whose secret this is.
+func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
+	if !plantstore.PlausibleToken(secret) {
+		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
+	}
+	tok, err := s.TokenService.FindTokenByHash(ctx, plantstore.HashToken(secret))
+	if plantstore.ErrorCode(err) == plantstore.CodeTokenInvalid {
+		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
+	} else if err != nil {
+		return nil, err
+	}
+	switch tok.Status(s.Now()) {
+	case "revoked":
+		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has been revoked")
+	case "expired":
+		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has expired")
+	}
+	return tok, nil
+}
+
+// allow spends one request from the token's bucket.
+func (s *Server) allow(tok *plantstore.Token) error {
+	if s.RateLimit <= 0 {
+		return nil
+	}
+	s.limitersMu.Lock()
+	l, ok := s.limiters[tok.ID]
+	if !ok {
+		l = rate.NewLimiter(s.RateLimit, max(1, s.RateBurst))
+		s.limiters[tok.ID] = l
+	}
+	s.limitersMu.Unlock()
+	now := s.Now()
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		s.metrics.rateLimited.Inc()
+		return &rateLimitedError{
+			err:        plantstore.Errorf(plantstore.CodeRateLimited, "too many requests for this token: retry later"),
+			retryAfter: d,
+		}
+	}
+	return nil
+}
+
+// scopeFor returns the scope the request's operation needs, or "".
+func (s *Server) scopeFor(r *http.Request) string {
+	if s.api == nil {
+		return ""
+	}
+	route, ok := s.api.FindRoute(r.Method, r.URL.Path)
+	if !ok {
+		return ""
+	}
+	return operationScopes[route.Name()]
+}

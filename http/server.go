@@ -1,0 +1,209 @@
+// Package http is the service's HTTP transport: the generated OpenAPI server
+// (package oapi) with the handlers, bearer authentication, the one error
+// mapper, and the operational endpoints (/healthz, /readyz, /metrics,
+// /openapi.json, /docs).
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/http/oapi"
+)
+
+// Server timeouts and limits. Every http.Server timeout is set, so a slow or
+// idle client cannot hold a connection forever.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 30 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 120 * time.Second
+	MaxHeaderBytes    = 16 << 10 // larger headers get 431
+)
+
+// Pinger reports whether the storage answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Server serves the API over HTTP. Set the fields, then call Open.
+type Server struct {
+	// Addr is the address to listen on, e.g. ":8080" or "127.0.0.1:0".
+	Addr string
+
+	PlantService plantstore.PlantService
+	TokenService plantstore.TokenService
+	Storage      Pinger
+
+	// Logger receives error details and one line per request; nil: slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time; tests replace it.
+	Now func() time.Time
+
+	// RateLimit is each token's sustained request rate (per second) and
+	// RateBurst its bucket size; a zero RateLimit turns limiting off.
+	RateLimit rate.Limit
+	RateBurst int
+
+	// Registry receives the server's metrics and is served at /metrics; nil:
+	// a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+
+	ln      net.Listener
+	server  *http.Server
+	api     *oapi.Server
+	handler http.Handler
+	metrics *metrics
+
+	limitersMu sync.Mutex
+	limiters   map[string]*rate.Limiter
+}
+
+// NewServer returns a Server with defaults.
+func NewServer() *Server {
+	return &Server{Now: time.Now}
+}
+
+// Handler builds (once) and returns the server's root handler.
+func (s *Server) Handler() (http.Handler, error) {
+	if s.handler != nil {
+		return s.handler, nil
+	}
+	if s.PlantService == nil || s.TokenService == nil || s.Storage == nil {
+		return nil, errors.New("http: PlantService, TokenService and Storage are required")
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Registry == nil {
+		s.Registry = newRegistry()
+	}
+	h := &handler{s: s}
+	api, err := oapi.NewServer(h, h,
+		oapi.WithErrorHandler(s.ogenError),
+		oapi.WithNotFound(s.notFound),
+		oapi.WithMethodNotAllowed(s.methodNotAllowed),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("http: api server: %w", err)
+	}
+	s.api = api
+	s.metrics = newMetrics(s.Registry)
+	s.limiters = make(map[string]*rate.Limiter)
+	s.handler = s.instrument(s.recoverPanics(s.route()))
+	return s.handler, nil
+}
+
+// Open starts listening on Addr and serves in the background. Listening is
+// synchronous, so Addr ":0" works and URL tells the port.
+func (s *Server) Open() error {
+	h, err := s.Handler()
+	if err != nil {
+		return err
+	}
+	if s.ln, err = net.Listen("tcp", s.Addr); err != nil {
+		return fmt.Errorf("http: listen: %w", err)
+	}
+	s.server = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.server.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger().Error("http: serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL returns the base URL the server listens on, with a loopback host
+// when it listens on all interfaces.
+func (s *Server) URL() string {
+	addr := s.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+}
+
+// Close stops accepting connections and waits for in-flight requests until
+// ctx ends.
+func (s *Server) Close(ctx context.Context) error {
+	if s.server == nil {
+		return nil
+	}
+	return s.server.Shutdown(ctx)
+}
+
+// route sends the operational endpoints to their handlers and everything
+// else to the generated API server, which answers 404/405 for what the
+// contract does not have.
+func (s *Server) route() http.Handler {
+	type route struct {
+		h     http.HandlerFunc
+		allow string
+	}
+	ops := map[string]route{
+		"/healthz":                  {s.handleHealthz, "GET, HEAD"},
+		"/readyz":                   {s.handleReadyz, "GET, HEAD"},
+		"/metrics":                  {s.handleMetrics, "GET, HEAD"},
+		"/openapi.json":             {s.handleOpenAPI, "GET, HEAD"},
+		"/docs":                     {s.handleDocs, "GET, HEAD"},
+		"/docs/":                    {s.handleDocs, "GET, HEAD"},
+		"/docs/redoc.standalone.js": {s.handleDocsScript, "GET, HEAD"},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt, ok := ops[r.URL.Path]; ok {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				s.methodNotAllowed(w, r, rt.allow)
+				return
+			}
+			rt.h(w, r)
+			return
+		}
+		if r.Method == http.MethodPost {
+			s.prepareBody(w, r)
+		}
+		s.api.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.Error(w, r, plantstore.Errorf(plantstore.CodeNoRoute, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
+	w.Header().Set("Allow", allowed)
+	s.Error(w, r, plantstore.Errorf(plantstore.CodeMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowed))
+}
+
+// recoverPanics turns a handler panic into a 500 with the contract's body.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.Error(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

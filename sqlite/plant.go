@@ -1,0 +1,158 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/plantstore/plantstore"
+)
+
+var _ plantstore.PlantService = (*DB)(nil)
+
+const plantColumns = `owner, id, name, tag, created_at`
+
+// CreatePlant stores p, or recognises an idempotent replay or a conflict.
+// The lookup and the insert share one write transaction, and writes are
+// serialised, so concurrent creates of one id cannot both insert.
+func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
+	var stored *plantstore.Plant
+	var created bool
+	err := db.update(ctx, func(tx *Tx) error {
+		var err error
+		stored, created, err = createPlant(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return stored, created, nil
+}
+
+func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO plants (owner, id, name, tag, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING`,
+		p.Owner, p.ID, p.Name, nullString(p.Tag), formatTime(tx.now))
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: insert plant: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, false, fmt.Errorf("sqlite: insert plant: %w", err)
+	} else if n == 1 {
+		out := *p
+		out.CreatedAt = tx.now
+		return &out, true, nil
+	}
+	existing, err := findPlantByID(ctx, tx.Tx, p.Owner, p.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	if !existing.SameContent(p) {
+		return nil, false, plantstore.Errorf(plantstore.CodeConflict,
+			"plant %d already exists with a different name or tag", p.ID)
+	}
+	return existing, false, nil
+}
+
+// FindPlantByID returns the owner's plant with id.
+func (db *DB) FindPlantByID(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
+	return findPlantByID(ctx, db.read, owner, id)
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func findPlantByID(ctx context.Context, q queryer, owner string, id int64) (*plantstore.Plant, error) {
+	p, err := scanPlant(q.QueryRowContext(ctx,
+		`SELECT `+plantColumns+` FROM plants WHERE owner = ? AND id = ?`, owner, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, plantstore.Errorf(plantstore.CodeNotFound, "plant %d not found", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("sqlite: find plant: %w", err)
+	}
+	return p, nil
+}
+
+// FindPlants returns one page of the owner's plants by id ascending. It reads
+// one row more than the page to learn whether another page follows.
+func (db *DB) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error) {
+	var where strings.Builder
+	args := []any{f.Owner}
+	where.WriteString(`owner = ?`)
+	if f.Tag != nil {
+		where.WriteString(` AND tag = ?`)
+		args = append(args, *f.Tag)
+	}
+	if f.After != nil {
+		where.WriteString(` AND id > ?`)
+		args = append(args, *f.After)
+	}
+	args = append(args, f.Limit+1)
+	rows, err := db.read.QueryContext(ctx,
+		`SELECT `+plantColumns+` FROM plants WHERE `+where.String()+` ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: find plants: %w", err)
+	}
+	defer rows.Close()
+	plants := make([]*plantstore.Plant, 0, min(f.Limit+1, 128))
+	for rows.Next() {
+		p, err := scanPlant(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("sqlite: find plants: %w", err)
+		}
+		plants = append(plants, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("sqlite: find plants: %w", err)
+	}
+	if len(plants) > f.Limit {
+		return plants[:f.Limit], true, nil
+	}
+	return plants, false, nil
+}
+
+// DeletePlant deletes the owner's plant with id.
+func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
+	return db.update(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM plants WHERE owner = ? AND id = ?`, owner, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete plant: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("sqlite: delete plant: %w", err)
+		} else if n == 0 {
+			return plantstore.Errorf(plantstore.CodeNotFound, "plant %d not found", id)
+		}
+		return nil
+	})
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanPlant(s scanner) (*plantstore.Plant, error) {
+	var p plantstore.Plant
+	var tag sql.NullString
+	var created string
+	if err := s.Scan(&p.Owner, &p.ID, &p.Name, &tag, &created); err != nil {
+		return nil, err
+	}
+	if tag.Valid {
+		p.Tag = &tag.String
+	}
+	var err error
+	if p.CreatedAt, err = parseTime(created); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func nullString(s *string) sql.NullString {
+	if s == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: *s, Valid: true}
+}

@@ -1,0 +1,184 @@
+package plantstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scopes a token can carry.
+const (
+	ScopePlantsRead  = "plants:read"
+	ScopePlantsWrite = "plants:write"
+)
+
+// KnownScopes lists every scope the service checks.
+var KnownScopes = []string{ScopePlantsRead, ScopePlantsWrite}
+
+// DefaultScopes are given to a new token when none are named.
+var DefaultScopes = []string{ScopePlantsRead, ScopePlantsWrite}
+
+// TokenPrefix starts every bearer token, so secret scanners can find leaked ones.
+const TokenPrefix = "pst_"
+
+// A token secret is TokenPrefix, 64 hex digits (32 random bytes, 256 bits) and
+// 8 hex digits of CRC-32 over those 64, which lets the service reject a
+// mistyped or truncated token without a database lookup.
+const (
+	tokenRandomBytes = 32
+	tokenSecretLen   = len(TokenPrefix) + 2*tokenRandomBytes + 8
+)
+
+// Token is an issued bearer token. Only a SHA-256 hash of its secret is
+// stored; the secret itself is shown once, when it is created.
+type Token struct {
+	ID        string // public identifier, "tok_" + 16 hex digits
+	Owner     string
+	Scopes    []string
+	Hash      []byte // SHA-256 of the secret
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: never expires
+	RevokedAt *time.Time // nil: not revoked
+}
+
+// HasScope reports whether the token carries scope.
+func (t *Token) HasScope(scope string) bool { return slices.Contains(t.Scopes, scope) }
+
+// Active reports whether the token is neither revoked nor expired at now.
+func (t *Token) Active(now time.Time) bool {
+	return t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))
+}
+
+// Status is "active", "revoked" or "expired" at now.
+func (t *Token) Status(now time.Time) string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}
+
+// TokenService stores tokens.
+type TokenService interface {
+	// CreateToken stores t (ID, Hash, Owner, Scopes, ExpiresAt set by the caller).
+	CreateToken(ctx context.Context, t *Token) error
+	// FindTokenByHash returns the token whose secret hashes to hash, revoked
+	// or expired ones included, or a CodeTokenInvalid error.
+	FindTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// FindTokens returns every token, oldest first.
+	FindTokens(ctx context.Context) ([]*Token, error)
+	// RevokeToken marks the token revoked or returns a CodeNotFound error.
+	RevokeToken(ctx context.Context, id string) error
+	// CountTokens returns how many tokens exist, revoked and expired included.
+	CountTokens(ctx context.Context) (int, error)
+}
+
+// NewToken makes a token for owner with scopes and an optional lifetime (0:
+// none) and returns it with its secret, which is not stored anywhere.
+func NewToken(owner string, scopes []string, ttl time.Duration, now time.Time) (*Token, string, error) {
+	owner = strings.TrimSpace(owner)
+	if owner == "" {
+		return nil, "", Errorf(CodeInvalidBody, "owner must not be empty")
+	}
+	if len(scopes) == 0 {
+		scopes = DefaultScopes
+	}
+	for _, s := range scopes {
+		if !slices.Contains(KnownScopes, s) {
+			return nil, "", Errorf(CodeInvalidBody, "unknown scope %q (known: %s)", s, strings.Join(KnownScopes, ", "))
+		}
+	}
+	if ttl < 0 {
+		return nil, "", Errorf(CodeInvalidBody, "ttl must not be negative")
+	}
+	buf := make([]byte, tokenRandomBytes+8)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, "", fmt.Errorf("token: random: %w", err)
+	}
+	random := hex.EncodeToString(buf[:tokenRandomBytes])
+	secret := fmt.Sprintf("%s%s%08x", TokenPrefix, random, crc32.ChecksumIEEE([]byte(random)))
+	t := &Token{
+		ID:        "tok_" + hex.EncodeToString(buf[tokenRandomBytes:]),
+		Owner:     owner,
+		Scopes:    slices.Compact(slices.Sorted(slices.Values(scopes))),
+		Hash:      HashToken(secret),
+		CreatedAt: now.UTC(),
+	}
+	if ttl > 0 {
+		exp := now.Add(ttl).UTC()
+		t.ExpiresAt = &exp
+	}
+	return t, secret, nil
+}
+
+// Bounds on the length of an operator-supplied token (see NewTokenFromSecret).
+const (
+	MinSuppliedTokenLen = 32
+	MaxSuppliedTokenLen = 256
+)
+
+// PlausibleToken reports whether secret can be a token of this service: one
+// it issued (prefix, length and checksum right) or one an operator supplied
+// (32 to 256 visible ASCII characters without the prefix). It lets the
+// service refuse garbage without a database lookup; it says nothing of
+// whether the token exists.
+func PlausibleToken(secret string) bool {
+	if !strings.HasPrefix(secret, TokenPrefix) {
+		return validSuppliedSecret(secret) == nil
+	}
+	if len(secret) != tokenSecretLen {
+		return false
+	}
+	random := secret[len(TokenPrefix) : tokenSecretLen-8]
+	sum, err := strconv.ParseUint(secret[tokenSecretLen-8:], 16, 32)
+	return err == nil && uint32(sum) == crc32.ChecksumIEEE([]byte(random))
+}
+
+func validSuppliedSecret(secret string) error {
+	if n := len(secret); n < MinSuppliedTokenLen || n > MaxSuppliedTokenLen {
+		return Errorf(CodeInvalidBody, "a supplied token must have %d to %d characters", MinSuppliedTokenLen, MaxSuppliedTokenLen)
+	}
+	for _, c := range []byte(secret) {
+		if c <= ' ' || c > '~' {
+			return Errorf(CodeInvalidBody, "a supplied token must be visible ASCII characters only")
+		}
+	}
+	return nil
+}
+
+// NewTokenFromSecret makes a token for owner whose secret is given rather
+// than generated: an operator's bootstrap token from a secrets manager. A
+// secret with the service's prefix must be one the service generated;
+// any other must be 32 to 256 visible ASCII characters.
+func NewTokenFromSecret(secret, owner string, scopes []string, now time.Time) (*Token, error) {
+	if strings.HasPrefix(secret, TokenPrefix) {
+		if !PlausibleToken(secret) {
+			return nil, Errorf(CodeInvalidBody, "a supplied token that starts with %s must be one plantstore generated", TokenPrefix)
+		}
+	} else if err := validSuppliedSecret(secret); err != nil {
+		return nil, err
+	}
+	t, _, err := NewToken(owner, scopes, 0, now)
+	if err != nil {
+		return nil, err
+	}
+	t.Hash = HashToken(secret)
+	return t, nil
+}
+
+// HashToken returns the SHA-256 of a token secret: what is stored and looked
+// up. A fast hash is right here: secrets have 256 bits of randomness, so
+// there is nothing to brute-force, unlike passwords.
+func HashToken(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
