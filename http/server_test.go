@@ -1,0 +1,216 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore"
+	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/sqlite"
+)
+
+// TestServer is a real server on 127.0.0.1 over a real SQLite file.
+type TestServer struct {
+	*plantstorehttp.Server
+	DB  *sqlite.DB
+	URL string
+
+	logs *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// MustOpenServer starts a server; configure, if given, adjusts it before Open.
+func MustOpenServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *TestServer {
+	tb.Helper()
+	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
+	if err := db.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := db.Migrate(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	ts := &TestServer{Server: plantstorehttp.NewServer(), DB: db, logs: &syncBuffer{}}
+	ts.Addr = "127.0.0.1:0"
+	ts.PlantService, ts.TokenService, ts.Storage = db, db, db
+	ts.Logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, c := range configure {
+		c(ts.Server)
+	}
+	if err := ts.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	ts.URL = ts.Server.URL()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ts.Close(ctx); err != nil {
+			tb.Errorf("close server: %v", err)
+		}
+		if err := db.Close(); err != nil {
+			tb.Errorf("close db: %v", err)
+		}
+	})
+	return ts
+}
+
+// Token issues a token for owner with scopes (default: read and write).
+func (ts *TestServer) Token(tb testing.TB, owner string, scopes ...string) string {
+	tb.Helper()
+	tok, secret, err := plantstore.NewToken(owner, scopes, 0, time.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ts.DB.CreateToken(context.Background(), tok); err != nil {
+		tb.Fatal(err)
+	}
+	return secret
+}
+
+// Response is an answer with its body read.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Request describes one HTTP request of a test.
+type Request struct {
+	Method string
+	Path   string
+	Token  string // sent as "Bearer <Token>" unless empty
+	Body   string
+	Header map[string]string // set after the defaults; "" deletes
+}
+
+// Do sends r and reads the whole answer.
+func (ts *TestServer) Do(tb testing.TB, r Request) *Response {
+	tb.Helper()
+	var body io.Reader
+	if r.Body != "" {
+		body = strings.NewReader(r.Body)
+	}
+	req, err := http.NewRequest(r.Method, ts.URL+r.Path, body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if r.Body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	for k, v := range r.Header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// Post creates a plant from a raw JSON body.
+func (ts *TestServer) Post(tb testing.TB, token, body string) *Response {
+	tb.Helper()
+	return ts.Do(tb, Request{Method: "POST", Path: "/plants", Token: token, Body: body})
+}
+
+// Get sends GET path.
+func (ts *TestServer) Get(tb testing.TB, token, path string) *Response {
+	tb.Helper()
+	return ts.Do(tb, Request{Method: "GET", Path: path, Token: token})
+}
+
+// apiError is the contract's Error body.
+type apiError struct {
+	Error   *int32  `json:"error"`
+	Message *string `json:"message"`
+}
+
+// mustError checks that resp is an Error with the status and code, in the
+// contract's shape and content type.
+func mustError(tb testing.TB, resp *Response, status int, code int32) {
+	tb.Helper()
+	if resp.Status != status {
+		tb.Fatalf("status = %d, want %d (body %s)", resp.Status, status, resp.Body)
+	}
+	if got, want := resp.Header.Get("Content-Type"), "application/json"; !strings.HasPrefix(got, want) {
+		tb.Fatalf("Content-Type = %q, want %s", got, want)
+	}
+	var e apiError
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		tb.Fatalf("body %s is not an Error: %v", resp.Body, err)
+	}
+	if e.Error == nil || e.Message == nil {
+		tb.Fatalf("body %s lacks error or message", resp.Body)
+	}
+	if got, want := *e.Error, code; got != want {
+		tb.Fatalf("error = %d, want %d (message %q)", got, want, *e.Message)
+	}
+	if int(*e.Error/100) != resp.Status {
+		tb.Fatalf("error %d does not match status %d", *e.Error, resp.Status)
+	}
+	if strings.TrimSpace(*e.Message) == "" {
+		tb.Fatalf("empty message")
+	}
+}
+
+// plantBody is a Plant as the API returns it; Tag distinguishes absent
+// (nil) from present.
+type plantBody struct {
+	ID   *int64           `json:"id"`
+	Name *string          `json:"name"`
+	Tag  *json.RawMessage `json:"tag"`
+}
+
+func mustPlants(tb testing.TB, resp *Response) []map[string]any {
+	tb.Helper()
+	if resp.Status != http.StatusOK {
+		tb.Fatalf("status = %d, want 200 (body %s)", resp.Status, resp.Body)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(resp.Body, &out); err != nil {
+		tb.Fatalf("body %s: %v", resp.Body, err)
+	}
+	if out == nil {
+		tb.Fatalf("body %s is not an array", resp.Body)
+	}
+	return out
+}
