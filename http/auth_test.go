@@ -38,7 +38,10 @@ func TestAuth(t *testing.T) {
 	if err := ts.DB.CreateToken(context.Background(), expiredTok); err != nil {
 		t.Fatal(err)
 	}
-	unknown, _, _ := func() (string, int, error) { _, s, err := plantstore.NewToken("x", nil, 0, time.Now()); return s, 0, err }()
+	unknown, _, _ := func() (string, int, error) {
+		_, s, err := plantstore.NewToken("x", nil, 0, time.Now())
+		return s, 0, err
+	}()
 
 	tests := []struct {
 		name   string

@@ -2,7 +2,6 @@ package http_test
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
@@ -86,5 +85,4 @@ func TestDocs(t *testing.T) {
 	if script.Status != 200 || len(script.Body) < 100_000 || !strings.Contains(script.Header.Get("Content-Type"), "javascript") {
 		t.Fatalf("script: %d, %d bytes, %s", script.Status, len(script.Body), script.Header.Get("Content-Type"))
 	}
-	_ = context.Background
 }

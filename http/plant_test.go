@@ -3,7 +3,6 @@ package http_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -453,5 +452,4 @@ func TestListPlants_EmptyIsArray(t *testing.T) {
 	if err := json.Unmarshal(resp.Body, &v); err != nil || v == nil {
 		t.Fatalf("not an array: %v", err)
 	}
-	_ = http.StatusOK
 }
