@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -138,9 +137,8 @@ func PlausibleToken(secret string) bool {
 	if len(secret) != tokenSecretLen {
 		return false
 	}
-	random := secret[len(TokenPrefix) : tokenSecretLen-8]
-	sum, err := strconv.ParseUint(secret[tokenSecretLen-8:], 16, 32)
-	return err == nil && uint32(sum) == crc32.ChecksumIEEE([]byte(random))
+	random, sum := secret[len(TokenPrefix):tokenSecretLen-8], secret[tokenSecretLen-8:]
+	return fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(random))) == sum
 }
 
 func validSuppliedSecret(secret string) error {

@@ -106,7 +106,13 @@ func (db *DB) Open() error {
 	db.read.SetConnMaxLifetime(0)
 
 	// Open the writer now so a bad path or a locked, unreadable file fails
-	// here rather than on the first request.
+	// here rather than on the first request. Switching a new file to WAL
+	// needs it alone, so processes opening one file at once take turns.
+	unlock, err := lockFile(db.Path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := db.write.Ping(); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
@@ -160,6 +166,11 @@ func (db *DB) SchemaStatus(ctx context.Context) (current, known int64, err error
 // returns how many it applied. It refuses a database whose schema is newer
 // than this binary knows.
 func (db *DB) Migrate(ctx context.Context) (int, error) {
+	unlock, err := lockFile(db.Path)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	p, err := db.provider()
 	if err != nil {
 		return 0, err

@@ -11,8 +11,10 @@ import (
 
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB         string `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path (created on first use). postgres:// URLs are not supported yet."`
-	Durability string `name:"durability" env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"full: a write is acknowledged only after it is fsynced (survives power loss). relaxed: survives a process crash, may lose the last writes on power loss."`
+	DB string `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path (created on first use). postgres:// URLs are not supported yet."`
+
+	// durability is set by serve's --durability; other commands use full.
+	durability sqlite.Durability
 }
 
 // connect opens the database without looking at its schema.
@@ -24,7 +26,9 @@ func (f *dbFlags) connect() (*sqlite.DB, error) {
 		return nil, fmt.Errorf("--db: a database path is required")
 	}
 	db := sqlite.NewDB(f.DB)
-	db.Durability = sqlite.Durability(f.Durability)
+	if f.durability != "" {
+		db.Durability = f.durability
+	}
 	if err := db.Open(); err != nil {
 		return nil, err
 	}

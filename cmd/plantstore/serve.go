@@ -20,6 +20,7 @@ import (
 // serveCmd is `plantstore serve`.
 type serveCmd struct {
 	dbFlags
+	Durability      string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"full: a write is acknowledged only after it is fsynced (survives power loss). relaxed: survives a process crash, may lose the last writes on power loss."`
 	Addr            string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
 	Migrate         bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
 	BootstrapAdmin  bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
@@ -40,6 +41,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if c.ShutdownTimeout <= 0 {
 		return errors.New("--shutdown-timeout must be positive")
 	}
+	c.durability = sqlite.Durability(c.Durability)
 	db, err := c.open(ctx, c.Migrate)
 	if err != nil {
 		return err
