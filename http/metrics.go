@@ -93,7 +93,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
-			slog.Duration("duration", d),
+			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 			slog.String("owner", info.owner),
 		)
 	})
