@@ -112,7 +112,7 @@ func (s *Server) handleAddPlantRequest(args [0]string, argsEscaped bool, w http.
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    AddPlantOperation,
-			OperationSummary: "",
+			OperationSummary: "Create a plant",
 			OperationID:      "addPlant",
 			Body:             request,
 			RawBody:          rawBody,
@@ -235,7 +235,7 @@ func (s *Server) handleDeletePlantRequest(args [1]string, argsEscaped bool, w ht
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    DeletePlantOperation,
-			OperationSummary: "",
+			OperationSummary: "Delete a plant",
 			OperationID:      "deletePlant",
 			Body:             nil,
 			RawBody:          rawBody,
@@ -363,7 +363,7 @@ func (s *Server) handleGetPlantRequest(args [1]string, argsEscaped bool, w http.
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    GetPlantOperation,
-			OperationSummary: "",
+			OperationSummary: "Get a plant",
 			OperationID:      "getPlant",
 			Body:             nil,
 			RawBody:          rawBody,
@@ -492,7 +492,7 @@ func (s *Server) handleListPlantsRequest(args [0]string, argsEscaped bool, w htt
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    ListPlantsOperation,
-			OperationSummary: "",
+			OperationSummary: "List plants",
 			OperationID:      "listPlants",
 			Body:             nil,
 			RawBody:          rawBody,

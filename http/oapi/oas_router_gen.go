@@ -226,7 +226,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 				switch method {
 				case "GET":
 					r.name = ListPlantsOperation
-					r.summary = ""
+					r.summary = "List plants"
 					r.operationID = "listPlants"
 					r.operationGroup = ""
 					r.pathPattern = "/plants"
@@ -235,7 +235,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 					return r, true
 				case "POST":
 					r.name = AddPlantOperation
-					r.summary = ""
+					r.summary = "Create a plant"
 					r.operationID = "addPlant"
 					r.operationGroup = ""
 					r.pathPattern = "/plants"
@@ -269,7 +269,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 					switch method {
 					case "DELETE":
 						r.name = DeletePlantOperation
-						r.summary = ""
+						r.summary = "Delete a plant"
 						r.operationID = "deletePlant"
 						r.operationGroup = ""
 						r.pathPattern = "/plants/{id}"
@@ -278,7 +278,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						return r, true
 					case "GET":
 						r.name = GetPlantOperation
-						r.summary = ""
+						r.summary = "Get a plant"
 						r.operationID = "getPlant"
 						r.operationGroup = ""
 						r.pathPattern = "/plants/{id}"
