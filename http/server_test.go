@@ -192,13 +192,6 @@ func mustError(tb testing.TB, resp *Response, status int, code int32) {
 	}
 }
 
-// plantBody is a Plant as the API returns it; Tag distinguishes absent
-// (nil) from present.
-type plantBody struct {
-	ID   *int64           `json:"id"`
-	Name *string          `json:"name"`
-	Tag  *json.RawMessage `json:"tag"`
-}
 
 func mustPlants(tb testing.TB, resp *Response) []map[string]any {
 	tb.Helper()
