@@ -192,7 +192,6 @@ func mustError(tb testing.TB, resp *Response, status int, code int32) {
 	}
 }
 
-
 func mustPlants(tb testing.TB, resp *Response) []map[string]any {
 	tb.Helper()
 	if resp.Status != http.StatusOK {
