@@ -80,3 +80,15 @@ func (p *Plant) Validate() error {
 	}
 	return nil
 }
+
+// Store is a storage backend: both services and its lifecycle. The sqlite
+// and postgres packages implement it; storetest holds the conformance suite
+// every implementation passes.
+type Store interface {
+	PlantService
+	TokenService
+	// Ping checks that the storage answers.
+	Ping(ctx context.Context) error
+	// Close releases the storage's resources.
+	Close() error
+}

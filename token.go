@@ -79,6 +79,9 @@ type TokenService interface {
 	RevokeToken(ctx context.Context, id string) error
 	// CountTokens returns how many tokens exist, revoked and expired included.
 	CountTokens(ctx context.Context) (int, error)
+	// CreateFirstToken stores t only if no token exists at all, atomically
+	// (several replicas may start at once), and reports whether it did.
+	CreateFirstToken(ctx context.Context, t *Token) (created bool, err error)
 }
 
 // NewToken makes a token for owner with scopes and an optional lifetime (0:

@@ -54,6 +54,8 @@ type DB struct {
 	read  *sql.DB
 }
 
+var _ plantstore.Store = (*DB)(nil)
+
 // NewDB returns a DB for the file at path; call Open before use.
 func NewDB(path string) *DB {
 	return &DB{Path: path, Durability: DurabilityFull, Now: time.Now}

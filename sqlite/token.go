@@ -16,18 +16,20 @@ const tokenColumns = `id, hash, owner, scopes, created_at, expires_at, revoked_a
 
 // CreateToken stores t.
 func (db *DB) CreateToken(ctx context.Context, t *plantstore.Token) error {
-	return db.update(ctx, func(tx *Tx) error {
-		if t.CreatedAt.IsZero() {
-			t.CreatedAt = tx.now
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			t.ID, t.Hash, t.Owner, strings.Join(t.Scopes, " "), formatTime(t.CreatedAt),
-			nullTime(t.ExpiresAt), nullTime(t.RevokedAt))
-		if err != nil {
-			return fmt.Errorf("sqlite: insert token: %w", err)
-		}
-		return nil
-	})
+	return db.update(ctx, func(tx *Tx) error { return insertToken(ctx, tx, t) })
+}
+
+func insertToken(ctx context.Context, tx *Tx, t *plantstore.Token) error {
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = tx.now
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Hash, t.Owner, strings.Join(t.Scopes, " "), formatTime(t.CreatedAt),
+		nullTime(t.ExpiresAt), nullTime(t.RevokedAt))
+	if err != nil {
+		return fmt.Errorf("sqlite: insert token: %w", err)
+	}
+	return nil
 }
 
 // FindTokenByHash returns the token whose secret hashes to hash.
@@ -77,6 +79,27 @@ func (db *DB) RevokeToken(ctx context.Context, id string) error {
 		}
 		return nil
 	})
+}
+
+// CreateFirstToken stores t if no token exists. The write transaction
+// (BEGIN IMMEDIATE) holds SQLite's write lock, so processes take turns.
+func (db *DB) CreateFirstToken(ctx context.Context, t *plantstore.Token) (bool, error) {
+	created := false
+	err := db.update(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tokens`).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: count tokens: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		if err := insertToken(ctx, tx, t); err != nil {
+			return err
+		}
+		created = true
+		return nil
+	})
+	return created, err
 }
 
 // CountTokens returns how many tokens exist.

@@ -77,12 +77,9 @@ func (c *serveCmd) bootstrap(ctx context.Context, db *sqlite.DB, e *env) error {
 	if !c.BootstrapAdmin && c.BootstrapToken == "" {
 		return nil
 	}
-	n, err := db.CountTokens(ctx)
-	if err != nil || n > 0 {
-		return err
-	}
 	var tok *plantstore.Token
 	secret := c.BootstrapToken
+	var err error
 	if secret != "" {
 		if tok, err = plantstore.NewTokenFromSecret(secret, "admin", nil, time.Now()); err != nil {
 			return fmt.Errorf("--bootstrap-token: %w", cliError(err))
@@ -90,7 +87,7 @@ func (c *serveCmd) bootstrap(ctx context.Context, db *sqlite.DB, e *env) error {
 	} else if tok, secret, err = plantstore.NewToken("admin", nil, 0, time.Now()); err != nil {
 		return err
 	}
-	if err := db.CreateToken(ctx, tok); err != nil {
+	if created, err := db.CreateFirstToken(ctx, tok); err != nil || !created {
 		return err
 	}
 	if c.BootstrapToken != "" {
