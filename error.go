@@ -47,12 +47,20 @@ const MaxBodyBytes = 64 << 10
 type Error struct {
 	Code    int32
 	Message string
+	// Err is the cause, for the log only: it never reaches a client.
+	Err error
 }
 
 // Error implements the error interface.
 func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("plantstore error: code=%d message=%s: %v", e.Code, e.Message, e.Err)
+	}
 	return fmt.Sprintf("plantstore error: code=%d message=%s", e.Code, e.Message)
 }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Status returns the HTTP status that goes with the error's code.
 func (e *Error) Status() int { return int(e.Code / 100) }

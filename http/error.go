@@ -49,6 +49,10 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 			e = plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
 		}
 	}
+	if e.Status() >= 500 && e.Err != nil {
+		s.logger().ErrorContext(r.Context(), "storage error",
+			"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Err)
+	}
 	h := w.Header()
 	switch e.Code {
 	case plantstore.CodeTokenMissing:

@@ -3,27 +3,73 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/sqlite"
+)
+
+// store is a storage backend as the commands use it.
+type store interface {
+	plantstore.Store
+	Migrate(ctx context.Context) (int, error)
+	SchemaStatus(ctx context.Context) (current, known int64, err error)
+}
+
+var (
+	_ store = (*sqlite.DB)(nil)
+	_ store = (*postgres.DB)(nil)
 )
 
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB string `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path (created on first use). postgres:// URLs are not supported yet."`
+	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path (created on first use), or a postgres:// URL."`
+	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
+	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
+	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"PostgreSQL: limit for one storage call, waiting for a connection included; past it the request gets 503."`
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
 }
 
-// connect opens the database without looking at its schema.
-func (f *dbFlags) connect() (*sqlite.DB, error) {
-	if strings.HasPrefix(f.DB, "postgres://") || strings.HasPrefix(f.DB, "postgresql://") {
-		return nil, fmt.Errorf("--db: PostgreSQL is not supported by this version yet; give a SQLite file path")
+// isPostgres reports whether the --db value is a PostgreSQL URL.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// displayDB is the --db value fit for logs and messages: a URL's password
+// is masked.
+func displayDB(db string) string {
+	if !isPostgres(db) {
+		return db
 	}
-	if f.DB == "" {
-		return nil, fmt.Errorf("--db: a database path is required")
+	u, err := url.Parse(db)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// connect opens the database without looking at its schema.
+func (f *dbFlags) connect(ctx context.Context) (store, error) {
+	switch {
+	case f.DB == "":
+		return nil, fmt.Errorf("--db: a database path or postgres:// URL is required")
+	case isPostgres(f.DB):
+		if f.DBMaxConns < 1 || f.DBStatementTimeout <= 0 || f.DBTimeout <= 0 {
+			return nil, fmt.Errorf("--db-max-conns, --db-statement-timeout and --db-timeout must be positive")
+		}
+		db := postgres.NewDB(f.DB)
+		db.Config.MaxConns = f.DBMaxConns
+		db.Config.StatementTimeout = f.DBStatementTimeout
+		db.Config.OpTimeout = f.DBTimeout
+		if err := db.Open(ctx); err != nil {
+			return nil, err
+		}
+		return db, nil
 	}
 	db := sqlite.NewDB(f.DB)
 	if f.durability != "" {
@@ -38,8 +84,8 @@ func (f *dbFlags) connect() (*sqlite.DB, error) {
 // open opens the database. With migrate it applies pending migrations;
 // without, it refuses a schema that is not exactly the one this binary
 // knows. Either way it refuses a schema newer than this binary knows.
-func (f *dbFlags) open(ctx context.Context, migrate bool) (*sqlite.DB, error) {
-	db, err := f.connect()
+func (f *dbFlags) open(ctx context.Context, migrate bool) (store, error) {
+	db, err := f.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +96,7 @@ func (f *dbFlags) open(ctx context.Context, migrate bool) (*sqlite.DB, error) {
 	return db, nil
 }
 
-func (f *dbFlags) prepare(ctx context.Context, db *sqlite.DB, migrate bool) error {
+func (f *dbFlags) prepare(ctx context.Context, db store, migrate bool) error {
 	if migrate {
 		_, err := db.Migrate(ctx)
 		return err
@@ -62,7 +108,7 @@ func (f *dbFlags) prepare(ctx context.Context, db *sqlite.DB, migrate bool) erro
 	case current > known:
 		return &plantstore.SchemaTooNewError{Current: current, Known: known}
 	case current < known:
-		return fmt.Errorf("database schema version %d is older than this plantstore needs (%d): run `plantstore migrate --db %s`, or serve without --no-migrate", current, known, f.DB)
+		return fmt.Errorf("database schema version %d is older than this plantstore needs (%d): run `plantstore migrate` with the same --db, or serve without --no-migrate", current, known)
 	}
 	return nil
 }
@@ -74,7 +120,7 @@ type migrateCmd struct {
 
 // Run applies pending migrations.
 func (c *migrateCmd) Run(ctx context.Context, e *env) error {
-	db, err := c.connect()
+	db, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}

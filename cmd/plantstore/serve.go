@@ -59,7 +59,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if err := s.Open(); err != nil {
 		return err
 	}
-	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", c.DB, "durability", c.Durability)
+	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", c.Durability)
 
 	<-ctx.Done()
 	logger.Info("plantstore shutting down", "grace", c.ShutdownTimeout)
@@ -73,7 +73,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 
 // bootstrap creates the first token when there is none, so that
 // `plantstore serve` alone gives a usable service.
-func (c *serveCmd) bootstrap(ctx context.Context, db *sqlite.DB, e *env) error {
+func (c *serveCmd) bootstrap(ctx context.Context, db store, e *env) error {
 	if !c.BootstrapAdmin && c.BootstrapToken == "" {
 		return nil
 	}
@@ -97,7 +97,7 @@ func (c *serveCmd) bootstrap(ctx context.Context, db *sqlite.DB, e *env) error {
 	}
 	fmt.Fprintf(e.stderr, "plantstore: no tokens yet: created one for owner admin (%s, id %s). It is shown only now:\n\n    %s\n\n"+
 		"plantstore: make more with: plantstore token create --owner NAME [--scope S ...] [--ttl DURATION] --db %s\n",
-		strings.Join(tok.Scopes, " "), tok.ID, secret, c.DB)
+		strings.Join(tok.Scopes, " "), tok.ID, secret, displayDB(c.DB))
 	return nil
 }
 
