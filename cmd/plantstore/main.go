@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/plantstore/plantstore"
 )
 
 func main() {
@@ -28,9 +30,22 @@ func main() {
 		if errors.As(err, &exit) {
 			os.Exit(int(exit))
 		}
-		fmt.Fprintln(os.Stderr, "plantstore:", err)
+		fmt.Fprintln(os.Stderr, "plantstore:", describe(err))
 		os.Exit(1)
 	}
+}
+
+// describe renders an error for the terminal: a domain error as its message
+// and cause, without the code.
+func describe(err error) string {
+	var e *plantstore.Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	if e.Err != nil {
+		return e.Message + " (" + e.Err.Error() + ")"
+	}
+	return e.Message
 }
 
 // exitCode ends the program with a status and no further message (help

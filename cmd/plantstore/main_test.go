@@ -545,20 +545,25 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-func TestPostgresURL(t *testing.T) {
+// TestPostgresUnreachable: every command fails clearly on a PostgreSQL URL
+// nobody answers, prints nothing on stdout and never shows the password.
+func TestPostgresUnreachable(t *testing.T) {
 	for _, args := range [][]string{
 		{"migrate"},
 		{"token", "create", "--owner", "alice"},
 		{"token", "list"},
 		{"serve", "--addr", "127.0.0.1:0"},
 	} {
-		for _, dsn := range []string{"postgres://user@localhost/plants", "postgresql://localhost/plants"} {
+		for _, dsn := range []string{"postgres://user:hunter2secret@127.0.0.1:1/plants?connect_timeout=2", "postgresql://127.0.0.1:1/plants"} {
 			r := runCLI(t, nil, append(args, "--db", dsn)...)
 			if r.err == nil {
 				t.Fatalf("%v --db %s: no error", args, dsn)
 			}
-			if !strings.Contains(r.err.Error(), "PostgreSQL") {
-				t.Fatalf("%v --db %s: error = %q, want it to say PostgreSQL is not supported", args, dsn, r.err)
+			if !strings.Contains(r.err.Error(), "storage is not available") {
+				t.Fatalf("%v --db %s: error = %q, want it to say the storage is not available", args, dsn, r.err)
+			}
+			if strings.Contains(r.err.Error()+r.stderr, "hunter2secret") {
+				t.Fatalf("%v: the password shows: %q", args, r.err.Error()+r.stderr)
 			}
 			if r.stdout != "" {
 				t.Fatalf("%v --db %s: stdout = %q, want nothing", args, dsn, r.stdout)
