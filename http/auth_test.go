@@ -272,3 +272,23 @@ func TestTokensNeverLogged(t *testing.T) {
 		t.Fatalf("the log has the token:\n%s", logs)
 	}
 }
+
+// TestAuth_StorageFailure: when the token lookup itself fails, the answer
+// is a logged 500, not a 401 that would tell the client to send a token.
+func TestAuth_StorageFailure(t *testing.T) {
+	ts := MustOpenServer(t)
+	tok := ts.Token(t, "alice")
+	raw, err := sql.Open("sqlite3", ts.DB.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TABLE tokens`); err != nil {
+		t.Fatal(err)
+	}
+	resp := ts.Get(t, tok, "/plants")
+	mustError(t, resp, 500, plantstore.CodeInternal)
+	if logs := ts.logs.String(); !strings.Contains(logs, "no such table: tokens") {
+		t.Fatalf("the log lacks the cause:\n%s", logs)
+	}
+}

@@ -109,7 +109,10 @@ func classify(err error) error {
 	case errors.As(err, &domain):
 		return err
 	case errors.As(err, &security):
-		return plantstore.Errorf(plantstore.CodeTokenMissing, "a bearer token is required (Authorization: Bearer <token>)")
+		if errors.Is(security.Err, ogenerrors.ErrSecurityRequirementIsNotSatisfied) {
+			return plantstore.Errorf(plantstore.CodeTokenMissing, "a bearer token is required (Authorization: Bearer <token>)")
+		}
+		return security.Err // the token lookup failed: Error logs it and answers 500
 	case errors.As(err, &param):
 		code := plantstore.CodeInvalidQuery
 		if param.In == "path" {

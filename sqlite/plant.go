@@ -20,7 +20,7 @@ const plantColumns = `owner, id, name, tag, created_at`
 func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
 	var stored *plantstore.Plant
 	var created bool
-	err := db.update(ctx, func(tx *Tx) error {
+	err := db.update(ctx, func(ctx context.Context, tx *Tx) error {
 		var err error
 		stored, created, err = createPlant(ctx, tx, p)
 		return err
@@ -124,7 +124,7 @@ func (db *DB) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 
 // DeletePlant deletes the owner's plant with id.
 func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
-	return db.update(ctx, func(tx *Tx) error {
+	return db.update(ctx, func(ctx context.Context, tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM plants WHERE owner = ? AND id = ?`, owner, id)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete plant: %w", err)

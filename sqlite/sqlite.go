@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
@@ -41,8 +42,8 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // DB is a SQLite database. Writes go through one connection (SQLite has one
 // writer at a time) so they queue in Go rather than spin on the file lock;
-// reads use a pool of their own. Every write runs through DB.update, the one
-// place where a later change can group several writes into one commit.
+// reads use a pool of their own. Every write runs through DB.update, which
+// groups concurrent writes into one commit (see update).
 type DB struct {
 	Path       string
 	Durability Durability
@@ -50,8 +51,20 @@ type DB struct {
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
 
+	// MaxBatch bounds how many writes share one commit (0: DefaultMaxBatch).
+	MaxBatch int
+	// OnCommit, if set, is called by the committer after each commit with
+	// the number of writes in it (for metrics and tests).
+	OnCommit func(writes int)
+
 	write *sql.DB
 	read  *sql.DB
+
+	writes  chan *writeOp
+	closing chan struct{} // closed by Close
+	stopped chan struct{} // closed when the committer has finished
+	closeMu sync.RWMutex  // held for reading while queueing a write
+	closed  bool
 }
 
 var _ plantstore.Store = (*DB)(nil)
@@ -118,11 +131,25 @@ func (db *DB) Open() error {
 	if err := db.write.Ping(); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
+	db.writes = make(chan *writeOp, 4*DefaultMaxBatch)
+	db.closing = make(chan struct{})
+	db.stopped = make(chan struct{})
+	go db.commitLoop()
 	return nil
 }
 
-// Close closes the database.
+// Close commits the writes already queued, then closes the database.
+// Writes that arrive later fail.
 func (db *DB) Close() error {
+	if db.closing != nil {
+		db.closeMu.Lock()
+		if !db.closed {
+			db.closed = true
+			close(db.closing)
+		}
+		db.closeMu.Unlock()
+		<-db.stopped
+	}
 	var errs []error
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
@@ -197,17 +224,137 @@ type Tx struct {
 	now time.Time
 }
 
-// update runs fn in a write transaction and commits it. With the default
-// durability the commit returns only after the WAL is fsynced.
-func (db *DB) update(ctx context.Context, fn func(tx *Tx) error) error {
+// DefaultMaxBatch bounds how many writes share one commit.
+const DefaultMaxBatch = 256
+
+// errClosed answers writes that arrive after Close.
+var errClosed = errors.New("sqlite: database is closed")
+
+// writeOp is one write waiting for the committer.
+type writeOp struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *Tx) error
+	done chan error
+}
+
+// update runs fn as part of a write transaction and returns once that
+// transaction is committed (with the default durability: fsynced).
+//
+// Group commit: one goroutine, the committer, owns the write connection.
+// Writes queue up while it commits; it takes every queued write (up to
+// MaxBatch) into one transaction, runs each inside its own SAVEPOINT so a
+// failing write is rolled back alone, and commits once: one fsync for the
+// whole batch. A write alone in the queue is committed at once, so a lone
+// client waits for no one.
+//
+// fn must use the ctx it is given, not its caller's: cancelling a request
+// must not interrupt a statement of a shared transaction (SQLite would roll
+// the whole transaction back). A write whose caller has gone away before
+// its turn is skipped.
+func (db *DB) update(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	// The read lock keeps Close from completing while a write is being
+	// queued, so every queued write is seen by the committer's final drain.
+	db.closeMu.RLock()
+	if db.closed {
+		db.closeMu.RUnlock()
+		return errClosed
+	}
+	select {
+	case db.writes <- op:
+	case <-ctx.Done():
+		db.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	db.closeMu.RUnlock()
+	// Wait for the outcome even if ctx ends now: the write may commit.
+	return <-op.done
+}
+
+// commitLoop is the committer: it batches queued writes until Close.
+func (db *DB) commitLoop() {
+	defer close(db.stopped)
+	maxBatch := db.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
+	batch := make([]*writeOp, 0, maxBatch)
+	for {
+		var op *writeOp
+		select {
+		case op = <-db.writes:
+		case <-db.closing:
+			// Finish what was queued before Close.
+			for {
+				select {
+				case op := <-db.writes:
+					db.commit([]*writeOp{op})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], op)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-db.writes:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		db.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction and answers every write in it.
+func (db *DB) commit(batch []*writeOp) {
+	errs := make([]error, len(batch))
+	err := db.runBatch(batch, errs)
+	if db.OnCommit != nil {
+		db.OnCommit(len(batch))
+	}
+	for i, op := range batch {
+		if err != nil && errs[i] == nil {
+			errs[i] = err
+		}
+		op.done <- errs[i]
+	}
+}
+
+func (db *DB) runBatch(batch []*writeOp, errs []error) error {
+	ctx := context.Background()
 	sqlTx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer sqlTx.Rollback()
 	tx := &Tx{Tx: sqlTx, now: db.Now().UTC()}
-	if err := fn(tx); err != nil {
-		return err
+	single := len(batch) == 1
+	for i, op := range batch {
+		if err := op.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if single {
+			errs[i] = op.fn(ctx, tx)
+			if errs[i] != nil {
+				return nil // nothing else to keep: the deferred rollback undoes it
+			}
+			continue
+		}
+		if _, err := sqlTx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+			return fmt.Errorf("sqlite: savepoint: %w", err)
+		}
+		if errs[i] = op.fn(ctx, tx); errs[i] != nil {
+			if _, err := sqlTx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
+				return fmt.Errorf("sqlite: rollback to savepoint: %w", err)
+			}
+		}
+		if _, err := sqlTx.ExecContext(ctx, `RELEASE w`); err != nil {
+			return fmt.Errorf("sqlite: release savepoint: %w", err)
+		}
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)

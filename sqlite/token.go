@@ -16,7 +16,7 @@ const tokenColumns = `id, hash, owner, scopes, created_at, expires_at, revoked_a
 
 // CreateToken stores t.
 func (db *DB) CreateToken(ctx context.Context, t *plantstore.Token) error {
-	return db.update(ctx, func(tx *Tx) error { return insertToken(ctx, tx, t) })
+	return db.update(ctx, func(ctx context.Context, tx *Tx) error { return insertToken(ctx, tx, t) })
 }
 
 func insertToken(ctx context.Context, tx *Tx, t *plantstore.Token) error {
@@ -66,7 +66,7 @@ func (db *DB) FindTokens(ctx context.Context) ([]*plantstore.Token, error) {
 
 // RevokeToken marks the token revoked. Revoking a revoked token is a no-op.
 func (db *DB) RevokeToken(ctx context.Context, id string) error {
-	return db.update(ctx, func(tx *Tx) error {
+	return db.update(ctx, func(ctx context.Context, tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`,
 			formatTime(tx.now), id)
 		if err != nil {
@@ -85,7 +85,7 @@ func (db *DB) RevokeToken(ctx context.Context, id string) error {
 // (BEGIN IMMEDIATE) holds SQLite's write lock, so processes take turns.
 func (db *DB) CreateFirstToken(ctx context.Context, t *plantstore.Token) (bool, error) {
 	created := false
-	err := db.update(ctx, func(tx *Tx) error {
+	err := db.update(ctx, func(ctx context.Context, tx *Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tokens`).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: count tokens: %w", err)

@@ -1,0 +1,266 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/plantstore/plantstore"
+)
+
+func openTestDB(t *testing.T) (*DB, *[]int) {
+	t.Helper()
+	db := NewDB(filepath.Join(t.TempDir(), "batch.db"))
+	var mu sync.Mutex
+	var batches []int
+	db.OnCommit = func(n int) {
+		mu.Lock()
+		batches = append(batches, n)
+		mu.Unlock()
+	}
+	if err := db.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db, &batches
+}
+
+// holdCommitter occupies the committer with a write that waits until the
+// returned release is called, so the writes queued meanwhile form one batch.
+func holdCommitter(t *testing.T, db *DB) (release func()) {
+	t.Helper()
+	started, unblock := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.update(context.Background(), func(context.Context, *Tx) error {
+			close(started)
+			<-unblock
+			return nil
+		})
+	}()
+	<-started
+	return func() {
+		close(unblock)
+		if err := <-done; err != nil {
+			t.Errorf("holding write: %v", err)
+		}
+	}
+}
+
+// queued waits until n writes are queued behind the held committer.
+func queued(db *DB, n int) {
+	for len(db.writes) < n {
+		runtimeGosched()
+	}
+}
+
+func tag(s string) *string { return &s }
+
+// TestGroupCommit_OneBatch: writes queued while a commit runs share the next
+// commit; replays and conflicts inside that batch behave as if serial.
+func TestGroupCommit_OneBatch(t *testing.T) {
+	db, batches := openTestDB(t)
+	release := holdCommitter(t, db)
+
+	type result struct {
+		stored  *plantstore.Plant
+		created bool
+		err     error
+	}
+	plants := []*plantstore.Plant{
+		{Owner: "alice", ID: 1, Name: "Fern", Tag: tag("green")},
+		{Owner: "alice", ID: 1, Name: "Fern", Tag: tag("green")}, // replay in the same batch
+		{Owner: "alice", ID: 1, Name: "Moss"},                    // conflict in the same batch
+		{Owner: "alice", ID: 2, Name: "Ivy"},
+		{Owner: "bob", ID: 1, Name: "Cactus"},
+	}
+	results := make([]result, len(plants))
+	var wg sync.WaitGroup
+	for i, p := range plants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stored, created, err := db.CreatePlant(context.Background(), p)
+			results[i] = result{stored, created, err}
+		}()
+		queued(db, i+1) // keep the order of the batch
+	}
+	release()
+	wg.Wait()
+
+	if got, want := *batches, []int{1, len(plants)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batch sizes = %v, want %v", got, want)
+	}
+	for i, want := range []struct {
+		created bool
+		code    int32
+	}{{true, 0}, {false, 0}, {false, plantstore.CodeConflict}, {true, 0}, {true, 0}} {
+		if got := plantstore.ErrorCode(results[i].err); got != want.code {
+			t.Fatalf("write %d: error %v, want code %d", i, results[i].err, want.code)
+		}
+		if results[i].created != want.created {
+			t.Fatalf("write %d: created = %v, want %v", i, results[i].created, want.created)
+		}
+	}
+	got, _, err := db.FindPlants(context.Background(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "Fern" || *got[0].Tag != "green" || got[1].Name != "Ivy" {
+		t.Fatalf("alice's plants = %+v", got)
+	}
+}
+
+// TestGroupCommit_FailingWriteAlone: a write whose SQL fails is rolled back
+// to its savepoint; the others in its batch commit.
+func TestGroupCommit_FailingWriteAlone(t *testing.T) {
+	db, batches := openTestDB(t)
+	release := holdCommitter(t, db)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 1 {
+				errs[i] = db.update(context.Background(), func(ctx context.Context, tx *Tx) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 99, 'half', 'x')`); err != nil {
+						return err
+					}
+					_, err := tx.ExecContext(ctx, `INSERT INTO no_such_table VALUES (1)`)
+					return err
+				})
+				return
+			}
+			_, _, errs[i] = db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "ok"})
+		}()
+		queued(db, i+1)
+	}
+	release()
+	wg.Wait()
+	if fmt.Sprint(*batches) != "[1 3]" {
+		t.Fatalf("batch sizes = %v, want [1 3]", *batches)
+	}
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("errors = %v, want only the middle one", errs)
+	}
+	if _, err := db.FindPlantByID(context.Background(), "alice", 99); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+		t.Fatalf("the failing write's first insert was kept: %v", err)
+	}
+	for _, id := range []int64{0, 2} {
+		if _, err := db.FindPlantByID(context.Background(), "alice", id); err != nil {
+			t.Fatalf("plant %d: %v", id, err)
+		}
+	}
+}
+
+// TestGroupCommit_FailingBatch: when the batch's transaction itself fails,
+// every write in it gets an error and none is stored; the next batch works.
+func TestGroupCommit_FailingBatch(t *testing.T) {
+	db, _ := openTestDB(t)
+	release := holdCommitter(t, db)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 2 {
+				// Ends the shared transaction under the batch's feet.
+				errs[i] = db.update(context.Background(), func(ctx context.Context, tx *Tx) error {
+					_, err := tx.ExecContext(ctx, `ROLLBACK`)
+					return err
+				})
+				return
+			}
+			_, _, errs[i] = db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "lost"})
+		}()
+		queued(db, i+1)
+	}
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		if i != 2 && err == nil {
+			t.Fatalf("write %d succeeded in a failed batch", i)
+		}
+	}
+	n, _, err := db.FindPlants(context.Background(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
+	if err != nil || len(n) != 0 {
+		t.Fatalf("plants after a failed batch = %v, %v; want none", n, err)
+	}
+	if _, _, err := db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 7, Name: "after"}); err != nil {
+		t.Fatalf("create after a failed batch: %v", err)
+	}
+}
+
+// TestGroupCommit_CancelledWhileQueued: a write whose caller gave up before
+// its turn is not applied, and does not disturb its batch.
+func TestGroupCommit_CancelledWhileQueued(t *testing.T) {
+	db, _ := openTestDB(t)
+	release := holdCommitter(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := context.Background()
+			if i == 0 {
+				c = ctx
+			}
+			_, _, errs[i] = db.CreatePlant(c, &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "p"})
+		}()
+		queued(db, i+1)
+	}
+	cancel()
+	release()
+	wg.Wait()
+	if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
+		t.Fatalf("errors = %v", errs)
+	}
+	if _, err := db.FindPlantByID(context.Background(), "alice", 0); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+		t.Fatalf("cancelled write was applied: %v", err)
+	}
+}
+
+// TestGroupCommit_CloseFinishesQueued: Close commits what was queued.
+func TestGroupCommit_CloseFinishesQueued(t *testing.T) {
+	db, _ := openTestDB(t)
+	release := holdCommitter(t, db)
+	errCh := make(chan error, 1)
+	go func() {
+		_, _, err := db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "p"})
+		errCh <- err
+	}()
+	queued(db, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	release()
+	if err := <-errCh; err != nil {
+		t.Fatalf("queued write: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 2, Name: "p"}); !errors.Is(err, errClosed) {
+		t.Fatalf("write after Close: %v, want errClosed", err)
+	}
+	reopened := NewDB(db.Path)
+	if err := reopened.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer reopened.Close()
+	if _, err := reopened.FindPlantByID(context.Background(), "alice", 1); err != nil {
+		t.Fatalf("queued write lost at Close: %v", err)
+	}
+}
+
+func runtimeGosched() { runtime.Gosched() }
