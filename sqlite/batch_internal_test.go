@@ -131,7 +131,7 @@ func TestGroupCommit_FailingWriteAlone(t *testing.T) {
 			defer wg.Done()
 			if i == 1 {
 				errs[i] = db.update(context.Background(), func(ctx context.Context, tx *Tx) error {
-					if _, err := tx.ExecContext(ctx, `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 99, 'half', 'x')`); err != nil {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 99, 'half', 0)`); err != nil {
 						return err
 					}
 					_, err := tx.ExecContext(ctx, `INSERT INTO no_such_table VALUES (1)`)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -34,7 +35,7 @@ func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore
 func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO plants (owner, id, name, tag, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING`,
-		p.Owner, p.ID, p.Name, nullString(p.Tag), formatTime(tx.now))
+		p.Owner, p.ID, p.Name, nullString(p.Tag), tx.now.UnixNano())
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: insert plant: %w", err)
 	}
@@ -143,17 +144,14 @@ type scanner interface{ Scan(dest ...any) error }
 func scanPlant(s scanner) (*plantstore.Plant, error) {
 	var p plantstore.Plant
 	var tag sql.NullString
-	var created string
+	var created int64
 	if err := s.Scan(&p.Owner, &p.ID, &p.Name, &tag, &created); err != nil {
 		return nil, err
 	}
 	if tag.Valid {
 		p.Tag = &tag.String
 	}
-	var err error
-	if p.CreatedAt, err = parseTime(created); err != nil {
-		return nil, err
-	}
+	p.CreatedAt = time.Unix(0, created).UTC()
 	return &p, nil
 }
 

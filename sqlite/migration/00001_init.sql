@@ -7,7 +7,7 @@ CREATE TABLE plants (
     id         INTEGER NOT NULL,
     name       TEXT    NOT NULL,
     tag        TEXT,
-    created_at TEXT    NOT NULL,
+    created_at INTEGER NOT NULL, -- Unix nanoseconds
     PRIMARY KEY (owner, id)
 ) WITHOUT ROWID;
 
