@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -48,18 +50,32 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	return plantstore.NewContextWithToken(ctx, tok), nil
 }
 
-// authenticate returns the active token whose secret this is.
+// authenticate returns the active token whose secret this is. A token
+// found active is remembered for TokenCacheTTL, so most requests cost no
+// database lookup; revocation therefore takes effect within that TTL.
 func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
 	if !plantstore.PlausibleToken(secret) {
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 	}
-	tok, err := s.TokenService.FindTokenByHash(ctx, plantstore.HashToken(secret))
+	hash := plantstore.HashToken(secret)
+	now := s.Now()
+	if tok := s.tokens.get(hash, now); tok != nil {
+		s.metrics.tokenCache.WithLabelValues("hit").Inc()
+		return tok, nil
+	}
+	tok, err := s.TokenService.FindTokenByHash(ctx, hash)
 	if plantstore.ErrorCode(err) == plantstore.CodeTokenInvalid {
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 	} else if err != nil {
 		return nil, err
 	}
-	switch tok.Status(s.Now()) {
+	if s.TokenCacheTTL > 0 {
+		s.metrics.tokenCache.WithLabelValues("miss").Inc()
+		if tok.Active(now) {
+			s.tokens.put(hash, tok, now.Add(s.TokenCacheTTL))
+		}
+	}
+	switch tok.Status(now) {
 	case "revoked":
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has been revoked")
 	case "expired":
@@ -103,4 +119,38 @@ func (s *Server) scopeFor(r *http.Request) string {
 		return ""
 	}
 	return operationScopes[route.Name()]
+}
+
+// maxCachedTokens bounds the token cache; when it is full it starts over.
+const maxCachedTokens = 10000
+
+// tokenCache remembers recently verified tokens by the hash of their secret.
+type tokenCache struct {
+	mu sync.RWMutex
+	m  map[string]cachedToken
+}
+
+type cachedToken struct {
+	tok   *plantstore.Token
+	until time.Time
+}
+
+// get returns the token if it is cached, fresh and still active at now.
+func (c *tokenCache) get(hash []byte, now time.Time) *plantstore.Token {
+	c.mu.RLock()
+	e, ok := c.m[string(hash)]
+	c.mu.RUnlock()
+	if !ok || !now.Before(e.until) || !e.tok.Active(now) {
+		return nil
+	}
+	return e.tok
+}
+
+func (c *tokenCache) put(hash []byte, tok *plantstore.Token, until time.Time) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedTokens {
+		c.m = make(map[string]cachedToken)
+	}
+	c.m[string(hash)] = cachedToken{tok, until}
+	c.mu.Unlock()
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -291,4 +292,61 @@ func TestAuth_StorageFailure(t *testing.T) {
 	if logs := ts.logs.String(); !strings.Contains(logs, "no such table: tokens") {
 		t.Fatalf("the log lacks the cause:\n%s", logs)
 	}
+}
+
+// TestTokenCache: a verified token is trusted for TokenCacheTTL, so a
+// revocation takes effect within that bound (and no later); expiry is
+// checked on every request.
+func TestTokenCache(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	ts := MustOpenServer(t, func(s *plantstorehttp.Server) {
+		s.TokenCacheTTL = 2 * time.Second
+		s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	tok := ts.Token(t, "alice")
+	if resp := ts.Get(t, tok, "/plants"); resp.Status != 200 {
+		t.Fatalf("status = %d", resp.Status)
+	}
+	tokens, err := ts.DB.FindTokens(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.DB.RevokeToken(context.Background(), tokens[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	clock(time.Second)
+	if resp := ts.Get(t, tok, "/plants"); resp.Status != 200 {
+		t.Fatalf("within the TTL: status = %d, want the cached 200", resp.Status)
+	}
+	clock(1100 * time.Millisecond)
+	mustError(t, ts.Get(t, tok, "/plants"), 401, plantstore.CodeTokenInvalid)
+
+	t.Run("ExpiryNotCached", func(t *testing.T) {
+		short, secret, err := plantstore.NewToken("alice", nil, time.Second, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.DB.CreateToken(context.Background(), short); err != nil {
+			t.Fatal(err)
+		}
+		if resp := ts.Get(t, secret, "/plants"); resp.Status != 200 {
+			t.Fatalf("status = %d", resp.Status)
+		}
+		clock(1500 * time.Millisecond) // past expiry, within the cache TTL
+		mustError(t, ts.Get(t, secret, "/plants"), 401, plantstore.CodeTokenInvalid)
+	})
+	t.Run("Metrics", func(t *testing.T) {
+		body := string(ts.Get(t, "", "/metrics").Body)
+		for _, want := range []string{`plantstore_token_cache_total{result="hit"}`, `plantstore_token_cache_total{result="miss"}`} {
+			if !strings.Contains(body, want) {
+				t.Fatalf("metrics lack %s", want)
+			}
+		}
+	})
 }

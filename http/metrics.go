@@ -15,6 +15,7 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	rateLimited prometheus.Counter
+	tokenCache  *prometheus.CounterVec
 }
 
 func newRegistry() *prometheus.Registry {
@@ -42,7 +43,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Requests refused with 429 because their token's rate limit was spent.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.rateLimited)
+	m.tokenCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantstore_token_cache_total",
+		Help: "Bearer token checks by token cache result (hit: no database lookup).",
+	}, []string{"result"})
+	reg.MustRegister(m.requests, m.duration, m.rateLimited, m.tokenCache)
 	return m
 }
 

@@ -50,6 +50,11 @@ type Server struct {
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
 
+	// TokenCacheTTL is how long a verified token is trusted without a
+	// database lookup, and so the bound on how late a revocation takes
+	// effect; zero turns the cache off (revocation is then immediate).
+	TokenCacheTTL time.Duration
+
 	// RateLimit is each token's sustained request rate (per second) and
 	// RateBurst its bucket size; a zero RateLimit turns limiting off.
 	RateLimit rate.Limit
@@ -67,6 +72,7 @@ type Server struct {
 
 	limitersMu sync.Mutex
 	limiters   map[string]*rate.Limiter
+	tokens     tokenCache
 }
 
 // NewServer returns a Server with defaults.

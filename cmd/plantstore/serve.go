@@ -25,6 +25,7 @@ type serveCmd struct {
 	Migrate         bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
 	BootstrapAdmin  bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
 	BootstrapToken  string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token instead of generating one."`
+	TokenCacheTTL   time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
 	RateLimit       float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
 	RateBurst       int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
 	ShutdownTimeout time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
@@ -37,6 +38,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	logger := newLogger(e, c.LogLevel)
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		return errors.New("--rate-limit and --rate-burst must not be negative")
+	}
+	if c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Minute {
+		return errors.New("--token-cache-ttl must be from 0 to 1m")
 	}
 	if c.ShutdownTimeout <= 0 {
 		return errors.New("--shutdown-timeout must be positive")
@@ -56,6 +60,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	s.PlantService, s.TokenService, s.Storage = db, db, db
 	s.Logger = logger
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
+	s.TokenCacheTTL = c.TokenCacheTTL
 	if err := s.Open(); err != nil {
 		return err
 	}
