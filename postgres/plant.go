@@ -16,11 +16,20 @@ var _ plantstore.PlantService = (*DB)(nil)
 const plantColumns = `owner, id, name, tag, created_at`
 
 // CreatePlant stores p, or recognises an idempotent replay or a conflict.
+// It joins the group commit (see batch.go) and returns once its batch is
+// committed.
+func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
+	op := &writeOp{ctx: ctx, kind: opCreate, plant: p}
+	db.batch.submit(op)
+	return op.stored, op.created, op.err
+}
+
+// createPlant stores p in a transaction of its own.
 // INSERT ... ON CONFLICT DO NOTHING waits for a concurrent insert of the same
 // key to commit or abort, so of concurrent creates exactly one inserts and
 // the others see its row (READ COMMITTED takes a new snapshot per
 // statement). If that row is deleted in between, the create starts over.
-func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
+func (db *DB) createPlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
 	var stored *plantstore.Plant
 	var created bool
 	err := db.inTx(ctx, pgx.ReadCommitted, func(tx *Tx) error {
@@ -122,8 +131,15 @@ func (db *DB) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 	return plants, false, nil
 }
 
-// DeletePlant deletes the owner's plant with id.
+// DeletePlant deletes the owner's plant with id. It joins the group commit.
 func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
+	op := &writeOp{ctx: ctx, kind: opDelete, plant: &plantstore.Plant{Owner: owner, ID: id}}
+	db.batch.submit(op)
+	return op.err
+}
+
+// deletePlant deletes in a transaction of its own.
+func (db *DB) deletePlant(ctx context.Context, owner string, id int64) error {
 	return db.inTx(ctx, pgx.ReadCommitted, func(tx *Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM plants WHERE owner = $1 AND id = $2`, owner, id)
 		if err != nil {

@@ -56,7 +56,13 @@ type DB struct {
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
 
-	pool *pgxpool.Pool
+	// MaxBatch bounds how many writes share one transaction (0: DefaultMaxBatch).
+	MaxBatch int
+	// OnCommit, if set, is called after each batch with its number of writes.
+	OnCommit func(writes int)
+
+	pool  *pgxpool.Pool
+	batch *batcher
 }
 
 var _ plantstore.Store = (*DB)(nil)
@@ -95,11 +101,15 @@ func (db *DB) Open(ctx context.Context) error {
 		db.pool.Close()
 		return err
 	}
+	db.startBatcher()
 	return nil
 }
 
-// Close closes the pool.
+// Close commits the writes already queued, then closes the pool.
 func (db *DB) Close() error {
+	if db.batch != nil {
+		db.batch.close()
+	}
 	if db.pool != nil {
 		db.pool.Close()
 	}
