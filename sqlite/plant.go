@@ -33,9 +33,7 @@ func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore
 }
 
 func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO plants (owner, id, name, tag, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING`,
-		p.Owner, p.ID, p.Name, nullString(p.Tag), tx.now.UnixNano())
+	res, err := tx.exec(ctx, qInsertPlant, p.Owner, p.ID, p.Name, nullString(p.Tag), tx.now.UnixNano())
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: insert plant: %w", err)
 	}
@@ -46,7 +44,7 @@ func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.
 		out.CreatedAt = tx.now
 		return &out, true, nil
 	}
-	existing, err := findPlantByID(ctx, tx.Tx, p.Owner, p.ID)
+	existing, err := findPlantByID(ctx, tx, p.Owner, p.ID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -59,17 +57,20 @@ func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.
 
 // FindPlantByID returns the owner's plant with id.
 func (db *DB) FindPlantByID(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
-	return findPlantByID(ctx, db.read, owner, id)
+	st, err := db.readStmt(ctx, qFindPlant)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find plant: %w", err)
+	}
+	p, err := scanPlant(st.QueryRowContext(ctx, owner, id))
+	return plantOrNotFound(id, p, err)
 }
 
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+func findPlantByID(ctx context.Context, tx *Tx, owner string, id int64) (*plantstore.Plant, error) {
+	p, err := scanPlant(tx.queryRow(ctx, qFindPlant, owner, id))
+	return plantOrNotFound(id, p, err)
 }
 
-func findPlantByID(ctx context.Context, q queryer, owner string, id int64) (*plantstore.Plant, error) {
-	p, err := scanPlant(q.QueryRowContext(ctx,
-		`SELECT `+plantColumns+` FROM plants WHERE owner = ? AND id = ?`, owner, id))
+func plantOrNotFound(id int64, p *plantstore.Plant, err error) (*plantstore.Plant, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, plantstore.Errorf(plantstore.CodeNotFound, "plant %d not found", id)
 	} else if err != nil {
@@ -100,8 +101,11 @@ func (db *DB) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 		args = append(args, *f.After)
 	}
 	args = append(args, f.Limit+1)
-	rows, err := db.read.QueryContext(ctx,
-		`SELECT `+plantColumns+` FROM `+from+` WHERE `+where.String()+` ORDER BY id LIMIT ?`, args...)
+	st, err := db.readStmt(ctx, `SELECT `+plantColumns+` FROM `+from+` WHERE `+where.String()+` ORDER BY id LIMIT ?`)
+	if err != nil {
+		return nil, false, fmt.Errorf("sqlite: find plants: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: find plants: %w", err)
 	}
@@ -126,7 +130,7 @@ func (db *DB) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 // DeletePlant deletes the owner's plant with id.
 func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
 	return db.update(ctx, func(ctx context.Context, tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM plants WHERE owner = ? AND id = ?`, owner, id)
+		res, err := tx.exec(ctx, qDeletePlant, owner, id)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete plant: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
@@ -59,6 +60,13 @@ type DB struct {
 
 	write *sql.DB
 	read  *sql.DB
+
+	// Prepared statements: the write connection's are prepared in Open for
+	// the queries of the hot write path (the committer holds the only write
+	// connection, so nothing can be prepared on it later); the read pool's
+	// are prepared on first use.
+	writeStmts atomic.Pointer[map[string]*sql.Stmt]
+	readStmts  sync.Map // query -> *sql.Stmt
 
 	writes  chan *writeOp
 	closing chan struct{} // closed by Close
@@ -131,6 +139,7 @@ func (db *DB) Open() error {
 	if err := db.write.Ping(); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
+	db.prepareWrites()
 	db.writes = make(chan *writeOp, 4*DefaultMaxBatch)
 	db.closing = make(chan struct{})
 	db.stopped = make(chan struct{})
@@ -151,6 +160,15 @@ func (db *DB) Close() error {
 		<-db.stopped
 	}
 	var errs []error
+	if stmts := db.writeStmts.Load(); stmts != nil {
+		for _, st := range *stmts {
+			errs = append(errs, st.Close())
+		}
+	}
+	db.readStmts.Range(func(_, st any) bool {
+		errs = append(errs, st.(*sql.Stmt).Close())
+		return true
+	})
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
@@ -215,6 +233,9 @@ func (db *DB) Migrate(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: migrate: %w", err)
 	}
+	if len(res) > 0 {
+		db.prepareWrites() // the tables may be new
+	}
 	return len(res), nil
 }
 
@@ -222,6 +243,68 @@ func (db *DB) Migrate(ctx context.Context) (int, error) {
 type Tx struct {
 	*sql.Tx
 	now time.Time
+	db  *DB
+}
+
+// Queries of the write path, prepared once on the write connection.
+const (
+	qSavepoint   = `SAVEPOINT w`
+	qRelease     = `RELEASE w`
+	qRollbackTo  = `ROLLBACK TO w`
+	qInsertPlant = `INSERT INTO plants (owner, id, name, tag, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING`
+	qFindPlant   = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
+	qDeletePlant = `DELETE FROM plants WHERE owner = ? AND id = ?`
+)
+
+var hotWrites = []string{qSavepoint, qRelease, qRollbackTo, qInsertPlant, qFindPlant, qDeletePlant}
+
+// prepareWrites prepares the hot write statements on the write connection.
+// Before migration the tables may not exist: those stay unprepared until
+// Migrate calls it again.
+func (db *DB) prepareWrites() {
+	stmts := make(map[string]*sql.Stmt, len(hotWrites))
+	for _, q := range hotWrites {
+		if st, err := db.write.Prepare(q); err == nil {
+			stmts[q] = st
+		}
+	}
+	if old := db.writeStmts.Swap(&stmts); old != nil {
+		for _, st := range *old {
+			st.Close()
+		}
+	}
+}
+
+// exec runs query in the transaction, prepared if it is a hot write.
+func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st, ok := (*tx.db.writeStmts.Load())[query]; ok {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow runs query in the transaction, prepared if it is a hot write.
+func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := (*tx.db.writeStmts.Load())[query]; ok {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// readStmt returns query prepared on the read pool.
+func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := db.readStmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := db.read.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := db.readStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
 }
 
 // DefaultMaxBatch bounds how many writes share one commit.
@@ -330,7 +413,7 @@ func (db *DB) runBatch(batch []*writeOp, errs []error) error {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer sqlTx.Rollback()
-	tx := &Tx{Tx: sqlTx, now: db.Now().UTC()}
+	tx := &Tx{Tx: sqlTx, now: db.Now().UTC(), db: db}
 	single := len(batch) == 1
 	for i, op := range batch {
 		if err := op.ctx.Err(); err != nil {
@@ -344,15 +427,15 @@ func (db *DB) runBatch(batch []*writeOp, errs []error) error {
 			}
 			continue
 		}
-		if _, err := sqlTx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+		if _, err := tx.exec(ctx, qSavepoint); err != nil {
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
 		if errs[i] = op.fn(ctx, tx); errs[i] != nil {
-			if _, err := sqlTx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
+			if _, err := tx.exec(ctx, qRollbackTo); err != nil {
 				return fmt.Errorf("sqlite: rollback to savepoint: %w", err)
 			}
 		}
-		if _, err := sqlTx.ExecContext(ctx, `RELEASE w`); err != nil {
+		if _, err := tx.exec(ctx, qRelease); err != nil {
 			return fmt.Errorf("sqlite: release savepoint: %w", err)
 		}
 	}

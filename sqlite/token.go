@@ -34,7 +34,11 @@ func insertToken(ctx context.Context, tx *Tx, t *plantstore.Token) error {
 
 // FindTokenByHash returns the token whose secret hashes to hash.
 func (db *DB) FindTokenByHash(ctx context.Context, hash []byte) (*plantstore.Token, error) {
-	t, err := scanToken(db.read.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`, hash))
+	st, err := db.readStmt(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = ?`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find token: %w", err)
+	}
+	t, err := scanToken(st.QueryRowContext(ctx, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "unknown token")
 	} else if err != nil {
