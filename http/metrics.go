@@ -18,6 +18,30 @@ type metrics struct {
 	tokenCache  *prometheus.CounterVec
 }
 
+// NewRegistry returns a registry with the Go and process collectors, for
+// Server.Registry and the store's metrics (CommitObserver).
+func NewRegistry() *prometheus.Registry { return newRegistry() }
+
+// CommitObserver registers the storage's group-commit metrics on reg and
+// returns the function to give the store as its OnCommit hook.
+func CommitObserver(reg prometheus.Registerer) func(writes int, took time.Duration) {
+	writes := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "plantstore_store_batch_writes",
+		Help:    "Writes per group commit (one transaction, one fsync).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+	})
+	took := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "plantstore_store_commit_seconds",
+		Help:    "Time to apply and commit one group-commit batch.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
+	reg.MustRegister(writes, took)
+	return func(n int, d time.Duration) {
+		writes.Observe(float64(n))
+		took.Observe(d.Seconds())
+	}
+}
+
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(

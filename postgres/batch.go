@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,7 +66,7 @@ type batcher struct {
 	closing  chan struct{}
 	stopped  sync.WaitGroup
 	maxBatch int
-	onCommit func(writes int)
+	onCommit func(writes int, took time.Duration)
 }
 
 func (db *DB) startBatcher() {
@@ -159,6 +160,7 @@ func (b *batcher) run(batch []*writeOp) {
 	slices.SortStableFunc(live, func(a, c *writeOp) int {
 		return cmp.Or(cmp.Compare(a.plant.Owner, c.plant.Owner), cmp.Compare(a.plant.ID, c.plant.ID))
 	})
+	start := time.Now()
 	if err := b.db.applyBatch(live); err != nil {
 		// Something failed: nothing of the batch was kept. Run each write
 		// alone so a failing one fails alone.
@@ -168,7 +170,7 @@ func (b *batcher) run(batch []*writeOp) {
 		}
 	}
 	if b.onCommit != nil {
-		b.onCommit(len(live))
+		b.onCommit(len(live), time.Since(start))
 	}
 	for _, op := range live {
 		close(op.done)

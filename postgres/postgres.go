@@ -58,8 +58,9 @@ type DB struct {
 
 	// MaxBatch bounds how many writes share one transaction (0: DefaultMaxBatch).
 	MaxBatch int
-	// OnCommit, if set, is called after each batch with its number of writes.
-	OnCommit func(writes int)
+	// OnCommit, if set, is called after each batch with its number of
+	// writes and how long it took. Set it before Open.
+	OnCommit func(writes int, took time.Duration)
 
 	pool  *pgxpool.Pool
 	batch *batcher

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -17,7 +18,7 @@ func openTestDB(t *testing.T) (*DB, *[]int) {
 	db := NewDB(filepath.Join(t.TempDir(), "batch.db"))
 	var mu sync.Mutex
 	var batches []int
-	db.OnCommit = func(n int) {
+	db.OnCommit = func(n int, _ time.Duration) {
 		mu.Lock()
 		batches = append(batches, n)
 		mu.Unlock()

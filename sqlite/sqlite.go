@@ -54,9 +54,10 @@ type DB struct {
 
 	// MaxBatch bounds how many writes share one commit (0: DefaultMaxBatch).
 	MaxBatch int
-	// OnCommit, if set, is called by the committer after each commit with
-	// the number of writes in it (for metrics and tests).
-	OnCommit func(writes int)
+	// OnCommit, if set, is called by the committer after each batch with
+	// the number of writes in it and how long the transaction took (for
+	// metrics and tests). Set it before Open.
+	OnCommit func(writes int, took time.Duration)
 
 	write *sql.DB
 	read  *sql.DB
@@ -394,9 +395,10 @@ func (db *DB) commitLoop() {
 // commit runs a batch in one transaction and answers every write in it.
 func (db *DB) commit(batch []*writeOp) {
 	errs := make([]error, len(batch))
+	start := time.Now()
 	err := db.runBatch(batch, errs)
 	if db.OnCommit != nil {
-		db.OnCommit(len(batch))
+		db.OnCommit(len(batch), time.Since(start))
 	}
 	for i, op := range batch {
 		if err != nil && errs[i] == nil {

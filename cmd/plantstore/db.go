@@ -33,6 +33,8 @@ type dbFlags struct {
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
+	// onCommit observes group commits (serve's metrics).
+	onCommit func(writes int, took time.Duration)
 }
 
 // isPostgres reports whether the --db value is a PostgreSQL URL.
@@ -66,6 +68,7 @@ func (f *dbFlags) connect(ctx context.Context) (store, error) {
 		db.Config.MaxConns = f.DBMaxConns
 		db.Config.StatementTimeout = f.DBStatementTimeout
 		db.Config.OpTimeout = f.DBTimeout
+		db.OnCommit = f.onCommit
 		if err := db.Open(ctx); err != nil {
 			return nil, err
 		}
@@ -75,6 +78,7 @@ func (f *dbFlags) connect(ctx context.Context) (store, error) {
 	if f.durability != "" {
 		db.Durability = f.durability
 	}
+	db.OnCommit = f.onCommit
 	if err := db.Open(); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -20,7 +24,7 @@ import (
 // serveCmd is `plantstore serve`.
 type serveCmd struct {
 	dbFlags
-	Durability      string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"full: a write is acknowledged only after it is fsynced (survives power loss). relaxed: survives a process crash, may lose the last writes on power loss."`
+	Durability      string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
 	Addr            string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
 	Migrate         bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
 	BootstrapAdmin  bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
@@ -29,6 +33,7 @@ type serveCmd struct {
 	RateLimit       float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
 	RateBurst       int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
 	ShutdownTimeout time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
+	DebugAddr       string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
 	LogLevel        string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
 }
 
@@ -36,6 +41,14 @@ type serveCmd struct {
 // gracefully: stop accepting, finish in-flight requests, close the database.
 func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	logger := newLogger(e, c.LogLevel)
+	// On one CPU Go runs one goroutine at a time; while the group committer
+	// sits in a cgo call (SQLite's fsync) the handlers would wait for the
+	// scheduler to take the processor back, and batches stay tiny. A second
+	// P lets them fill the next batch (measured: 8.2k -> 14.3k creates/s on
+	// one pinned core; 4 or 8 Ps were slower than 2).
+	if runtime.GOMAXPROCS(0) < 2 && e.getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(2)
+	}
 	if c.RateLimit < 0 || c.RateBurst < 0 {
 		return errors.New("--rate-limit and --rate-burst must not be negative")
 	}
@@ -46,6 +59,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		return errors.New("--shutdown-timeout must be positive")
 	}
 	c.durability = sqlite.Durability(c.Durability)
+	registry := plantstorehttp.NewRegistry()
+	c.onCommit = plantstorehttp.CommitObserver(registry)
 	db, err := c.open(ctx, c.Migrate)
 	if err != nil {
 		return err
@@ -59,10 +74,18 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	s.Addr = c.Addr
 	s.PlantService, s.TokenService, s.Storage = db, db, db
 	s.Logger = logger
+	s.Registry = registry
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
 	s.TokenCacheTTL = c.TokenCacheTTL
 	if err := s.Open(); err != nil {
 		return err
+	}
+	if c.DebugAddr != "" {
+		stop, err := serveDebug(c.DebugAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", c.Durability)
 
@@ -115,4 +138,22 @@ func newLogger(e *env, level string) *slog.Logger {
 		return slog.New(slog.NewTextHandler(e.stderr, opts))
 	}
 	return slog.New(slog.NewJSONHandler(e.stderr, opts))
+}
+
+// serveDebug serves net/http/pprof on its own listener, apart from the API.
+func serveDebug(addr string, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	go srv.Serve(ln)
+	logger.Info("pprof serving", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }
