@@ -108,3 +108,22 @@ func TestBatch_CancelledBeforeTurn(t *testing.T) {
 		t.Fatalf("cancelled write applied: %v", err)
 	}
 }
+
+// TestBulkInsertPlants: COPY many plants in one transaction.
+func TestBulkInsertPlants(t *testing.T) {
+	db := openBatchDB(t)
+	var plants []*plantstore.Plant
+	for id := int64(1); id <= 1000; id++ {
+		plants = append(plants, &plantstore.Plant{Owner: "alice", ID: id, Name: "p", Tag: ptr("t")})
+	}
+	if err := db.BulkInsertPlants(t.Context(), plants); err != nil {
+		t.Fatal(err)
+	}
+	page, more, err := db.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 1000})
+	if err != nil || len(page) != 1000 || more {
+		t.Fatalf("page: %d plants, more %v, %v", len(page), more, err)
+	}
+	if err := db.BulkInsertPlants(t.Context(), plants[:1]); err == nil {
+		t.Fatal("an existing id was accepted")
+	}
+}

@@ -265,3 +265,36 @@ func TestGroupCommit_CloseFinishesQueued(t *testing.T) {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// TestBulkInsertPlants: many plants in one write; existing ids are kept as
+// they were; an invalid plant stores nothing.
+func TestBulkInsertPlants(t *testing.T) {
+	db, batches := openTestDB(t)
+	if _, _, err := db.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 3, Name: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	var plants []*plantstore.Plant
+	for id := int64(1); id <= 1000; id++ {
+		plants = append(plants, &plantstore.Plant{Owner: "alice", ID: id, Name: fmt.Sprint("p", id), Tag: tag("t")})
+	}
+	if err := db.BulkInsertPlants(t.Context(), plants); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(*batches); got != 2 {
+		t.Fatalf("commits = %d, want 2 (the create and the bulk insert)", got)
+	}
+	page, more, err := db.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 1000})
+	if err != nil || len(page) != 1000 || more {
+		t.Fatalf("page: %d plants, more %v, %v", len(page), more, err)
+	}
+	if page[2].Name != "kept" {
+		t.Fatalf("existing plant overwritten: %+v", page[2])
+	}
+	bad := []*plantstore.Plant{{Owner: "alice", ID: 5000, Name: "ok"}, {Owner: "alice", ID: 5001, Name: ""}}
+	if err := db.BulkInsertPlants(t.Context(), bad); plantstore.ErrorCode(err) != plantstore.CodeInvalidBody {
+		t.Fatalf("invalid plant: %v", err)
+	}
+	if _, err := db.FindPlantByID(t.Context(), "alice", 5000); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+		t.Fatalf("a rejected bulk insert stored something: %v", err)
+	}
+}

@@ -165,3 +165,22 @@ func nullString(s *string) sql.NullString {
 	}
 	return sql.NullString{String: *s, Valid: true}
 }
+
+// BulkInsertPlants stores many new plants in one transaction, skipping ids
+// that exist. It is for loading data (benchmarks, migrations from elsewhere):
+// no replay or conflict answers, one commit for all.
+func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) error {
+	for _, p := range plants {
+		if err := p.Validate(); err != nil {
+			return err
+		}
+	}
+	return db.update(ctx, func(ctx context.Context, tx *Tx) error {
+		for _, p := range plants {
+			if _, err := tx.exec(ctx, qInsertPlant, p.Owner, p.ID, p.Name, nullString(p.Tag), tx.now.UnixNano()); err != nil {
+				return fmt.Errorf("sqlite: bulk insert: %w", err)
+			}
+		}
+		return nil
+	})
+}
