@@ -18,6 +18,7 @@ const (
 	CodeInsufficientScope  int32 = 40301 // token lacks the operation's scope
 	CodeNotFound           int32 = 40401 // no such plant for this owner
 	CodeNoRoute            int32 = 40402 // no such route
+	CodeWebhookNotFound    int32 = 40403 // no such subscription for this owner
 	CodeMethodNotAllowed   int32 = 40501 // route exists, method does not
 	CodeConflict           int32 = 40901 // same id, different content
 	CodeBodyTooLarge       int32 = 41301 // body over MaxBodyBytes
@@ -32,7 +33,7 @@ const (
 var Codes = []int32{
 	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
-	CodeNotFound, CodeNoRoute, CodeMethodNotAllowed, CodeConflict,
+	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeMethodNotAllowed, CodeConflict,
 	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited,
 	CodeInternal, CodeStorageUnavailable,
 }

@@ -87,6 +87,8 @@ func (p *Plant) Validate() error {
 type Store interface {
 	PlantService
 	TokenService
+	WebhookService
+	OutboxService
 	// Ping checks that the storage answers.
 	Ping(ctx context.Context) error
 	// Close releases the storage's resources.

@@ -19,7 +19,7 @@ const (
 )
 
 // KnownScopes lists every scope the service checks.
-var KnownScopes = []string{ScopePlantsRead, ScopePlantsWrite}
+var KnownScopes = []string{ScopePlantsRead, ScopePlantsWrite, ScopeWebhooksManage}
 
 // DefaultScopes are given to a new token when none are named.
 var DefaultScopes = []string{ScopePlantsRead, ScopePlantsWrite}

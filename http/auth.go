@@ -20,6 +20,13 @@ var operationScopes = map[string]string{
 	oapi.DeletePlantOperation: plantstore.ScopePlantsWrite,
 	oapi.GetPlantOperation:    plantstore.ScopePlantsRead,
 	oapi.ListPlantsOperation:  plantstore.ScopePlantsRead,
+
+	oapi.CreateWebhookOperation:         plantstore.ScopeWebhooksManage,
+	oapi.ListWebhooksOperation:          plantstore.ScopeWebhooksManage,
+	oapi.GetWebhookOperation:            plantstore.ScopeWebhooksManage,
+	oapi.DeleteWebhookOperation:         plantstore.ScopeWebhooksManage,
+	oapi.RotateWebhookSecretOperation:   plantstore.ScopeWebhooksManage,
+	oapi.ListWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
 }
 
 // HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer

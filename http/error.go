@@ -93,11 +93,11 @@ func writeError(w http.ResponseWriter, e *plantstore.Error) {
 // decoding, validation and security into the contract's codes and passes
 // the handlers' own errors on to Error.
 func (s *Server) ogenError(_ context.Context, w http.ResponseWriter, r *http.Request, err error) {
-	s.Error(w, r, classify(err))
+	s.Error(w, r, classify(err, r))
 }
 
 // classify maps the generated server's errors to domain errors.
-func classify(err error) error {
+func classify(err error, r *http.Request) error {
 	var (
 		domain   *plantstore.Error
 		security *ogenerrors.SecurityError
@@ -118,7 +118,11 @@ func classify(err error) error {
 		if param.In == "path" {
 			code = plantstore.CodeInvalidPath
 		}
-		return plantstore.Errorf(code, "invalid %s parameter %q: %s", param.In, param.Name, paramMessage(param.Name, param.Err))
+		msg := paramMessage(param.Name, param.Err)
+		if param.Name == "id" && strings.HasPrefix(r.URL.Path, "/webhooks/") {
+			msg = "must be a webhook id: whk_ and 16 lower-case hex digits"
+		}
+		return plantstore.Errorf(code, "invalid %s parameter %q: %s", param.In, param.Name, msg)
 	case errors.As(err, &ctype):
 		return plantstore.Errorf(plantstore.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/json", ctype.ContentType)
 	case errors.As(err, &request):

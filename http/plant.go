@@ -33,9 +33,12 @@ func (h *handler) AddPlant(ctx context.Context, req *oapi.NewPlant) (oapi.AddPla
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	stored, _, err := h.s.PlantService.CreatePlant(ctx, p)
+	stored, created, err := h.s.PlantService.CreatePlant(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	if created && h.s.OnPlantCreated != nil {
+		h.s.OnPlantCreated()
 	}
 	return toAPI(stored), nil
 }

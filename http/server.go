@@ -41,9 +41,14 @@ type Server struct {
 	// Addr is the address to listen on, e.g. ":8080" or "127.0.0.1:0".
 	Addr string
 
-	PlantService plantstore.PlantService
-	TokenService plantstore.TokenService
-	Storage      Pinger
+	PlantService   plantstore.PlantService
+	TokenService   plantstore.TokenService
+	WebhookService plantstore.WebhookService
+	Storage        Pinger
+
+	// OnPlantCreated, if set, is called after a create stored a new plant
+	// (not on a replay): it wakes the webhook dispatcher.
+	OnPlantCreated func()
 
 	// Logger receives error details and one line per request; nil: slog.Default().
 	Logger *slog.Logger
@@ -85,8 +90,8 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.handler != nil {
 		return s.handler, nil
 	}
-	if s.PlantService == nil || s.TokenService == nil || s.Storage == nil {
-		return nil, errors.New("http: PlantService, TokenService and Storage are required")
+	if s.PlantService == nil || s.TokenService == nil || s.WebhookService == nil || s.Storage == nil {
+		return nil, errors.New("http: PlantService, TokenService, WebhookService and Storage are required")
 	}
 	if s.Now == nil {
 		s.Now = time.Now

@@ -57,7 +57,7 @@ func MustOpenServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *T
 	}
 	ts := &TestServer{Server: plantstorehttp.NewServer(), DB: db, logs: &syncBuffer{}}
 	ts.Addr = "127.0.0.1:0"
-	ts.PlantService, ts.TokenService, ts.Storage = db, db, db
+	ts.PlantService, ts.TokenService, ts.WebhookService, ts.Storage = db, db, db, db
 	ts.Logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, c := range configure {
 		c(ts.Server)

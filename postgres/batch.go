@@ -16,8 +16,9 @@ import (
 // Group commit for PostgreSQL. Creates and deletes are queued; each of a few
 // committers takes every queued write (up to MaxBatch) and applies them in
 // one transaction whose statements are pipelined (one round trip for all
-// inserts or deletes, one for the lookups of creates that found a row, one
-// commit), so a batch costs one WAL flush and a handful of round trips.
+// inserts or deletes, one for the lookups of creates that found a row and
+// the webhook outbox rows of the creates that inserted, one commit), so a
+// batch costs one WAL flush and a handful of round trips.
 // Writes are applied in key order, so two replicas' batches lock rows in the
 // same order and cannot deadlock each other.
 //
@@ -224,12 +225,26 @@ func (db *DB) applyBatch(ops []*writeOp) error {
 		return err
 	}
 
-	// Round trip 2: the stored rows of creates whose id was taken.
-	if len(lookups) > 0 {
-		pipe = &pgx.Batch{}
-		for _, op := range lookups {
-			pipe.Queue(`SELECT `+plantColumns+` FROM plants WHERE owner = $1 AND id = $2`, op.plant.Owner, op.plant.ID)
+	// Round trip 2: the stored rows of creates whose id was taken, and the
+	// transactional outbox rows of the creates that inserted (fan-out: one
+	// delivery per enabled subscription of the owner), in this transaction.
+	var fanOuts int
+	pipe = &pgx.Batch{}
+	for _, op := range lookups {
+		pipe.Queue(`SELECT `+plantColumns+` FROM plants WHERE owner = $1 AND id = $2`, op.plant.Owner, op.plant.ID)
+	}
+	for _, op := range ops {
+		if !op.inserted {
+			continue
 		}
+		msgID, err := plantstore.NewMessageID()
+		if err != nil {
+			return err
+		}
+		pipe.Queue(qFanOut, fanOutArgs(msgID, op.stored, now)...)
+		fanOuts++
+	}
+	if pipe.Len() > 0 {
 		res = tx.SendBatch(ctx, pipe)
 		for _, op := range lookups {
 			existing, err := scanPlant(res.QueryRow())
@@ -245,6 +260,12 @@ func (db *DB) applyBatch(ops []*writeOp) error {
 				op.err = plantstore.Errorf(plantstore.CodeConflict, "plant %d already exists with a different name or tag", op.plant.ID)
 			default:
 				op.stored = existing
+			}
+		}
+		for range fanOuts {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return err
 			}
 		}
 		if err := res.Close(); err != nil {

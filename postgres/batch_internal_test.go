@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/pgtest"
@@ -125,5 +126,61 @@ func TestBulkInsertPlants(t *testing.T) {
 	}
 	if err := db.BulkInsertPlants(t.Context(), plants[:1]); err == nil {
 		t.Fatal("an existing id was accepted")
+	}
+}
+
+// TestBatch_Outbox: the pipelined batch itself (not the fallback that runs
+// each write alone) writes the outbox rows of the creates that inserted, in
+// its transaction: none for a replay, a conflict or another owner; one
+// message id per plant, shared by its subscriptions.
+func TestBatch_Outbox(t *testing.T) {
+	db := openBatchDB(t)
+	now := time.Now()
+	for _, sub := range []*plantstore.Subscription{
+		{ID: "whk_1", Owner: "alice", URL: "https://example.com/1", Secret: "whsec_1", CreatedAt: now},
+		{ID: "whk_2", Owner: "alice", URL: "https://example.com/2", Secret: "whsec_2", CreatedAt: now},
+		{ID: "whk_3", Owner: "alice", URL: "https://example.com/3", Secret: "whsec_3", CreatedAt: now, DisabledAt: &now},
+	} {
+		if err := db.CreateSubscription(t.Context(), sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := db.createPlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := db.OutboxStats(t.Context()); n != 2 {
+		t.Fatalf("createPlant wrote %d deliveries, want 2", n)
+	}
+	ops := []*writeOp{
+		create("alice", 1, "Fern", nil), // replay
+		create("alice", 1, "Moss", nil), // conflict
+		create("alice", 2, "Ivy", ptr("green")),
+		create("alice", 3, "Moss", nil),
+		create("bob", 2, "Ivy", nil),
+	}
+	if err := db.applyBatch(ops); err != nil {
+		t.Fatalf("applyBatch: %v", err)
+	}
+	if n, _, _ := db.OutboxStats(t.Context()); n != 2+4 {
+		t.Fatalf("%d deliveries after the batch, want 6", n)
+	}
+	tasks, err := db.ClaimTasks(t.Context(), time.Now(), time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := map[int64]map[string]bool{}
+	for _, task := range tasks {
+		if msgs[task.PlantID] == nil {
+			msgs[task.PlantID] = map[string]bool{}
+		}
+		msgs[task.PlantID][task.MessageID] = true
+		if task.PlantID == 2 && string(task.Payload) != `{"id":2,"name":"Ivy","tag":"green"}` {
+			t.Fatalf("payload %s", task.Payload)
+		}
+	}
+	for id := int64(1); id <= 3; id++ {
+		if len(msgs[id]) != 1 {
+			t.Fatalf("plant %d: message ids %v, want one", id, msgs[id])
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,6 +23,18 @@ func (db *DB) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore
 	op := &writeOp{ctx: ctx, kind: opCreate, plant: p}
 	db.batch.submit(op)
 	return op.stored, op.created, op.err
+}
+
+// qFanOut writes the transactional outbox rows of a new plant, in the
+// transaction that inserted it: one pending delivery per enabled
+// subscription of the owner, due now, all with one message id. Arguments:
+// fanOutArgs.
+const qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
+SELECT $1::TEXT, id, owner, $2::BIGINT, $3::BYTEA, 'pending', 0, $4::TIMESTAMPTZ, $4::TIMESTAMPTZ
+FROM webhook_subscriptions WHERE owner = $5 AND disabled_at IS NULL`
+
+func fanOutArgs(msgID string, p *plantstore.Plant, now time.Time) []any {
+	return []any{msgID, p.ID, p.WebhookPayload(), now, p.Owner}
 }
 
 // createPlant stores p in a transaction of its own.
@@ -43,6 +56,13 @@ func (db *DB) createPlant(ctx context.Context, p *plantstore.Plant) (*plantstore
 			if tag.RowsAffected() == 1 {
 				out := *p
 				out.CreatedAt = tx.now
+				msgID, err := plantstore.NewMessageID()
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, qFanOut, fanOutArgs(msgID, &out, tx.now)...); err != nil {
+					return wrap("webhook outbox", err)
+				}
 				stored, created = &out, true
 				return nil
 			}
@@ -163,7 +183,8 @@ func scanPlant(row pgx.Row) (*plantstore.Plant, error) {
 
 // BulkInsertPlants stores many new plants with COPY in one transaction. It
 // is for loading data (benchmarks, migrations from elsewhere): an id that
-// exists fails the whole call.
+// exists fails the whole call. It writes no webhook events (nothing goes
+// to the outbox).
 func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) error {
 	for _, p := range plants {
 		if err := p.Validate(); err != nil {

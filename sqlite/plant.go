@@ -42,6 +42,9 @@ func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.
 	} else if n == 1 {
 		out := *p
 		out.CreatedAt = tx.now
+		if err := fanOut(ctx, tx, &out); err != nil {
+			return nil, false, err
+		}
 		return &out, true, nil
 	}
 	existing, err := findPlantByID(ctx, tx, p.Owner, p.ID)
@@ -53,6 +56,20 @@ func createPlant(ctx context.Context, tx *Tx, p *plantstore.Plant) (*plantstore.
 			"plant %d already exists with a different name or tag", p.ID)
 	}
 	return existing, false, nil
+}
+
+// fanOut writes the transactional outbox rows of a new plant, in the
+// transaction that inserted it: one pending delivery per enabled
+// subscription of the owner, due now, all with one message id.
+func fanOut(ctx context.Context, tx *Tx, p *plantstore.Plant) error {
+	msgID, err := plantstore.NewMessageID()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.exec(ctx, qFanOut, msgID, p.ID, p.WebhookPayload(), tx.now.UnixNano(), p.Owner); err != nil {
+		return fmt.Errorf("sqlite: webhook outbox: %w", err)
+	}
+	return nil
 }
 
 // FindPlantByID returns the owner's plant with id.
@@ -168,7 +185,8 @@ func nullString(s *string) sql.NullString {
 
 // BulkInsertPlants stores many new plants in one transaction, skipping ids
 // that exist. It is for loading data (benchmarks, migrations from elsewhere):
-// no replay or conflict answers, one commit for all.
+// no replay or conflict answers, one commit for all, and no webhook events
+// (nothing is written to the outbox).
 func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) error {
 	for _, p := range plants {
 		if err := p.Validate(); err != nil {

@@ -255,9 +255,13 @@ const (
 	qInsertPlant = `INSERT INTO plants (owner, id, name, tag, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING`
 	qFindPlant   = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
 	qDeletePlant = `DELETE FROM plants WHERE owner = ? AND id = ?`
+	// qFanOut writes the outbox rows of a new plant: one delivery per
+	// enabled subscription of its owner, sharing one message id.
+	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
+SELECT ?1, id, owner, ?2, ?3, 'pending', 0, ?4, ?4 FROM webhook_subscriptions WHERE owner = ?5 AND disabled_at IS NULL`
 )
 
-var hotWrites = []string{qSavepoint, qRelease, qRollbackTo, qInsertPlant, qFindPlant, qDeletePlant}
+var hotWrites = []string{qSavepoint, qRelease, qRollbackTo, qInsertPlant, qFindPlant, qDeletePlant, qFanOut}
 
 // prepareWrites prepares the hot write statements on the write connection.
 // Before migration the tables may not exist: those stay unprepared until

@@ -2,9 +2,11 @@
 // storage backend runs it and must pass it unchanged, so the service behaves
 // the same on each. It covers plant CRUD, ownership, pagination edges,
 // idempotent replay and conflicts, tokens (lookup by hash, listing,
-// revocation, expiry, counting, the atomic first token) and the concurrency
+// revocation, expiry, counting, the atomic first token), the concurrency
 // rules (identical concurrent creates store one row; different ones give
-// one success and conflicts).
+// one success and conflicts), webhook subscriptions and the transactional
+// outbox (fan-out on create only, leases, completion, disabling, concurrent
+// claims getting disjoint deliveries).
 //
 // A backend plugs in with one test that hands Run a function opening a
 // fresh, empty, migrated store and registering its Close with t.Cleanup:
@@ -58,6 +60,8 @@ func Run(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	t.Run("RevokeToken", func(t *testing.T) { testRevokeToken(t, open) })
 	t.Run("CountTokens", func(t *testing.T) { testCountTokens(t, open) })
 	t.Run("CreateFirstToken", func(t *testing.T) { testCreateFirstToken(t, open) })
+	t.Run("Subscriptions", func(t *testing.T) { testSubscriptions(t, open) })
+	t.Run("Outbox", func(t *testing.T) { testOutbox(t, open) })
 }
 
 // fixedNow is the creation time of the tokens the suite makes itself

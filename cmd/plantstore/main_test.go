@@ -364,7 +364,7 @@ func TestMigrate(t *testing.T) {
 		if got, want := r.stdout, ""; got != want {
 			t.Fatalf("stdout = %q, want %q", got, want)
 		}
-		if !strings.Contains(r.stderr, "applied 1 migration") {
+		if !strings.Contains(r.stderr, "applied 2 migration(s); schema version is 2") {
 			t.Fatalf("stderr = %q, want it to report the applied migration", r.stderr)
 		}
 		current, known, err := openStore(t, path).SchemaStatus(context.Background())

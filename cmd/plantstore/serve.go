@@ -13,28 +13,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // serveCmd is `plantstore serve`.
 type serveCmd struct {
 	dbFlags
-	Durability      string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
-	Addr            string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
-	Migrate         bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
-	BootstrapAdmin  bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
-	BootstrapToken  string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token instead of generating one."`
-	TokenCacheTTL   time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
-	RateLimit       float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
-	RateBurst       int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
-	ShutdownTimeout time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
-	DebugAddr       string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
-	LogLevel        string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
+	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
+	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
+	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
+	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
+	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token instead of generating one."`
+	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
+	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
+	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
+	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
+	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses (refused by default, checked on the resolved address at connect time)."`
+	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"8" help:"Webhook deliveries in flight at once per process."`
+	WebhookTimeout      time.Duration `env:"PLANTSTORE_WEBHOOK_TIMEOUT" default:"15s" help:"Time limit of one webhook delivery attempt."`
+	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day)."`
+	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
+	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
 }
 
 // Run serves until ctx is cancelled (SIGTERM/SIGINT), then shuts down
@@ -58,6 +64,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if c.ShutdownTimeout <= 0 {
 		return errors.New("--shutdown-timeout must be positive")
 	}
+	if c.WebhookConcurrency < 1 || c.WebhookTimeout <= 0 || c.WebhookFirstRetry <= 0 {
+		return errors.New("--webhook-concurrency, --webhook-timeout and --webhook-first-retry must be positive")
+	}
 	c.durability = sqlite.Durability(c.Durability)
 	registry := plantstorehttp.NewRegistry()
 	c.onCommit = plantstorehttp.CommitObserver(registry)
@@ -70,9 +79,19 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 
+	dispatcher := c.dispatcher(db, logger, registry)
+	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
+	dispatched := make(chan error, 1)
+	go func() { dispatched <- dispatcher.Run(dctx) }()
+	defer func() {
+		stopDispatcher()
+		<-dispatched
+	}()
+
 	s := plantstorehttp.NewServer()
 	s.Addr = c.Addr
-	s.PlantService, s.TokenService, s.Storage = db, db, db
+	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
+	s.OnPlantCreated = dispatcher.Notify
 	s.Logger = logger
 	s.Registry = registry
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
@@ -96,7 +115,28 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if err := s.Close(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// Then the dispatcher (deferred above) records its attempts in flight,
+	// and the database closes after committing what was queued.
 	return nil
+}
+
+// dispatcher builds the webhook dispatcher for db.
+func (c *serveCmd) dispatcher(db store, logger *slog.Logger, reg prometheus.Registerer) *webhook.Dispatcher {
+	scale := float64(c.WebhookFirstRetry) / float64(webhook.DefaultSchedule[0])
+	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
+	for i, d := range webhook.DefaultSchedule {
+		schedule[i] = time.Duration(float64(d) * scale)
+	}
+	return &webhook.Dispatcher{
+		Outbox:         db,
+		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
+		Logger:         logger,
+		Metrics:        webhook.NewMetrics(reg),
+		Concurrency:    c.WebhookConcurrency,
+		AttemptTimeout: c.WebhookTimeout,
+		Lease:          c.WebhookTimeout + 15*time.Second, // a crashed replica's claims free up this soon
+		Schedule:       schedule,
+	}
 }
 
 // bootstrap creates the first token when there is none, so that

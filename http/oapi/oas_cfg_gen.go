@@ -8,7 +8,12 @@ import (
 
 	"github.com/ogen-go/ogen/middleware"
 	"github.com/ogen-go/ogen/ogenerrors"
+	"github.com/ogen-go/ogen/ogenregex"
 )
+
+var regexMap = map[string]ogenregex.Regexp{
+	"^whk_[0-9a-f]{16}$": ogenregex.MustCompile("^whk_[0-9a-f]{16}$"),
+}
 
 type (
 	optionFunc[C any] func(*C)

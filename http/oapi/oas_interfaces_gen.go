@@ -5,14 +5,42 @@ type AddPlantRes interface {
 	addPlantRes()
 }
 
+type CreateWebhookRes interface {
+	createWebhookRes()
+}
+
 type DeletePlantRes interface {
 	deletePlantRes()
+}
+
+type DeleteWebhookRes interface {
+	deleteWebhookRes()
 }
 
 type GetPlantRes interface {
 	getPlantRes()
 }
 
+type GetWebhookRes interface {
+	getWebhookRes()
+}
+
 type ListPlantsRes interface {
 	listPlantsRes()
+}
+
+type ListWebhookDeliveriesRes interface {
+	listWebhookDeliveriesRes()
+}
+
+type ListWebhooksRes interface {
+	listWebhooksRes()
+}
+
+type NewPlantWebhookRes interface {
+	newPlantWebhookRes()
+}
+
+type RotateWebhookSecretRes interface {
+	rotateWebhookSecretRes()
 }

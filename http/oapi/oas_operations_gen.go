@@ -6,8 +6,15 @@ package oapi
 type OperationName = string
 
 const (
-	AddPlantOperation    OperationName = "AddPlant"
-	DeletePlantOperation OperationName = "DeletePlant"
-	GetPlantOperation    OperationName = "GetPlant"
-	ListPlantsOperation  OperationName = "ListPlants"
+	AddPlantOperation              OperationName = "AddPlant"
+	CreateWebhookOperation         OperationName = "CreateWebhook"
+	DeletePlantOperation           OperationName = "DeletePlant"
+	DeleteWebhookOperation         OperationName = "DeleteWebhook"
+	GetPlantOperation              OperationName = "GetPlant"
+	GetWebhookOperation            OperationName = "GetWebhook"
+	ListPlantsOperation            OperationName = "ListPlants"
+	ListWebhookDeliveriesOperation OperationName = "ListWebhookDeliveries"
+	ListWebhooksOperation          OperationName = "ListWebhooks"
+	RotateWebhookSecretOperation   OperationName = "RotateWebhookSecret"
+	NewPlantWebhookOperation       OperationName = "NewPlantWebhook"
 )

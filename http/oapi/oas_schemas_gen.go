@@ -2,6 +2,13 @@
 
 package oapi
 
+import (
+	"net/url"
+	"time"
+
+	"github.com/go-faster/errors"
+)
+
 type AddPlantBadRequest Error
 
 func (*AddPlantBadRequest) addPlantRes() {}
@@ -51,6 +58,26 @@ func (s *BearerAuth) SetRoles(val []string) {
 	s.Roles = val
 }
 
+type CreateWebhookBadRequest Error
+
+func (*CreateWebhookBadRequest) createWebhookRes() {}
+
+type CreateWebhookInternalServerError Error
+
+func (*CreateWebhookInternalServerError) createWebhookRes() {}
+
+type CreateWebhookRequestEntityTooLarge Error
+
+func (*CreateWebhookRequestEntityTooLarge) createWebhookRes() {}
+
+type CreateWebhookServiceUnavailable Error
+
+func (*CreateWebhookServiceUnavailable) createWebhookRes() {}
+
+type CreateWebhookUnsupportedMediaType Error
+
+func (*CreateWebhookUnsupportedMediaType) createWebhookRes() {}
+
 type DeletePlantBadRequest Error
 
 func (*DeletePlantBadRequest) deletePlantRes() {}
@@ -71,6 +98,184 @@ func (*DeletePlantNotFound) deletePlantRes() {}
 type DeletePlantServiceUnavailable Error
 
 func (*DeletePlantServiceUnavailable) deletePlantRes() {}
+
+type DeleteWebhookBadRequest Error
+
+func (*DeleteWebhookBadRequest) deleteWebhookRes() {}
+
+type DeleteWebhookInternalServerError Error
+
+func (*DeleteWebhookInternalServerError) deleteWebhookRes() {}
+
+// DeleteWebhookNoContent is response for DeleteWebhook operation.
+type DeleteWebhookNoContent struct{}
+
+func (*DeleteWebhookNoContent) deleteWebhookRes() {}
+
+type DeleteWebhookNotFound Error
+
+func (*DeleteWebhookNotFound) deleteWebhookRes() {}
+
+type DeleteWebhookServiceUnavailable Error
+
+func (*DeleteWebhookServiceUnavailable) deleteWebhookRes() {}
+
+// Ref: #/components/schemas/Delivery
+type Delivery struct {
+	// The message id sent as the `webhook-id` header.
+	WebhookID   string    `json:"webhook_id"`
+	PlantID     OptInt64  `json:"plant_id"`
+	Attempt     int32     `json:"attempt"`
+	AttemptedAt time.Time `json:"attempted_at"`
+	// The receiver's HTTP status; absent when no answer came.
+	StatusCode OptInt32 `json:"status_code"`
+	// Why no answer came (connection refused, timeout, refused address, ...).
+	Error      OptString  `json:"error"`
+	DurationMs OptFloat64 `json:"duration_ms"`
+	// The delivery's state after this attempt.
+	State DeliveryState `json:"state"`
+	// When the next retry is due (pending only).
+	NextAttemptAt OptDateTime `json:"next_attempt_at"`
+}
+
+// GetWebhookID returns the value of WebhookID.
+func (s *Delivery) GetWebhookID() string {
+	return s.WebhookID
+}
+
+// GetPlantID returns the value of PlantID.
+func (s *Delivery) GetPlantID() OptInt64 {
+	return s.PlantID
+}
+
+// GetAttempt returns the value of Attempt.
+func (s *Delivery) GetAttempt() int32 {
+	return s.Attempt
+}
+
+// GetAttemptedAt returns the value of AttemptedAt.
+func (s *Delivery) GetAttemptedAt() time.Time {
+	return s.AttemptedAt
+}
+
+// GetStatusCode returns the value of StatusCode.
+func (s *Delivery) GetStatusCode() OptInt32 {
+	return s.StatusCode
+}
+
+// GetError returns the value of Error.
+func (s *Delivery) GetError() OptString {
+	return s.Error
+}
+
+// GetDurationMs returns the value of DurationMs.
+func (s *Delivery) GetDurationMs() OptFloat64 {
+	return s.DurationMs
+}
+
+// GetState returns the value of State.
+func (s *Delivery) GetState() DeliveryState {
+	return s.State
+}
+
+// GetNextAttemptAt returns the value of NextAttemptAt.
+func (s *Delivery) GetNextAttemptAt() OptDateTime {
+	return s.NextAttemptAt
+}
+
+// SetWebhookID sets the value of WebhookID.
+func (s *Delivery) SetWebhookID(val string) {
+	s.WebhookID = val
+}
+
+// SetPlantID sets the value of PlantID.
+func (s *Delivery) SetPlantID(val OptInt64) {
+	s.PlantID = val
+}
+
+// SetAttempt sets the value of Attempt.
+func (s *Delivery) SetAttempt(val int32) {
+	s.Attempt = val
+}
+
+// SetAttemptedAt sets the value of AttemptedAt.
+func (s *Delivery) SetAttemptedAt(val time.Time) {
+	s.AttemptedAt = val
+}
+
+// SetStatusCode sets the value of StatusCode.
+func (s *Delivery) SetStatusCode(val OptInt32) {
+	s.StatusCode = val
+}
+
+// SetError sets the value of Error.
+func (s *Delivery) SetError(val OptString) {
+	s.Error = val
+}
+
+// SetDurationMs sets the value of DurationMs.
+func (s *Delivery) SetDurationMs(val OptFloat64) {
+	s.DurationMs = val
+}
+
+// SetState sets the value of State.
+func (s *Delivery) SetState(val DeliveryState) {
+	s.State = val
+}
+
+// SetNextAttemptAt sets the value of NextAttemptAt.
+func (s *Delivery) SetNextAttemptAt(val OptDateTime) {
+	s.NextAttemptAt = val
+}
+
+// The delivery's state after this attempt.
+type DeliveryState string
+
+const (
+	DeliveryStatePending   DeliveryState = "pending"
+	DeliveryStateSucceeded DeliveryState = "succeeded"
+	DeliveryStateFailed    DeliveryState = "failed"
+)
+
+// AllValues returns all DeliveryState values.
+func (DeliveryState) AllValues() []DeliveryState {
+	return []DeliveryState{
+		DeliveryStatePending,
+		DeliveryStateSucceeded,
+		DeliveryStateFailed,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s DeliveryState) MarshalText() ([]byte, error) {
+	switch s {
+	case DeliveryStatePending:
+		return []byte(s), nil
+	case DeliveryStateSucceeded:
+		return []byte(s), nil
+	case DeliveryStateFailed:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *DeliveryState) UnmarshalText(data []byte) error {
+	switch DeliveryState(data) {
+	case DeliveryStatePending:
+		*s = DeliveryStatePending
+		return nil
+	case DeliveryStateSucceeded:
+		*s = DeliveryStateSucceeded
+		return nil
+	case DeliveryStateFailed:
+		*s = DeliveryStateFailed
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 // Ref: #/components/schemas/Error
 type Error struct {
@@ -127,10 +332,16 @@ func (s *ForbiddenHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
-func (*ForbiddenHeaders) addPlantRes()    {}
-func (*ForbiddenHeaders) deletePlantRes() {}
-func (*ForbiddenHeaders) getPlantRes()    {}
-func (*ForbiddenHeaders) listPlantsRes()  {}
+func (*ForbiddenHeaders) addPlantRes()              {}
+func (*ForbiddenHeaders) createWebhookRes()         {}
+func (*ForbiddenHeaders) deletePlantRes()           {}
+func (*ForbiddenHeaders) deleteWebhookRes()         {}
+func (*ForbiddenHeaders) getPlantRes()              {}
+func (*ForbiddenHeaders) getWebhookRes()            {}
+func (*ForbiddenHeaders) listPlantsRes()            {}
+func (*ForbiddenHeaders) listWebhookDeliveriesRes() {}
+func (*ForbiddenHeaders) listWebhooksRes()          {}
+func (*ForbiddenHeaders) rotateWebhookSecretRes()   {}
 
 type GetPlantBadRequest Error
 
@@ -147,6 +358,22 @@ func (*GetPlantNotFound) getPlantRes() {}
 type GetPlantServiceUnavailable Error
 
 func (*GetPlantServiceUnavailable) getPlantRes() {}
+
+type GetWebhookBadRequest Error
+
+func (*GetWebhookBadRequest) getWebhookRes() {}
+
+type GetWebhookInternalServerError Error
+
+func (*GetWebhookInternalServerError) getWebhookRes() {}
+
+type GetWebhookNotFound Error
+
+func (*GetWebhookNotFound) getWebhookRes() {}
+
+type GetWebhookServiceUnavailable Error
+
+func (*GetWebhookServiceUnavailable) getWebhookRes() {}
 
 type ListPlantsBadRequest Error
 
@@ -188,6 +415,38 @@ type ListPlantsServiceUnavailable Error
 
 func (*ListPlantsServiceUnavailable) listPlantsRes() {}
 
+type ListWebhookDeliveriesBadRequest Error
+
+func (*ListWebhookDeliveriesBadRequest) listWebhookDeliveriesRes() {}
+
+type ListWebhookDeliveriesInternalServerError Error
+
+func (*ListWebhookDeliveriesInternalServerError) listWebhookDeliveriesRes() {}
+
+type ListWebhookDeliveriesNotFound Error
+
+func (*ListWebhookDeliveriesNotFound) listWebhookDeliveriesRes() {}
+
+type ListWebhookDeliveriesOKApplicationJSON []Delivery
+
+func (*ListWebhookDeliveriesOKApplicationJSON) listWebhookDeliveriesRes() {}
+
+type ListWebhookDeliveriesServiceUnavailable Error
+
+func (*ListWebhookDeliveriesServiceUnavailable) listWebhookDeliveriesRes() {}
+
+type ListWebhooksInternalServerError Error
+
+func (*ListWebhooksInternalServerError) listWebhooksRes() {}
+
+type ListWebhooksOKApplicationJSON []Webhook
+
+func (*ListWebhooksOKApplicationJSON) listWebhooksRes() {}
+
+type ListWebhooksServiceUnavailable Error
+
+func (*ListWebhooksServiceUnavailable) listWebhooksRes() {}
+
 // Merged schema.
 // Ref: #/components/schemas/NewPlant
 type NewPlant struct {
@@ -227,6 +486,135 @@ func (s *NewPlant) SetName(val string) {
 // SetTag sets the value of Tag.
 func (s *NewPlant) SetTag(val OptString) {
 	s.Tag = val
+}
+
+// NewPlantWebhookGone is response for NewPlantWebhook operation.
+type NewPlantWebhookGone struct{}
+
+func (*NewPlantWebhookGone) newPlantWebhookRes() {}
+
+// NewPlantWebhookOK is response for NewPlantWebhook operation.
+type NewPlantWebhookOK struct{}
+
+func (*NewPlantWebhookOK) newPlantWebhookRes() {}
+
+// Ref: #/components/schemas/NewWebhook
+type NewWebhook struct {
+	// Absolute http:// or https:// URL that receives the deliveries.
+	URL         url.URL   `json:"url"`
+	Description OptString `json:"description"`
+}
+
+// GetURL returns the value of URL.
+func (s *NewWebhook) GetURL() url.URL {
+	return s.URL
+}
+
+// GetDescription returns the value of Description.
+func (s *NewWebhook) GetDescription() OptString {
+	return s.Description
+}
+
+// SetURL sets the value of URL.
+func (s *NewWebhook) SetURL(val url.URL) {
+	s.URL = val
+}
+
+// SetDescription sets the value of Description.
+func (s *NewWebhook) SetDescription(val OptString) {
+	s.Description = val
+}
+
+// NewOptDateTime returns new OptDateTime with value set to v.
+func NewOptDateTime(v time.Time) OptDateTime {
+	return OptDateTime{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptDateTime is optional time.Time.
+type OptDateTime struct {
+	Value time.Time
+	Set   bool
+}
+
+// IsSet returns true if OptDateTime was set.
+func (o OptDateTime) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptDateTime) Reset() {
+	var v time.Time
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptDateTime) SetTo(v time.Time) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptDateTime) Get() (v time.Time, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptDateTime) Or(d time.Time) time.Time {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptFloat64 returns new OptFloat64 with value set to v.
+func NewOptFloat64(v float64) OptFloat64 {
+	return OptFloat64{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptFloat64 is optional float64.
+type OptFloat64 struct {
+	Value float64
+	Set   bool
+}
+
+// IsSet returns true if OptFloat64 was set.
+func (o OptFloat64) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptFloat64) Reset() {
+	var v float64
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptFloat64) SetTo(v float64) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptFloat64) Get() (v float64, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptFloat64) Or(d float64) float64 {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
 }
 
 // NewOptInt returns new OptInt with value set to v.
@@ -367,6 +755,52 @@ func (o OptInt64) Or(d int64) int64 {
 	return d
 }
 
+// NewOptNewPlant returns new OptNewPlant with value set to v.
+func NewOptNewPlant(v NewPlant) OptNewPlant {
+	return OptNewPlant{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNewPlant is optional NewPlant.
+type OptNewPlant struct {
+	Value NewPlant
+	Set   bool
+}
+
+// IsSet returns true if OptNewPlant was set.
+func (o OptNewPlant) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNewPlant) Reset() {
+	var v NewPlant
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptNewPlant) SetTo(v NewPlant) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNewPlant) Get() (v NewPlant, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNewPlant) Or(d NewPlant) NewPlant {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptString returns new OptString with value set to v.
 func NewOptString(v string) OptString {
 	return OptString{
@@ -456,6 +890,22 @@ func (s *Plant) SetTag(val OptString) {
 func (*Plant) addPlantRes() {}
 func (*Plant) getPlantRes() {}
 
+type RotateWebhookSecretBadRequest Error
+
+func (*RotateWebhookSecretBadRequest) rotateWebhookSecretRes() {}
+
+type RotateWebhookSecretInternalServerError Error
+
+func (*RotateWebhookSecretInternalServerError) rotateWebhookSecretRes() {}
+
+type RotateWebhookSecretNotFound Error
+
+func (*RotateWebhookSecretNotFound) rotateWebhookSecretRes() {}
+
+type RotateWebhookSecretServiceUnavailable Error
+
+func (*RotateWebhookSecretServiceUnavailable) rotateWebhookSecretRes() {}
+
 // TooManyRequestsHeaders wraps Error with response headers.
 type TooManyRequestsHeaders struct {
 	RetryAfter OptInt
@@ -482,10 +932,16 @@ func (s *TooManyRequestsHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
-func (*TooManyRequestsHeaders) addPlantRes()    {}
-func (*TooManyRequestsHeaders) deletePlantRes() {}
-func (*TooManyRequestsHeaders) getPlantRes()    {}
-func (*TooManyRequestsHeaders) listPlantsRes()  {}
+func (*TooManyRequestsHeaders) addPlantRes()              {}
+func (*TooManyRequestsHeaders) createWebhookRes()         {}
+func (*TooManyRequestsHeaders) deletePlantRes()           {}
+func (*TooManyRequestsHeaders) deleteWebhookRes()         {}
+func (*TooManyRequestsHeaders) getPlantRes()              {}
+func (*TooManyRequestsHeaders) getWebhookRes()            {}
+func (*TooManyRequestsHeaders) listPlantsRes()            {}
+func (*TooManyRequestsHeaders) listWebhookDeliveriesRes() {}
+func (*TooManyRequestsHeaders) listWebhooksRes()          {}
+func (*TooManyRequestsHeaders) rotateWebhookSecretRes()   {}
 
 // UnauthorizedHeaders wraps Error with response headers.
 type UnauthorizedHeaders struct {
@@ -513,7 +969,153 @@ func (s *UnauthorizedHeaders) SetResponse(val Error) {
 	s.Response = val
 }
 
-func (*UnauthorizedHeaders) addPlantRes()    {}
-func (*UnauthorizedHeaders) deletePlantRes() {}
-func (*UnauthorizedHeaders) getPlantRes()    {}
-func (*UnauthorizedHeaders) listPlantsRes()  {}
+func (*UnauthorizedHeaders) addPlantRes()              {}
+func (*UnauthorizedHeaders) createWebhookRes()         {}
+func (*UnauthorizedHeaders) deletePlantRes()           {}
+func (*UnauthorizedHeaders) deleteWebhookRes()         {}
+func (*UnauthorizedHeaders) getPlantRes()              {}
+func (*UnauthorizedHeaders) getWebhookRes()            {}
+func (*UnauthorizedHeaders) listPlantsRes()            {}
+func (*UnauthorizedHeaders) listWebhookDeliveriesRes() {}
+func (*UnauthorizedHeaders) listWebhooksRes()          {}
+func (*UnauthorizedHeaders) rotateWebhookSecretRes()   {}
+
+// Ref: #/components/schemas/Webhook
+type Webhook struct {
+	// Subscription id, `whk_` and 16 hex digits.
+	ID          string    `json:"id"`
+	URL         string    `json:"url"`
+	Description OptString `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+	// False once a receiver answered 410.
+	Enabled bool `json:"enabled"`
+}
+
+// GetID returns the value of ID.
+func (s *Webhook) GetID() string {
+	return s.ID
+}
+
+// GetURL returns the value of URL.
+func (s *Webhook) GetURL() string {
+	return s.URL
+}
+
+// GetDescription returns the value of Description.
+func (s *Webhook) GetDescription() OptString {
+	return s.Description
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *Webhook) GetCreatedAt() time.Time {
+	return s.CreatedAt
+}
+
+// GetEnabled returns the value of Enabled.
+func (s *Webhook) GetEnabled() bool {
+	return s.Enabled
+}
+
+// SetID sets the value of ID.
+func (s *Webhook) SetID(val string) {
+	s.ID = val
+}
+
+// SetURL sets the value of URL.
+func (s *Webhook) SetURL(val string) {
+	s.URL = val
+}
+
+// SetDescription sets the value of Description.
+func (s *Webhook) SetDescription(val OptString) {
+	s.Description = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *Webhook) SetCreatedAt(val time.Time) {
+	s.CreatedAt = val
+}
+
+// SetEnabled sets the value of Enabled.
+func (s *Webhook) SetEnabled(val bool) {
+	s.Enabled = val
+}
+
+func (*Webhook) getWebhookRes() {}
+
+// Merged schema.
+// Ref: #/components/schemas/WebhookWithSecret
+type WebhookWithSecret struct {
+	// Subscription id, `whk_` and 16 hex digits.
+	ID          string    `json:"id"`
+	URL         string    `json:"url"`
+	Description OptString `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+	// False once a receiver answered 410.
+	Enabled bool `json:"enabled"`
+	// The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and rotate.
+	Secret string `json:"secret"`
+}
+
+// GetID returns the value of ID.
+func (s *WebhookWithSecret) GetID() string {
+	return s.ID
+}
+
+// GetURL returns the value of URL.
+func (s *WebhookWithSecret) GetURL() string {
+	return s.URL
+}
+
+// GetDescription returns the value of Description.
+func (s *WebhookWithSecret) GetDescription() OptString {
+	return s.Description
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *WebhookWithSecret) GetCreatedAt() time.Time {
+	return s.CreatedAt
+}
+
+// GetEnabled returns the value of Enabled.
+func (s *WebhookWithSecret) GetEnabled() bool {
+	return s.Enabled
+}
+
+// GetSecret returns the value of Secret.
+func (s *WebhookWithSecret) GetSecret() string {
+	return s.Secret
+}
+
+// SetID sets the value of ID.
+func (s *WebhookWithSecret) SetID(val string) {
+	s.ID = val
+}
+
+// SetURL sets the value of URL.
+func (s *WebhookWithSecret) SetURL(val string) {
+	s.URL = val
+}
+
+// SetDescription sets the value of Description.
+func (s *WebhookWithSecret) SetDescription(val OptString) {
+	s.Description = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *WebhookWithSecret) SetCreatedAt(val time.Time) {
+	s.CreatedAt = val
+}
+
+// SetEnabled sets the value of Enabled.
+func (s *WebhookWithSecret) SetEnabled(val bool) {
+	s.Enabled = val
+}
+
+// SetSecret sets the value of Secret.
+func (s *WebhookWithSecret) SetSecret(val string) {
+	s.Secret = val
+}
+
+func (*WebhookWithSecret) createWebhookRes()       {}
+func (*WebhookWithSecret) rotateWebhookSecretRes() {}

@@ -34,10 +34,16 @@ func findAuthorization(h http.Header, prefix string) (string, bool) {
 
 // operationRolesBearerAuth is a private map storing roles per operation.
 var operationRolesBearerAuth = map[string][]string{
-	AddPlantOperation:    []string{},
-	DeletePlantOperation: []string{},
-	GetPlantOperation:    []string{},
-	ListPlantsOperation:  []string{},
+	AddPlantOperation:              []string{},
+	CreateWebhookOperation:         []string{},
+	DeletePlantOperation:           []string{},
+	DeleteWebhookOperation:         []string{},
+	GetPlantOperation:              []string{},
+	GetWebhookOperation:            []string{},
+	ListPlantsOperation:            []string{},
+	ListWebhookDeliveriesOperation: []string{},
+	ListWebhooksOperation:          []string{},
+	RotateWebhookSecretOperation:   []string{},
 }
 
 // GetRolesForBearerAuth returns the required roles for the given operation.

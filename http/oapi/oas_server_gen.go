@@ -14,18 +14,37 @@ type Handler interface {
 	//
 	// POST /plants
 	AddPlant(ctx context.Context, req *NewPlant) (AddPlantRes, error)
+	// CreateWebhook implements createWebhook operation.
+	//
+	// Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
+	// answer carries the signing secret, shown only here and by rotate-secret.
+	//
+	// POST /webhooks
+	CreateWebhook(ctx context.Context, req *NewWebhook) (CreateWebhookRes, error)
 	// DeletePlant implements deletePlant operation.
 	//
 	// Deletes a single plant based on the ID supplied.
 	//
 	// DELETE /plants/{id}
 	DeletePlant(ctx context.Context, params DeletePlantParams) (DeletePlantRes, error)
+	// DeleteWebhook implements deleteWebhook operation.
+	//
+	// Stops deliveries to it, pending retries included.
+	//
+	// DELETE /webhooks/{id}
+	DeleteWebhook(ctx context.Context, params DeleteWebhookParams) (DeleteWebhookRes, error)
 	// GetPlant implements getPlant operation.
 	//
 	// Returns a single plant of the token's owner.
 	//
 	// GET /plants/{id}
 	GetPlant(ctx context.Context, params GetPlantParams) (GetPlantRes, error)
+	// GetWebhook implements getWebhook operation.
+	//
+	// Get a webhook subscription.
+	//
+	// GET /webhooks/{id}
+	GetWebhook(ctx context.Context, params GetWebhookParams) (GetWebhookRes, error)
 	// ListPlants implements listPlants operation.
 	//
 	// Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -33,6 +52,25 @@ type Handler interface {
 	//
 	// GET /plants
 	ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error)
+	// ListWebhookDeliveries implements listWebhookDeliveries operation.
+	//
+	// The latest attempts first (at most 100), with pending deliveries' next retry.
+	//
+	// GET /webhooks/{id}/deliveries
+	ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (ListWebhookDeliveriesRes, error)
+	// ListWebhooks implements listWebhooks operation.
+	//
+	// The token owner's subscriptions, oldest first. Secrets are not shown.
+	//
+	// GET /webhooks
+	ListWebhooks(ctx context.Context) (ListWebhooksRes, error)
+	// RotateWebhookSecret implements rotateWebhookSecret operation.
+	//
+	// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
+	// with both the new and the previous secret, so receivers can switch without loss.
+	//
+	// POST /webhooks/{id}/rotate-secret
+	RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (RotateWebhookSecretRes, error)
 }
 
 // Server implements http server based on OpenAPI v3 specification and

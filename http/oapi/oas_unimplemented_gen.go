@@ -22,12 +22,31 @@ func (UnimplementedHandler) AddPlant(ctx context.Context, req *NewPlant) (r AddP
 	return r, ht.ErrNotImplemented
 }
 
+// CreateWebhook implements createWebhook operation.
+//
+// Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
+// answer carries the signing secret, shown only here and by rotate-secret.
+//
+// POST /webhooks
+func (UnimplementedHandler) CreateWebhook(ctx context.Context, req *NewWebhook) (r CreateWebhookRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // DeletePlant implements deletePlant operation.
 //
 // Deletes a single plant based on the ID supplied.
 //
 // DELETE /plants/{id}
 func (UnimplementedHandler) DeletePlant(ctx context.Context, params DeletePlantParams) (r DeletePlantRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// DeleteWebhook implements deleteWebhook operation.
+//
+// Stops deliveries to it, pending retries included.
+//
+// DELETE /webhooks/{id}
+func (UnimplementedHandler) DeleteWebhook(ctx context.Context, params DeleteWebhookParams) (r DeleteWebhookRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
@@ -40,6 +59,15 @@ func (UnimplementedHandler) GetPlant(ctx context.Context, params GetPlantParams)
 	return r, ht.ErrNotImplemented
 }
 
+// GetWebhook implements getWebhook operation.
+//
+// Get a webhook subscription.
+//
+// GET /webhooks/{id}
+func (UnimplementedHandler) GetWebhook(ctx context.Context, params GetWebhookParams) (r GetWebhookRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // ListPlants implements listPlants operation.
 //
 // Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -47,5 +75,33 @@ func (UnimplementedHandler) GetPlant(ctx context.Context, params GetPlantParams)
 //
 // GET /plants
 func (UnimplementedHandler) ListPlants(ctx context.Context, params ListPlantsParams) (r ListPlantsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// ListWebhookDeliveries implements listWebhookDeliveries operation.
+//
+// The latest attempts first (at most 100), with pending deliveries' next retry.
+//
+// GET /webhooks/{id}/deliveries
+func (UnimplementedHandler) ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (r ListWebhookDeliveriesRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// ListWebhooks implements listWebhooks operation.
+//
+// The token owner's subscriptions, oldest first. Secrets are not shown.
+//
+// GET /webhooks
+func (UnimplementedHandler) ListWebhooks(ctx context.Context) (r ListWebhooksRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// RotateWebhookSecret implements rotateWebhookSecret operation.
+//
+// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
+// with both the new and the previous secret, so receivers can switch without loss.
+//
+// POST /webhooks/{id}/rotate-secret
+func (UnimplementedHandler) RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (r RotateWebhookSecretRes, _ error) {
 	return r, ht.ErrNotImplemented
 }

@@ -1,0 +1,437 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// UserAgent is sent with every delivery.
+const UserAgent = "plantstore-webhooks/1"
+
+// Dispatcher defaults.
+const (
+	DefaultConcurrency   = 8
+	DefaultLease         = 60 * time.Second
+	DefaultPollInterval  = 500 * time.Millisecond
+	DefaultStatsInterval = 5 * time.Second
+	// MinRetryAfter and MaxRetryAfter clamp a receiver's Retry-After.
+	MinRetryAfter = time.Second
+	MaxRetryAfter = 24 * time.Hour
+	// completeTimeout bounds recording an attempt, which happens even
+	// after Run's context has ended.
+	completeTimeout = 10 * time.Second
+	maxErrorLength  = 512
+)
+
+// DefaultSchedule is the nominal wait after each failed attempt: a delivery
+// is attempted at most len(DefaultSchedule)+1 = 11 times, at about 0 s, 5 s,
+// 35 s, 2.5 min, 12.5 min, 42.5 min, 1 h 43 min, 3 h 43 min, 7 h 43 min,
+// 15 h 43 min and 23 h 43 min after its creation, then marked failed. Each
+// wait is jittered (see Dispatcher.Jitter), so the total span is about a
+// day. A Retry-After header replaces the wait it follows.
+var DefaultSchedule = []time.Duration{
+	5 * time.Second,
+	30 * time.Second,
+	2 * time.Minute,
+	10 * time.Minute,
+	30 * time.Minute,
+	time.Hour,
+	2 * time.Hour,
+	4 * time.Hour,
+	8 * time.Hour,
+	8 * time.Hour,
+}
+
+// DefaultJitter returns a wait drawn uniformly from [d/2, 3d/2): the mean
+// stays d, so the schedule keeps its span of about a day, while deliveries
+// that failed together (a receiver's outage) come back spread over a window
+// as wide as d. (Full jitter, uniform over [0, d), would halve the mean span
+// and could shrink an 8 h wait to seconds.)
+func DefaultJitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d)
+}
+
+// Dispatcher delivers the outbox's pending deliveries: it claims due tasks
+// under a lease, POSTs each on a bounded pool of workers and records every
+// attempt. Set Outbox; every other field has a default. Several dispatchers
+// (replicas) may share one outbox: the lease keeps a task with one of them
+// at a time. Do not change fields once Run has started.
+type Dispatcher struct {
+	Outbox plantstore.OutboxService
+	// Client sends the deliveries; nil means NewClient with private
+	// addresses refused and AttemptTimeout.
+	Client *http.Client
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
+	// Metrics, from NewMetrics; nil: none.
+	Metrics *Metrics
+
+	// Concurrency is the number of workers, hence of attempts in flight;
+	// 0 means DefaultConcurrency.
+	Concurrency int
+	// BatchSize bounds one ClaimTasks call; 0 means Concurrency. A claim
+	// never asks for more tasks than there are idle workers.
+	BatchSize int
+	// AttemptTimeout bounds one attempt; 0 means DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// Lease is how long a claimed task stays with this dispatcher; it
+	// must exceed AttemptTimeout. 0 means DefaultLease.
+	Lease time.Duration
+	// PollInterval is the wait between claims when nothing was due; 0
+	// means DefaultPollInterval. Notify cuts it short.
+	PollInterval time.Duration
+	// StatsInterval is how often the queue gauges are refreshed from
+	// OutboxStats; 0 means DefaultStatsInterval.
+	StatsInterval time.Duration
+	// Schedule is the wait after each failed attempt; the number of
+	// attempts is len(Schedule)+1. nil means DefaultSchedule.
+	Schedule []time.Duration
+	// Jitter turns a nominal wait into the actual one; nil means
+	// DefaultJitter.
+	Jitter func(time.Duration) time.Duration
+
+	wakeOnce sync.Once
+	wakeCh   chan struct{}
+}
+
+// Notify wakes Run to claim at once instead of at the end of its poll
+// interval: call it after committing a plant with subscribers. It never
+// blocks and may be called before Run.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.wake() <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) wake() chan struct{} {
+	d.wakeOnce.Do(func() { d.wakeCh = make(chan struct{}, 1) })
+	return d.wakeCh
+}
+
+// dispatch is a Dispatcher with its defaults applied.
+type dispatch struct {
+	outbox         plantstore.OutboxService
+	client         *http.Client
+	log            *slog.Logger
+	now            func() time.Time
+	metrics        *Metrics
+	concurrency    int
+	batch          int
+	attemptTimeout time.Duration
+	lease          time.Duration
+	poll           time.Duration
+	stats          time.Duration
+	schedule       []time.Duration
+	jitter         func(time.Duration) time.Duration
+}
+
+func (d *Dispatcher) settings() (*dispatch, error) {
+	s := &dispatch{
+		outbox: d.Outbox, client: d.Client, log: d.Logger, now: d.Now, metrics: d.Metrics,
+		concurrency: d.Concurrency, batch: d.BatchSize, attemptTimeout: d.AttemptTimeout,
+		lease: d.Lease, poll: d.PollInterval, stats: d.StatsInterval,
+		schedule: d.Schedule, jitter: d.Jitter,
+	}
+	if s.outbox == nil {
+		return nil, errors.New("webhook: dispatcher: no Outbox")
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.concurrency <= 0 {
+		s.concurrency = DefaultConcurrency
+	}
+	if s.batch <= 0 || s.batch > s.concurrency {
+		s.batch = s.concurrency
+	}
+	if s.attemptTimeout <= 0 {
+		s.attemptTimeout = DefaultAttemptTimeout
+	}
+	if s.client == nil {
+		s.client = NewClient(ClientOptions{Timeout: s.attemptTimeout})
+	}
+	if s.lease <= 0 {
+		s.lease = DefaultLease
+	}
+	if s.lease <= s.attemptTimeout {
+		return nil, fmt.Errorf("webhook: dispatcher: lease %v must exceed the attempt timeout %v", s.lease, s.attemptTimeout)
+	}
+	if s.poll <= 0 {
+		s.poll = DefaultPollInterval
+	}
+	if s.stats <= 0 {
+		s.stats = DefaultStatsInterval
+	}
+	if s.schedule == nil {
+		s.schedule = DefaultSchedule
+	}
+	if s.jitter == nil {
+		s.jitter = DefaultJitter
+	}
+	return s, nil
+}
+
+// Run delivers until ctx ends. Each worker runs one attempt at a time, so a
+// slow receiver holds one worker and the others keep claiming and
+// delivering. When ctx ends Run stops claiming, waits for the attempts in
+// flight (each bounded by AttemptTimeout) to finish and be recorded, and
+// returns nil. It returns an error only for an invalid configuration.
+// Failures to claim or record are logged and retried; a task whose attempt
+// could not be recorded is claimed again once its lease expires (at least
+// once delivery).
+func (d *Dispatcher) Run(ctx context.Context) error {
+	s, err := d.settings()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if s.metrics != nil {
+		wg.Go(func() { s.refreshStats(ctx) })
+	}
+	// idle holds one token per idle worker.
+	idle := make(chan struct{}, s.concurrency)
+	for range s.concurrency {
+		idle <- struct{}{}
+	}
+	wake := d.wake()
+	// attempts outlive ctx: an attempt in flight at shutdown completes and
+	// is recorded.
+	detached := context.WithoutCancel(ctx)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Wait for an idle worker, then take every idle one up to batch.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-idle:
+		}
+		n := 1
+	take:
+		for n < s.batch {
+			select {
+			case <-idle:
+				n++
+			default:
+				break take
+			}
+		}
+		if ctx.Err() != nil { // select picks at random among ready cases
+			return nil
+		}
+		tasks, err := s.outbox.ClaimTasks(ctx, s.now(), s.lease, n)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("webhook: claim tasks", "err", err)
+		}
+		if len(tasks) > n {
+			s.log.Error("webhook: claim returned more tasks than asked; the extra ones wait for their lease to expire",
+				"asked", n, "got", len(tasks))
+			tasks = tasks[:n]
+		}
+		for i := len(tasks); i < n; i++ {
+			idle <- struct{}{}
+		}
+		for _, t := range tasks {
+			wg.Go(func() {
+				defer func() { idle <- struct{}{} }()
+				s.deliver(detached, t)
+			})
+		}
+		if err == nil && len(tasks) == n {
+			continue // there may be more due: claim again as workers allow
+		}
+		timer.Reset(s.poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// refreshStats sets the queue gauges now and every stats interval.
+func (s *dispatch) refreshStats(ctx context.Context) {
+	t := time.NewTicker(s.stats)
+	defer t.Stop()
+	for {
+		pending, oldest, err := s.outbox.OutboxStats(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("webhook: outbox stats", "err", err)
+		case err == nil:
+			s.metrics.queueDepth.Set(float64(pending))
+			age := 0.0
+			if !oldest.IsZero() {
+				age = max(0, s.now().Sub(oldest).Seconds())
+			}
+			s.metrics.oldest.Set(age)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// deliver makes one attempt at t and records it.
+func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
+	r := s.attempt(ctx, t)
+	outcome := OutcomeRetry
+	switch {
+	case r.State == plantstore.DeliverySucceeded:
+		outcome = OutcomeSucceeded
+	case r.Disable:
+		outcome = OutcomeDisabled
+	case r.State == plantstore.DeliveryFailed:
+		outcome = OutcomeFailed
+	}
+	if s.metrics != nil {
+		s.metrics.deliveries.WithLabelValues(outcome).Inc()
+		s.metrics.duration.Observe(r.Duration.Seconds())
+	}
+	attrs := []any{
+		"message_id", t.MessageID, "subscription_id", t.SubscriptionID,
+		"attempt", t.Attempts + 1, "outcome", outcome, "status", r.StatusCode,
+		"duration", r.Duration,
+	}
+	if r.Error != "" {
+		attrs = append(attrs, "err", r.Error)
+	}
+	if r.NextAttemptAt != nil {
+		attrs = append(attrs, "next_attempt_at", *r.NextAttemptAt)
+	}
+	switch outcome {
+	case OutcomeSucceeded:
+		s.log.Debug("webhook: delivered", attrs...)
+	case OutcomeRetry:
+		s.log.Info("webhook: delivery attempt failed", attrs...)
+	default:
+		s.log.Warn("webhook: delivery given up", attrs...)
+	}
+	cctx, cancel := context.WithTimeout(ctx, completeTimeout)
+	defer cancel()
+	if err := s.outbox.CompleteTask(cctx, t, r); err != nil {
+		s.log.Error("webhook: record attempt", "message_id", t.MessageID,
+			"subscription_id", t.SubscriptionID, "err", err)
+	}
+}
+
+// attempt POSTs t once and says what came of it.
+func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.AttemptResult {
+	start := s.now()
+	r := plantstore.AttemptResult{AttemptedAt: start}
+	sig, err := Sign(t.MessageID, start, t.Payload, t.Secrets)
+	if err != nil {
+		// No valid secret: retrying cannot help.
+		r.State, r.Error = plantstore.DeliveryFailed, err.Error()
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(t.Payload))
+	if err != nil {
+		r.State, r.Error = plantstore.DeliveryFailed, "invalid url: "+unwrapURLError(err)
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
+	req.Header.Set(HeaderID, t.MessageID)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(start.Unix(), 10))
+	req.Header.Set(HeaderSignature, sig)
+
+	began := time.Now() // monotonic, whatever s.now is
+	resp, err := s.client.Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+		resp.Body.Close()
+	}
+	r.Duration = time.Since(began)
+	end := s.now()
+
+	var retryAfter time.Duration
+	haveRetryAfter := false
+	switch {
+	case err != nil:
+		r.Error = unwrapURLError(err)
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		r.StatusCode, r.State = resp.StatusCode, plantstore.DeliverySucceeded
+		return r
+	case resp.StatusCode == http.StatusGone:
+		r.StatusCode, r.State, r.Disable = resp.StatusCode, plantstore.DeliveryFailed, true
+		return r
+	default:
+		r.StatusCode = resp.StatusCode
+		retryAfter, haveRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), end)
+	}
+	// A failed attempt: schedule the next one, if any is left.
+	made := t.Attempts + 1
+	if made > len(s.schedule) {
+		r.State = plantstore.DeliveryFailed
+		return r
+	}
+	wait := s.jitter(s.schedule[made-1])
+	if haveRetryAfter {
+		wait = retryAfter
+	}
+	next := end.Add(wait)
+	r.State, r.NextAttemptAt = plantstore.DeliveryPending, &next
+	return r
+}
+
+// parseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date,
+// clamped to [MinRetryAfter, MaxRetryAfter].
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(secs, int64(MaxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now)
+	} else {
+		return 0, false
+	}
+	return min(max(d, MinRetryAfter), MaxRetryAfter), true
+}
+
+// unwrapURLError drops the method and URL that *url.Error adds (the URL may
+// carry the receiver's credentials) and bounds the length.
+func unwrapURLError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if len(msg) > maxErrorLength {
+		msg = strings.ToValidUTF8(msg[:maxErrorLength], "")
+	}
+	return msg
+}
