@@ -85,27 +85,12 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startServer runs the binary's serve command on the file db and waits until
-// /healthz answers. The process is killed when the test ends.
+// startServer runs the binary's serve command on db and waits until /healthz
+// answers. The process is killed when the test ends; its stderr is logged
+// if the test fails.
 func startServer(t *testing.T, db string, args ...string) *server {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(binary, append([]string{"serve", "--addr", addr, "--db", db}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	s := &server{cmd: cmd, url: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout = io.Discard
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		s.err = cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-s.done
-	})
+	s := launchServer(t, "plantstore serve", db, args...)
 	s.waitReady(t)
 	return s
 }
