@@ -45,13 +45,13 @@ func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
 			e = plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
 		} else {
 			s.logger().ErrorContext(r.Context(), "internal error",
-				"method", r.Method, "path", r.URL.Path, "err", err)
+				"method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()), "err", err)
 			e = plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
 		}
 	}
 	if e.Status() >= 500 && e.Err != nil {
 		s.logger().ErrorContext(r.Context(), "storage error",
-			"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Err)
+			"method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()), "code", e.Code, "err", e.Err)
 	}
 	h := w.Header()
 	switch e.Code {

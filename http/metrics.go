@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -104,7 +106,8 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		info := &requestInfo{}
+		info := &requestInfo{id: requestID(r.Header.Get("X-Request-Id"))}
+		w.Header().Set("X-Request-Id", info.id)
 		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
@@ -124,6 +127,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			slog.Int("status", rec.status),
 			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 			slog.String("owner", info.owner),
+			slog.String("request_id", info.id),
 		)
 	})
 }
@@ -151,7 +155,40 @@ func knownMethod(m string) bool {
 // requestInfo collects what inner layers learn about a request for the
 // request log line.
 type requestInfo struct {
+	id    string // the request id: the client's X-Request-Id or a generated one
 	owner string
+}
+
+// maxRequestIDLen bounds a client's X-Request-Id; longer ones are replaced.
+const maxRequestIDLen = 128
+
+// requestID returns the client's X-Request-Id when it is 1 to 128 visible
+// ASCII characters (safe in a header and a log line), else a new random id
+// of 16 hex digits.
+func requestID(client string) string {
+	if len(client) > 0 && len(client) <= maxRequestIDLen {
+		ok := true
+		for i := 0; i < len(client); i++ {
+			if c := client[i]; c < '!' || c > '~' {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return client
+		}
+	}
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// RequestID returns the id of the request ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
 }
 
 type requestInfoKey struct{}

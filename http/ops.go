@@ -36,7 +36,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.Storage.Ping(ctx); err != nil {
-		s.logger().WarnContext(r.Context(), "readyz: storage does not answer", "err", err)
+		s.logger().WarnContext(r.Context(), "readyz: storage does not answer", "request_id", RequestID(r.Context()), "err", err)
 		s.Error(w, r, plantstore.Errorf(plantstore.CodeStorageUnavailable, "storage is not available"))
 		return
 	}
