@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,11 @@ type Server struct {
 	limitersMu sync.Mutex
 	limiters   map[string]*rate.Limiter
 	tokens     tokenCache
+
+	// draining is set by Close: every answer then says Connection: close.
+	draining atomic.Bool
+	connsMu  sync.Mutex
+	conns    map[net.Conn]http.ConnState // open connections and their state
 }
 
 // NewServer returns a Server with defaults.
@@ -122,11 +128,20 @@ func (s *Server) Open() error {
 	if err != nil {
 		return err
 	}
-	if s.ln, err = net.Listen("tcp", s.Addr); err != nil {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
 		return fmt.Errorf("http: listen: %w", err)
 	}
+	s.ln = &onceCloseListener{Listener: ln}
+	s.conns = make(map[net.Conn]http.ConnState)
 	s.server = &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if s.draining.Load() {
+				w.Header().Set("Connection", "close")
+			}
+			h.ServeHTTP(w, r)
+		}),
+		ConnState:         s.trackConn,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
@@ -135,7 +150,7 @@ func (s *Server) Open() error {
 		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
 	}
 	go func() {
-		if err := s.server.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.server.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !s.draining.Load() {
 			s.logger().Error("http: serve", "err", err)
 		}
 	}()
@@ -153,13 +168,67 @@ func (s *Server) URL() string {
 	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
+// drainIdle bounds how long Close waits for idle keep-alive connections to
+// carry one more request (answered with Connection: close).
+const drainIdle = 500 * time.Millisecond
+
 // Close stops accepting connections and waits for in-flight requests until
 // ctx ends.
+//
+// http.Server.Shutdown alone closes keep-alive connections that are idle
+// between two requests, and a client may be sending its next request on one
+// at that moment: it sees an EOF or a reset for a request it cannot know was
+// not processed. So Close first stops accepting, answers every request with
+// Connection: close, and waits (at most drainIdle) until no connection sits
+// idle, so that busy clients learn to close theirs; then Shutdown.
 func (s *Server) Close(ctx context.Context) error {
 	if s.server == nil {
 		return nil
 	}
+	s.draining.Store(true)
+	s.ln.Close() // new connections are refused; Serve returns, open ones go on
+	deadline := time.Now().Add(drainIdle)
+	for s.idleConns() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 	return s.server.Shutdown(ctx)
+}
+
+// trackConn is the http.Server's ConnState hook.
+func (s *Server) trackConn(c net.Conn, state http.ConnState) {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	if state == http.StateClosed || state == http.StateHijacked {
+		delete(s.conns, c)
+		return
+	}
+	s.conns[c] = state
+}
+
+// idleConns counts the keep-alive connections idle between requests.
+func (s *Server) idleConns() int {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	n := 0
+	for _, st := range s.conns {
+		if st == http.StateIdle {
+			n++
+		}
+	}
+	return n
+}
+
+// onceCloseListener lets Close stop accepting before Shutdown closes the
+// listener again (a second Close is a no-op, not an error).
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
 }
 
 // route sends the operational endpoints to their handlers and everything

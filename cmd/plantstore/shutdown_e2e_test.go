@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSIGTERMUnderLoad is the graceful-shutdown acceptance test: SIGTERM
+// during a create load from 64 concurrent clients. Every create that got a
+// 200 is stored; no request on an established connection fails (a reset or
+// an EOF) — only requests that could not connect because the listener had
+// closed may fail; and the process exits 0 within the grace period.
+func TestSIGTERMUnderLoad(t *testing.T) {
+	const (
+		clients      = 64
+		maxRequests  = 3000 // all clients together
+		signalAfter  = 800  // acknowledged creates; or after loadFor
+		loadFor      = 700 * time.Millisecond
+		grace        = 5 * time.Second
+		secret       = "sigterm-test-token-0123456789abcdef"
+		maxLoadSpell = 2 * time.Second
+	)
+	db := tempDBPath(t)
+	s := startServer(t, db, "--bootstrap-token", secret, "--rate-limit", "0", "--shutdown-timeout", grace.String())
+	logStderrOnFailure(t, "plantstore serve (SIGTERM)", s)
+
+	type outcome struct {
+		id            int64
+		startedBefore bool // the request started before SIGTERM was sent
+		connected     bool // it got a connection (new or reused)
+		status        int
+		err           error
+	}
+	var (
+		signalled atomic.Bool
+		requests  atomic.Int64
+		acks      atomic.Int64
+		mu        sync.Mutex
+		outcomes  []outcome
+		wg        sync.WaitGroup
+		transport = &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
+	)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
+	defer transport.CloseIdleConnections()
+	loadStart := time.Now()
+
+	for c := range clients {
+		wg.Go(func() {
+			for i := int64(1); ; i++ {
+				if requests.Add(1) > maxRequests || time.Since(loadStart) > maxLoadSpell || !s.running() {
+					return
+				}
+				o := outcome{id: int64(c)*1_000_000 + i, startedBefore: !signalled.Load()}
+				body := fmt.Sprintf(`{"id":%d,"name":"Plant %d"}`, o.id, o.id)
+				trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { o.connected = true }}
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", s.url+"/plants", strings.NewReader(body))
+				if err != nil {
+					panic(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+secret)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := client.Do(req)
+				if err == nil {
+					_, err = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					o.status = res.StatusCode
+				}
+				o.err = err
+				if o.status == http.StatusOK && err == nil {
+					acks.Add(1)
+				}
+				mu.Lock()
+				outcomes = append(outcomes, o)
+				mu.Unlock()
+			}
+		})
+	}
+
+	for acks.Load() < signalAfter && time.Since(loadStart) < loadFor {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if acks.Load() == 0 {
+		wg.Wait()
+		t.Fatalf("no create acknowledged before the signal\nstderr:\n%s", s.stderr)
+	}
+	signalled.Store(true)
+	signalledAt := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(grace + 2*time.Second):
+		t.Fatalf("still running %v after SIGTERM (grace %v)", time.Since(signalledAt), grace)
+	}
+	exitedAfter := time.Since(signalledAt)
+	wg.Wait()
+	transport.CloseIdleConnections()
+	if s.err != nil {
+		t.Fatalf("exit after SIGTERM: %v, want status 0", s.err)
+	}
+	if exitedAfter > grace {
+		t.Fatalf("exited %v after SIGTERM, beyond the grace period %v", exitedAfter, grace)
+	}
+
+	var before, after, okBefore, okAfter, dialFailed int
+	acked := map[int64]bool{}
+	for _, o := range outcomes {
+		if o.startedBefore {
+			before++
+		} else {
+			after++
+		}
+		switch {
+		case o.err == nil && o.status == http.StatusOK:
+			acked[o.id] = true
+			if o.startedBefore {
+				okBefore++
+			} else {
+				okAfter++
+			}
+		case o.err != nil && isDialError(o.err) && !o.connected:
+			dialFailed++ // never reached the server: the listener was closed
+		case o.err != nil:
+			t.Errorf("create %d (started %s SIGTERM, connected %v) failed on an established connection: %v",
+				o.id, map[bool]string{true: "before", false: "after"}[o.startedBefore], o.connected, o.err)
+		default:
+			t.Errorf("create %d: status %d, want 200", o.id, o.status)
+		}
+	}
+	t.Logf("exit %v after SIGTERM; %d requests started before it (%d ok), %d after (%d ok, %d could not connect)",
+		exitedAfter.Round(time.Millisecond), before, okBefore, after, okAfter, dialFailed)
+	if t.Failed() {
+		return
+	}
+
+	// Every acknowledged create is stored.
+	s = startServer(t, db, "--rate-limit", "0")
+	stored := storedPlantIDs(t, client, s.url, secret)
+	var missing []int64
+	for id := range acked {
+		if !stored[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%d of %d acknowledged creates are not stored after SIGTERM, e.g. %v", len(missing), len(acked), missing[:min(len(missing), 10)])
+	}
+}
+
+// isDialError reports whether err is a failure to connect (the request was
+// never sent).
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// storedPlantIDs lists every plant of the token's owner, following the
+// Link header.
+func storedPlantIDs(t *testing.T, client *http.Client, base, token string) map[int64]bool {
+	t.Helper()
+	found := map[int64]bool{}
+	next := base + "/plants?limit=1000"
+	for pages := 0; next != ""; pages++ {
+		if pages > 100 {
+			t.Fatal("paging does not end")
+		}
+		status, header, body := do(t, client, "GET", next, token, "")
+		if status != http.StatusOK {
+			t.Fatalf("GET %s: status %d: %s", next, status, body)
+		}
+		var page []struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("GET %s: %v", next, err)
+		}
+		for _, p := range page {
+			found[p.ID] = true
+		}
+		next = nextLink(t, base, header)
+	}
+	return found
+}
