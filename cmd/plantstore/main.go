@@ -3,6 +3,7 @@
 //	plantstore serve                  run the HTTP API
 //	plantstore migrate                apply schema migrations
 //	plantstore token create|list|revoke
+//	plantstore healthcheck            probe /healthz (container HEALTHCHECK)
 //
 // Every flag can also be set from the environment (PLANTSTORE_ADDR,
 // PLANTSTORE_DB, ...); `plantstore COMMAND --help` lists them.
@@ -61,6 +62,8 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP API."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending schema migrations and exit."`
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke bearer tokens."`
+
+	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
 }
 
 // env carries the process's environment and output streams to commands.
@@ -92,7 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitCode(exit) // --help, or a usage error kong already printed
 	}
 	if err != nil {
-		parser.Errorf("%s", err)
+		parser.Errorf("%s%s", err, envSource(parser.Model, err, getenv))
 		return exitCode(2)
 	}
 	return kctx.Run()

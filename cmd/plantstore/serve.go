@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -55,17 +54,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if runtime.GOMAXPROCS(0) < 2 && e.getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(2)
 	}
-	if c.RateLimit < 0 || c.RateBurst < 0 {
-		return errors.New("--rate-limit and --rate-burst must not be negative")
-	}
-	if c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Minute {
-		return errors.New("--token-cache-ttl must be from 0 to 1m")
-	}
-	if c.ShutdownTimeout <= 0 {
-		return errors.New("--shutdown-timeout must be positive")
-	}
-	if c.WebhookConcurrency < 1 || c.WebhookTimeout <= 0 || c.WebhookFirstRetry <= 0 {
-		return errors.New("--webhook-concurrency, --webhook-timeout and --webhook-first-retry must be positive")
+	if err := c.validate(); err != nil {
+		return err
 	}
 	c.durability = sqlite.Durability(c.Durability)
 	registry := plantstorehttp.NewRegistry()

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// validate checks serve's settings once, before anything starts, and names
+// the setting (flag and environment variable) that is wrong.
+func (c *serveCmd) validate() error {
+	switch {
+	case c.RateLimit < 0:
+		return invalidSetting("rate-limit", "PLANTSTORE_RATE_LIMIT", "must not be negative (0: no limit), got %v", c.RateLimit)
+	case c.RateBurst < 0:
+		return invalidSetting("rate-burst", "PLANTSTORE_RATE_BURST", "must not be negative, got %d", c.RateBurst)
+	case c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Minute:
+		return invalidSetting("token-cache-ttl", "PLANTSTORE_TOKEN_CACHE_TTL", "must be from 0 to 1m, got %v", c.TokenCacheTTL)
+	case c.ShutdownTimeout <= 0:
+		return invalidSetting("shutdown-timeout", "PLANTSTORE_SHUTDOWN_TIMEOUT", "must be positive, got %v", c.ShutdownTimeout)
+	case c.WebhookConcurrency < 1:
+		return invalidSetting("webhook-concurrency", "PLANTSTORE_WEBHOOK_CONCURRENCY", "must be at least 1, got %d", c.WebhookConcurrency)
+	case c.WebhookTimeout <= 0:
+		return invalidSetting("webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "must be positive, got %v", c.WebhookTimeout)
+	case c.WebhookFirstRetry <= 0:
+		return invalidSetting("webhook-first-retry", "PLANTSTORE_WEBHOOK_FIRST_RETRY", "must be positive, got %v", c.WebhookFirstRetry)
+	}
+	return nil
+}
+
+// invalidSetting is the error for a setting with a bad value.
+func invalidSetting(flag, env, format string, args ...any) error {
+	return fmt.Errorf("invalid setting --%s (%s): %s", flag, env, fmt.Sprintf(format, args...))
+}
+
+// commandFlags is every command of the model with its own flags (help and
+// hidden flags left out), in the order of `plantstore --help`.
+func commandFlags(app *kong.Application) []commandFlagSet {
+	var out []commandFlagSet
+	var walk func(n *kong.Node)
+	walk = func(n *kong.Node) {
+		if n.Type == kong.CommandNode && len(n.Children) == 0 {
+			var flags []*kong.Flag
+			for _, group := range n.AllFlags(true) {
+				for _, f := range group {
+					if f.Name != "help" {
+						flags = append(flags, f)
+					}
+				}
+			}
+			out = append(out, commandFlagSet{Command: n.FullPath(), Flags: flags})
+		}
+		for _, c := range n.Children {
+			if !c.Hidden {
+				walk(c)
+			}
+		}
+	}
+	walk(app.Node)
+	return out
+}
+
+// commandFlagSet is one command and its flags.
+type commandFlagSet struct {
+	Command string // e.g. "plantstore token create"
+	Flags   []*kong.Flag
+}
+
+// envSource says which environment variable gave the value of the flag a
+// parse error names, so an error from the environment points at it.
+func envSource(app *kong.Application, err error, getenv func(string) string) string {
+	msg := err.Error()
+	for _, cmd := range commandFlags(app) {
+		for _, f := range cmd.Flags {
+			if !strings.HasPrefix(msg, "--"+f.Name+":") && !strings.HasPrefix(msg, "--"+f.Name+" ") {
+				continue
+			}
+			for _, name := range f.Envs {
+				if getenv(name) != "" {
+					return " (from " + name + ")"
+				}
+			}
+		}
+	}
+	return ""
+}
