@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -61,6 +63,9 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 // found active is remembered for TokenCacheTTL, so most requests cost no
 // database lookup; revocation therefore takes effect within that TTL.
 func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
+	if s.JWT != nil && LooksLikeJWT(secret) {
+		return s.authenticateJWT(ctx, secret)
+	}
 	if !plantstore.PlausibleToken(secret) {
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 	}
@@ -89,6 +94,22 @@ func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.T
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has expired")
 	}
 	return tok, nil
+}
+
+// authenticateJWT verifies a JWT bearer token with s.JWT. A refusal is
+// logged at debug level with its detail (never the token) and answered
+// 401 with CodeTokenInvalid.
+func (s *Server) authenticateJWT(ctx context.Context, raw string) (*plantstore.Token, error) {
+	tok, err := s.JWT.Verify(ctx, raw)
+	if err == nil {
+		return tok, nil
+	}
+	var je *jwtError
+	if errors.As(err, &je) {
+		s.logger().LogAttrs(ctx, slog.LevelDebug, "jwt refused", slog.String("reason", je.detail.Error()))
+		return nil, je.public
+	}
+	return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 }
 
 // allow spends one request from the token's bucket.

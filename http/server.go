@@ -66,6 +66,11 @@ type Server struct {
 	RateLimit rate.Limit
 	RateBurst int
 
+	// JWT, if set, verifies bearer values shaped like a JWT (three base64url
+	// segments) instead of looking them up as opaque tokens, which keep
+	// working alongside; see NewJWTVerifier.
+	JWT *JWTVerifier
+
 	// Registry receives the server's metrics and is served at /metrics; nil:
 	// a new registry with the Go and process collectors.
 	Registry *prometheus.Registry

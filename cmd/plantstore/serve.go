@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +41,11 @@ type serveCmd struct {
 	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day)."`
 	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
 	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
+	OIDCIssuer          string        `name:"oidc-issuer" env:"PLANTSTORE_OIDC_ISSUER" placeholder:"URL" help:"Accept JWT access tokens from this OpenID Connect issuer too: its keys come from URL/.well-known/openid-configuration (fetched at start, at most 10s) and are fetched again for an unknown key id. Needs --jwt-audience."`
+	JWTJWKSFile         string        `name:"jwt-jwks-file" env:"PLANTSTORE_JWT_JWKS_FILE" placeholder:"PATH" help:"Accept JWT access tokens signed by a key of this local JWKS file (offline setups; instead of --oidc-issuer). Needs --jwt-issuer and --jwt-audience."`
+	JWTIssuer           string        `name:"jwt-issuer" env:"PLANTSTORE_JWT_ISSUER" help:"The iss a JWT must carry, with --jwt-jwks-file (with --oidc-issuer it is that URL)."`
+	JWTAudience         string        `name:"jwt-audience" env:"PLANTSTORE_JWT_AUDIENCE" help:"A value the aud of a JWT must contain (this API's identifier at the issuer); required with --oidc-issuer or --jwt-jwks-file."`
+	JWTOwnerClaim       string        `name:"jwt-owner-claim" env:"PLANTSTORE_JWT_OWNER_CLAIM" default:"sub" help:"The JWT claim (a non-empty string) whose value is the owner."`
 }
 
 // Run serves until ctx is cancelled (SIGTERM/SIGINT), then shuts down
@@ -55,6 +61,10 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		runtime.GOMAXPROCS(2)
 	}
 	if err := c.validate(); err != nil {
+		return err
+	}
+	jwtVerifier, err := c.jwtVerifier(ctx)
+	if err != nil {
 		return err
 	}
 	c.durability = sqlite.Durability(c.Durability)
@@ -86,6 +96,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	s.Registry = registry
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
 	s.TokenCacheTTL = c.TokenCacheTTL
+	s.JWT = jwtVerifier
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -108,6 +119,57 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	// Then the dispatcher (deferred above) records its attempts in flight,
 	// and the database closes after committing what was queued.
 	return nil
+}
+
+// oidcDiscoveryTimeout bounds OIDC discovery and the first JWKS fetch at start.
+const oidcDiscoveryTimeout = 10 * time.Second
+
+// jwtVerifier checks the JWT flags and, when JWT tokens are on, loads the
+// issuer's keys; it returns nil when they are off.
+func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier, error) {
+	if c.OIDCIssuer == "" && c.JWTJWKSFile == "" {
+		switch {
+		case c.JWTIssuer != "":
+			return nil, invalidSetting("jwt-issuer", "PLANTSTORE_JWT_ISSUER", "needs --jwt-jwks-file")
+		case c.JWTAudience != "":
+			return nil, invalidSetting("jwt-audience", "PLANTSTORE_JWT_AUDIENCE", "needs --oidc-issuer or --jwt-jwks-file")
+		case c.JWTOwnerClaim != plantstorehttp.DefaultJWTOwnerClaim:
+			return nil, invalidSetting("jwt-owner-claim", "PLANTSTORE_JWT_OWNER_CLAIM", "needs --oidc-issuer or --jwt-jwks-file")
+		}
+		return nil, nil
+	}
+	switch {
+	case c.OIDCIssuer != "" && c.JWTJWKSFile != "":
+		return nil, invalidSetting("oidc-issuer", "PLANTSTORE_OIDC_ISSUER", "excludes --jwt-jwks-file: use one")
+	case c.OIDCIssuer != "" && c.JWTIssuer != "" && c.JWTIssuer != c.OIDCIssuer:
+		return nil, invalidSetting("jwt-issuer", "PLANTSTORE_JWT_ISSUER", "is for --jwt-jwks-file; with --oidc-issuer the issuer is that URL")
+	case c.JWTJWKSFile != "" && c.JWTIssuer == "":
+		return nil, invalidSetting("jwt-jwks-file", "PLANTSTORE_JWT_JWKS_FILE", "needs --jwt-issuer (the iss its tokens carry)")
+	case c.JWTAudience == "":
+		return nil, invalidSetting("jwt-audience", "PLANTSTORE_JWT_AUDIENCE", "is required with --oidc-issuer or --jwt-jwks-file")
+	case strings.TrimSpace(c.JWTOwnerClaim) == "":
+		return nil, invalidSetting("jwt-owner-claim", "PLANTSTORE_JWT_OWNER_CLAIM", "must not be empty")
+	}
+	dctx, cancel := context.WithTimeout(ctx, oidcDiscoveryTimeout)
+	defer cancel()
+	v, err := plantstorehttp.NewJWTVerifier(dctx, plantstorehttp.JWTConfig{
+		OIDCIssuer: c.OIDCIssuer,
+		JWKSFile:   c.JWTJWKSFile,
+		Issuer:     c.JWTIssuer,
+		Audience:   c.JWTAudience,
+		OwnerClaim: c.JWTOwnerClaim,
+	})
+	if err != nil {
+		flag, env := "oidc-issuer", "PLANTSTORE_OIDC_ISSUER"
+		if c.JWTJWKSFile != "" {
+			flag, env = "jwt-jwks-file", "PLANTSTORE_JWT_JWKS_FILE"
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, invalidSetting(flag, env, "no answer within %s: %v", oidcDiscoveryTimeout, err)
+		}
+		return nil, invalidSetting(flag, env, "%v", err)
+	}
+	return v, nil
 }
 
 // dispatcher builds the webhook dispatcher for db.

@@ -1,0 +1,470 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/plantstore/plantstore"
+)
+
+// JWT verification settings.
+const (
+	// JWTLeeway is the clock skew allowed on exp and nbf.
+	JWTLeeway = 30 * time.Second
+	// DefaultJWTOwnerClaim is the claim that names the owner by default.
+	DefaultJWTOwnerClaim = "sub"
+	// DefaultKeyRefreshInterval is the least time between two JWKS fetches
+	// caused by tokens signed with a key the cached set lacks, so a flood of
+	// forged key ids cannot turn into a flood of requests to the issuer.
+	DefaultKeyRefreshInterval = 10 * time.Second
+	// KeyMaxAge is how long fetched keys are used before the JWKS is fetched
+	// again, so that a key the issuer removed stops being trusted.
+	KeyMaxAge = time.Hour
+	// maxJWKSBytes bounds a JWKS or discovery document.
+	maxJWKSBytes = 1 << 20
+	// maxOwnerBytes bounds the owner taken from a claim.
+	maxOwnerBytes = 256
+)
+
+// jwtAlgorithms are the only signature algorithms accepted: asymmetric ones,
+// so never "none" and never an HMAC keyed with a public key.
+var jwtAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.PS256, jose.EdDSA}
+
+// JWTConfig configures a JWTVerifier. Exactly one of OIDCIssuer and JWKSFile
+// is set; Audience is required.
+type JWTConfig struct {
+	// OIDCIssuer is the issuer's URL: its discovery document
+	// (OIDCIssuer + "/.well-known/openid-configuration") names the JWKS, which
+	// is cached and fetched again when a token names an unknown key.
+	OIDCIssuer string
+	// JWKSFile is a local JWKS file, for offline setups; Issuer must be set.
+	JWKSFile string
+	// Issuer is the expected iss; with OIDCIssuer it defaults to (and must
+	// equal) OIDCIssuer.
+	Issuer string
+	// Audience must be one of the token's aud values.
+	Audience string
+	// OwnerClaim names the claim whose (non-empty string) value is the
+	// owner; "" means DefaultJWTOwnerClaim.
+	OwnerClaim string
+	// HTTPClient fetches the discovery document and the JWKS; nil: a client
+	// with a 10 s timeout.
+	HTTPClient *http.Client
+	// KeyRefreshInterval overrides DefaultKeyRefreshInterval when positive.
+	KeyRefreshInterval time.Duration
+	// Now returns the current time; nil: time.Now.
+	Now func() time.Time
+}
+
+// JWTVerifier verifies JWT bearer tokens (JWS compact serialisation) against
+// an issuer's keys and turns them into tokens: the owner from a claim, the
+// scopes from scope or scp.
+type JWTVerifier struct {
+	verifier   *oidc.IDTokenVerifier
+	keys       *keySet
+	ownerClaim string
+	now        func() time.Time
+}
+
+// NewJWTVerifier checks cfg and loads the keys: the JWKS file, or the
+// discovery document and then the JWKS; ctx bounds that start-up work.
+func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
+	if (cfg.OIDCIssuer == "") == (cfg.JWKSFile == "") {
+		return nil, errors.New("jwt: set exactly one of an OIDC issuer and a JWKS file")
+	}
+	if cfg.Audience == "" {
+		return nil, errors.New("jwt: the audience is required")
+	}
+	if cfg.OwnerClaim == "" {
+		cfg.OwnerClaim = DefaultJWTOwnerClaim
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	ks := &keySet{client: client, now: cfg.Now, minRefresh: DefaultKeyRefreshInterval}
+	if cfg.KeyRefreshInterval > 0 {
+		ks.minRefresh = cfg.KeyRefreshInterval
+	}
+	if cfg.JWKSFile != "" {
+		if cfg.Issuer == "" {
+			return nil, errors.New("jwt: a JWKS file needs the expected issuer")
+		}
+		data, err := os.ReadFile(cfg.JWKSFile)
+		if err != nil {
+			return nil, fmt.Errorf("jwt: %w", err)
+		}
+		if ks.keys, err = parseJWKS(data); err != nil {
+			return nil, fmt.Errorf("jwt: %s: %w", cfg.JWKSFile, err)
+		}
+	} else {
+		if err := checkIssuerURL(cfg.OIDCIssuer); err != nil {
+			return nil, err
+		}
+		if cfg.Issuer == "" {
+			cfg.Issuer = cfg.OIDCIssuer
+		} else if cfg.Issuer != cfg.OIDCIssuer {
+			return nil, fmt.Errorf("jwt: the expected issuer %q differs from the OIDC issuer %q", cfg.Issuer, cfg.OIDCIssuer)
+		}
+		provider, err := oidc.NewProvider(oidc.ClientContext(ctx, client), cfg.OIDCIssuer)
+		if err != nil {
+			return nil, fmt.Errorf("jwt: OIDC discovery at %s: %w", cfg.OIDCIssuer, err)
+		}
+		var meta struct {
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if err := provider.Claims(&meta); err != nil || meta.JWKSURI == "" {
+			return nil, fmt.Errorf("jwt: the discovery document of %s names no jwks_uri", cfg.OIDCIssuer)
+		}
+		ks.url = meta.JWKSURI
+		if err := ks.fetch(ctx); err != nil {
+			return nil, fmt.Errorf("jwt: %w", err)
+		}
+	}
+	if len(ks.keys) == 0 {
+		return nil, errors.New("jwt: the JWKS has no usable signing key (RS256, ES256, PS256 or EdDSA)")
+	}
+	algs := make([]string, len(jwtAlgorithms))
+	for i, a := range jwtAlgorithms {
+		algs[i] = string(a)
+	}
+	v := oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
+		ClientID:             cfg.Audience,
+		SupportedSigningAlgs: algs,
+		// go-oidc compares exp with no leeway: move its clock back instead.
+		Now: func() time.Time { return cfg.Now().Add(-JWTLeeway) },
+	})
+	return &JWTVerifier{verifier: v, keys: ks, ownerClaim: cfg.OwnerClaim, now: cfg.Now}, nil
+}
+
+// checkIssuerURL requires an absolute http(s) URL without query or fragment.
+func checkIssuerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("jwt: the OIDC issuer %q is not an absolute http(s) URL", s)
+	}
+	return nil
+}
+
+// LooksLikeJWT reports whether secret has the shape of a JWS in compact
+// serialisation: three base64url segments (the signature may be empty, as in
+// an unsigned token, which is then refused) whose first is a JSON object.
+// Plant store tokens never have that shape.
+func LooksLikeJWT(secret string) bool {
+	header, rest, ok := strings.Cut(secret, ".")
+	if !ok || header == "" {
+		return false
+	}
+	payload, sig, ok := strings.Cut(rest, ".")
+	if !ok || payload == "" || strings.Contains(sig, ".") {
+		return false
+	}
+	if !isBase64URL(payload) || !isBase64URL(sig) {
+		return false
+	}
+	h, err := base64.RawURLEncoding.DecodeString(header)
+	return err == nil && bytes.HasPrefix(bytes.TrimSpace(h), []byte("{"))
+}
+
+func isBase64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Verify checks raw's signature, issuer, audience, expiry and not-before,
+// and returns the token it stands for: ID "jwt:" + the subject (so the rate
+// limit follows the subject across token renewals), the owner from the
+// owner claim, the scopes from scope or scp. Every failure is a
+// CodeTokenInvalid error whose message says what was wrong, never the token.
+func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token, error) {
+	idt, err := v.verifier.Verify(ctx, raw)
+	if err != nil {
+		var expired *oidc.TokenExpiredError
+		if errors.As(err, &expired) {
+			return nil, &jwtError{plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has expired"), err}
+		}
+		return nil, &jwtError{plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid: %s", jwtReason(err)), err}
+	}
+	var claims map[string]json.RawMessage
+	if err := idt.Claims(&claims); err != nil {
+		return nil, invalidJWT("its claims are not a JSON object")
+	}
+	now := v.now()
+	var nbf *jsonNumericDate
+	if c, ok := claims["nbf"]; ok {
+		if err := json.Unmarshal(c, &nbf); err != nil {
+			return nil, invalidJWT("nbf is not a number")
+		}
+		if nbf != nil && now.Add(JWTLeeway).Before(time.Unix(int64(*nbf), 0)) {
+			return nil, invalidJWT("it is not valid yet (nbf)")
+		}
+	}
+	var owner string
+	if err := json.Unmarshal(claims[v.ownerClaim], &owner); err != nil || strings.TrimSpace(owner) == "" {
+		return nil, invalidJWT(fmt.Sprintf("the %s claim is not a non-empty string", v.ownerClaim))
+	}
+	if len(owner) > maxOwnerBytes || !utf8.ValidString(owner) {
+		return nil, invalidJWT(fmt.Sprintf("the %s claim is longer than %d bytes or not UTF-8", v.ownerClaim, maxOwnerBytes))
+	}
+	scopes, err := jwtScopes(claims)
+	if err != nil {
+		return nil, invalidJWT(err.Error())
+	}
+	id := idt.Subject
+	if id == "" {
+		id = owner
+	}
+	tok := &plantstore.Token{
+		ID:     "jwt:" + id,
+		Owner:  owner,
+		Scopes: scopes,
+	}
+	if !idt.IssuedAt.IsZero() {
+		tok.CreatedAt = idt.IssuedAt.UTC()
+	}
+	exp := idt.Expiry.Add(JWTLeeway).UTC()
+	tok.ExpiresAt = &exp
+	return tok, nil
+}
+
+// jsonNumericDate is a JWT NumericDate (seconds, possibly fractional).
+type jsonNumericDate float64
+
+// jwtScopes reads scope (a space-separated string) and scp (an array of
+// strings or a space-separated string); both may be present.
+func jwtScopes(claims map[string]json.RawMessage) ([]string, error) {
+	var scopes []string
+	if c, ok := claims["scope"]; ok {
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return nil, errors.New("scope is not a string")
+		}
+		scopes = append(scopes, strings.Fields(s)...)
+	}
+	if c, ok := claims["scp"]; ok {
+		var s string
+		var list []string
+		if err := json.Unmarshal(c, &s); err == nil {
+			scopes = append(scopes, strings.Fields(s)...)
+		} else if err := json.Unmarshal(c, &list); err == nil {
+			scopes = append(scopes, list...)
+		} else {
+			return nil, errors.New("scp is neither a string nor an array of strings")
+		}
+	}
+	return scopes, nil
+}
+
+// jwtReason says in a few words why go-oidc refused a token.
+func jwtReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "malformed jwt"):
+		return "malformed JWT or an algorithm other than RS256, ES256, PS256, EdDSA"
+	case strings.Contains(msg, "different provider"):
+		return "wrong issuer"
+	case strings.Contains(msg, "expected audience"):
+		return "wrong audience"
+	case strings.Contains(msg, "verifies the signature"), strings.Contains(msg, "malformed"):
+		return "no key of the issuer verifies its signature"
+	case strings.Contains(msg, "JWKS"):
+		return "the issuer's keys could not be fetched"
+	case strings.Contains(msg, "nbf"):
+		return "it is not valid yet (nbf)"
+	}
+	return "rejected"
+}
+
+func invalidJWT(reason string) error {
+	e := plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid: %s", reason)
+	return &jwtError{e, e}
+}
+
+// jwtError is a refusal to show the client (Unwrap) with the detail to log.
+type jwtError struct {
+	public *plantstore.Error
+	detail error
+}
+
+func (e *jwtError) Error() string { return e.public.Error() }
+func (e *jwtError) Unwrap() error { return e.public }
+
+// keySet is an oidc.KeySet over a JWKS, from a file or from a URL; the
+// remote one is fetched again on an unknown key id (key rotation), at most
+// once per minRefresh, and when its keys are older than KeyMaxAge.
+type keySet struct {
+	url        string // "": static keys
+	client     *http.Client
+	now        func() time.Time
+	minRefresh time.Duration
+
+	fetchMu sync.Mutex // one fetch at a time
+	mu      sync.RWMutex
+	keys    []jose.JSONWebKey
+	fetched time.Time // last fetch attempt
+	loaded  time.Time // last successful fetch
+}
+
+// VerifySignature implements oidc.KeySet.
+func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
+	jws, err := jose.ParseSigned(raw, jwtAlgorithms)
+	if err != nil {
+		return nil, fmt.Errorf("malformed jwt: %w", err)
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, errors.New("not exactly one signature")
+	}
+	if k.url != "" {
+		k.mu.RLock()
+		stale := k.now().Sub(k.loaded) > KeyMaxAge
+		k.mu.RUnlock()
+		if stale {
+			_ = k.refresh(ctx) // on failure, the old keys serve until the next try
+		}
+	}
+	if payload, ok := k.verify(jws); ok {
+		return payload, nil
+	}
+	if k.url == "" {
+		return nil, errors.New("no key in the JWKS file verifies the signature")
+	}
+	if err := k.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if payload, ok := k.verify(jws); ok {
+		return payload, nil
+	}
+	return nil, errors.New("no key in the issuer's JWKS verifies the signature")
+}
+
+// verify tries the keys matching the signature's kid (all when it has none)
+// and algorithm.
+func (k *keySet) verify(jws *jose.JSONWebSignature) ([]byte, bool) {
+	h := jws.Signatures[0].Header
+	k.mu.RLock()
+	keys := k.keys
+	k.mu.RUnlock()
+	for i := range keys {
+		key := &keys[i]
+		if h.KeyID != "" && key.KeyID != h.KeyID || key.Algorithm != "" && key.Algorithm != h.Algorithm {
+			continue
+		}
+		if payload, err := jws.Verify(key); err == nil {
+			return payload, true
+		}
+	}
+	return nil, false
+}
+
+// refresh fetches the JWKS unless another fetch began less than minRefresh ago.
+func (k *keySet) refresh(ctx context.Context) error {
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
+	k.mu.RLock()
+	recent := k.now().Sub(k.fetched) < k.minRefresh
+	k.mu.RUnlock()
+	if recent {
+		return nil
+	}
+	return k.fetch(ctx)
+}
+
+// fetch gets the JWKS from url and, when it parses, replaces the keys.
+func (k *keySet) fetch(ctx context.Context) error {
+	now := k.now()
+	k.mu.Lock()
+	k.fetched = now
+	k.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return fmt.Errorf("JWKS %s: %w", k.url, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("JWKS: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("JWKS %s: %s", k.url, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes))
+	if err != nil {
+		return fmt.Errorf("JWKS %s: %w", k.url, err)
+	}
+	keys, err := parseJWKS(data)
+	if err != nil {
+		return fmt.Errorf("JWKS %s: %w", k.url, err)
+	}
+	k.mu.Lock()
+	k.keys, k.loaded = keys, now
+	k.mu.Unlock()
+	return nil
+}
+
+// parseJWKS reads a JWK set, keeping the public signing keys of the
+// accepted algorithms and skipping key types it does not know.
+func parseJWKS(data []byte) ([]jose.JSONWebKey, error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("not a JWK set: %w", err)
+	}
+	var keys []jose.JSONWebKey
+	for _, raw := range set.Keys {
+		var key jose.JSONWebKey
+		if err := json.Unmarshal(raw, &key); err != nil {
+			if errors.Is(err, jose.ErrUnsupportedKeyType) {
+				continue
+			}
+			return nil, fmt.Errorf("bad key: %w", err)
+		}
+		if !key.Valid() || key.Use != "" && key.Use != "sig" {
+			continue
+		}
+		if key.Algorithm != "" && !algorithmAllowed(key.Algorithm) {
+			continue
+		}
+		if !key.IsPublic() {
+			key = key.Public() // a file may hold private keys by mistake: use only their public half
+			if !key.Valid() {
+				continue
+			}
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+func algorithmAllowed(alg string) bool {
+	for _, a := range jwtAlgorithms {
+		if string(a) == alg {
+			return true
+		}
+	}
+	return false
+}

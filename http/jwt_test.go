@@ -1,0 +1,514 @@
+package http_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/plantstore/plantstore"
+	plantstorehttp "github.com/plantstore/plantstore/http"
+)
+
+const testAudience = "plantstore-api"
+
+// testKey is a signing key of the test issuer.
+type testKey struct {
+	kid  string
+	alg  jose.SignatureAlgorithm
+	priv crypto.Signer
+}
+
+func newECKey(t *testing.T, kid string) *testKey {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testKey{kid: kid, alg: jose.ES256, priv: priv}
+}
+
+func newRSAKey(t *testing.T, kid string) *testKey {
+	t.Helper()
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testKey{kid: kid, alg: jose.RS256, priv: priv}
+}
+
+func (k *testKey) jwk() jose.JSONWebKey {
+	return jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Algorithm: string(k.alg), Use: "sig"}
+}
+
+// sign makes a compact JWS of claims with k.
+func (k *testKey) sign(t *testing.T, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// testIssuer is a local OpenID Connect issuer: discovery document and JWKS.
+type testIssuer struct {
+	URL       string
+	jwksHits  atomic.Int32
+	mu        sync.Mutex
+	published []*testKey
+}
+
+func newTestIssuer(t *testing.T, keys ...*testKey) *testIssuer {
+	t.Helper()
+	iss := &testIssuer{published: keys}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"issuer":                                iss.URL,
+			"jwks_uri":                              iss.URL + "/jwks",
+			"authorization_endpoint":                iss.URL + "/authorize",
+			"token_endpoint":                        iss.URL + "/token",
+			"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
+		})
+	})
+	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
+		iss.jwksHits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(iss.jwks(t))
+	})
+	srv := httptest.NewServer(mux) // listens on 127.0.0.1
+	t.Cleanup(srv.Close)
+	iss.URL = srv.URL
+	return iss
+}
+
+// jwks is the JWK set of the published keys.
+func (iss *testIssuer) jwks(t *testing.T) []byte {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	var set jose.JSONWebKeySet
+	for _, k := range iss.published {
+		set.Keys = append(set.Keys, k.jwk())
+	}
+	data, err := json.Marshal(set)
+	if err != nil {
+		t.Error(err)
+	}
+	return data
+}
+
+func (iss *testIssuer) publish(keys ...*testKey) {
+	iss.mu.Lock()
+	iss.published = keys
+	iss.mu.Unlock()
+}
+
+// claims returns valid claims for sub, changed by the extra ones (nil deletes).
+func (iss *testIssuer) claims(sub string, extra map[string]any) map[string]any {
+	now := time.Now()
+	c := map[string]any{
+		"iss":   iss.URL,
+		"sub":   sub,
+		"aud":   []string{"other-api", testAudience},
+		"iat":   now.Unix(),
+		"exp":   now.Add(5 * time.Minute).Unix(),
+		"jti":   "j-" + sub,
+		"scope": "plants:read plants:write",
+	}
+	for k, v := range extra {
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// withJWT configures a server to verify JWTs with cfg.
+func withJWT(t *testing.T, cfg plantstorehttp.JWTConfig) func(*plantstorehttp.Server) {
+	t.Helper()
+	if cfg.Audience == "" {
+		cfg.Audience = testAudience
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := plantstorehttp.NewJWTVerifier(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(s *plantstorehttp.Server) { s.JWT = v }
+}
+
+const invalidTokenChallenge = `Bearer realm="plantstore", error="invalid_token"`
+
+// mustInvalidToken checks a 401 for an invalid token.
+func mustInvalidToken(t *testing.T, resp *Response) {
+	t.Helper()
+	mustError(t, resp, 401, plantstore.CodeTokenInvalid)
+	if got := resp.Header.Get("WWW-Authenticate"); got != invalidTokenChallenge {
+		t.Fatalf("WWW-Authenticate = %q, want %q", got, invalidTokenChallenge)
+	}
+}
+
+func TestJWT_OwnerFromClaim(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}))
+	jwt := key.sign(t, iss.claims("carol", nil))
+	opaque := ts.Token(t, "dave")
+
+	if resp := ts.Post(t, jwt, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
+		t.Fatalf("create with a JWT: %d %s", resp.Status, resp.Body)
+	}
+	got := mustPlants(t, ts.Get(t, jwt, "/plants"))
+	if len(got) != 1 || got[0]["name"] != "Fern" {
+		t.Fatalf("carol lists %v, want her Fern", got)
+	}
+	// The owner is the claim's value: an opaque token of another owner sees
+	// nothing, one of owner carol sees the plant.
+	if got := mustPlants(t, ts.Get(t, opaque, "/plants")); len(got) != 0 {
+		t.Fatalf("dave lists %v, want nothing", got)
+	}
+	if got := mustPlants(t, ts.Get(t, ts.Token(t, "carol"), "/plants")); len(got) != 1 {
+		t.Fatalf("carol's opaque token lists %v, want the Fern", got)
+	}
+	// Opaque tokens keep working alongside.
+	if resp := ts.Post(t, opaque, `{"id":2,"name":"Moss"}`); resp.Status != 200 {
+		t.Fatalf("create with an opaque token: %d %s", resp.Status, resp.Body)
+	}
+	logs := ts.logs.String()
+	if strings.Contains(logs, jwt) || strings.Contains(logs, strings.Split(jwt, ".")[2]) {
+		t.Fatal("the log holds the token")
+	}
+	if !strings.Contains(logs, `"owner":"carol"`) {
+		t.Fatalf("no request log line names owner carol:\n%s", logs)
+	}
+}
+
+func TestJWT_OwnerClaimConfigurable(t *testing.T) {
+	key := newRSAKey(t, "rsa1")
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, OwnerClaim: "email"}))
+	jwt := key.sign(t, iss.claims("u-123", map[string]any{"email": "erin@example.com"}))
+	if resp := ts.Post(t, jwt, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
+		t.Fatalf("create: %d %s", resp.Status, resp.Body)
+	}
+	if got := mustPlants(t, ts.Get(t, ts.Token(t, "erin@example.com"), "/plants")); len(got) != 1 {
+		t.Fatalf("erin@example.com lists %v, want the Fern", got)
+	}
+	for name, v := range map[string]any{"Missing": nil, "Empty": "", "NotString": 42} {
+		t.Run(name, func(t *testing.T) {
+			extra := map[string]any{"email": v}
+			mustInvalidToken(t, ts.Get(t, key.sign(t, iss.claims("u-123", extra)), "/plants"))
+		})
+	}
+}
+
+func TestJWT_Scopes(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}))
+	tests := []struct {
+		name        string
+		scopes      map[string]any
+		read, write bool
+	}{
+		{"ScopeBoth", map[string]any{"scope": "plants:read plants:write"}, true, true},
+		{"ScopeRead", map[string]any{"scope": "plants:read"}, true, false},
+		{"ScopeWrite", map[string]any{"scope": "openid plants:write"}, false, true},
+		{"ScpArray", map[string]any{"scope": nil, "scp": []string{"plants:read", "plants:write"}}, true, true},
+		{"ScpArrayRead", map[string]any{"scope": nil, "scp": []string{"plants:read"}}, true, false},
+		{"ScpString", map[string]any{"scope": nil, "scp": "plants:write"}, false, true},
+		{"None", map[string]any{"scope": nil}, false, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jwt := key.sign(t, iss.claims("sub-"+tt.name, tt.scopes))
+			if resp := ts.Get(t, jwt, "/plants"); tt.read {
+				mustPlants(t, resp)
+			} else {
+				mustError(t, resp, 403, plantstore.CodeInsufficientScope)
+			}
+			body := `{"id":` + string(rune('1'+i)) + `,"name":"Fern"}`
+			if resp := ts.Post(t, jwt, body); tt.write {
+				if resp.Status != 200 {
+					t.Fatalf("create: %d %s", resp.Status, resp.Body)
+				}
+			} else {
+				mustError(t, resp, 403, plantstore.CodeInsufficientScope)
+			}
+		})
+	}
+	t.Run("ScopeNotString", func(t *testing.T) {
+		mustInvalidToken(t, ts.Get(t, key.sign(t, iss.claims("x", map[string]any{"scope": []string{"plants:read"}})), "/plants"))
+	})
+}
+
+// publicKeyPEM is the PEM of pub, the bytes an HS256 forgery keys its MAC with.
+func publicKeyPEM(t *testing.T, pub crypto.PublicKey) []byte {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// handMade builds a compact JWS with the header and claims, and a signature
+// from sign over the signing input (nil: empty).
+func handMade(t *testing.T, header, claims map[string]any, sign func(input []byte) []byte) string {
+	t.Helper()
+	enc := func(v any) string {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.RawURLEncoding.EncodeToString(data)
+	}
+	input := enc(header) + "." + enc(claims)
+	var sig []byte
+	if sign != nil {
+		sig = sign([]byte(input))
+	}
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+func TestJWT_Refused(t *testing.T) {
+	key := newRSAKey(t, "rsa1")
+	stranger := newECKey(t, "stranger")
+	impostor := newECKey(t, "rsa1") // a key not published, claiming a published kid
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}))
+	now := time.Now()
+	valid := iss.claims("mallory", nil)
+	hs256 := func(input []byte) []byte {
+		m := hmac.New(sha256.New, publicKeyPEM(t, key.priv.Public()))
+		m.Write(input)
+		return m.Sum(nil)
+	}
+	tests := []struct {
+		name string
+		jwt  string
+		want string // in the message
+	}{
+		{"Expired", key.sign(t, iss.claims("mallory", map[string]any{"exp": now.Add(-2 * time.Minute).Unix(), "iat": now.Add(-time.Hour).Unix()})), "expired"},
+		{"NoExpiry", key.sign(t, iss.claims("mallory", map[string]any{"exp": nil})), "expired"},
+		{"NotYetValid", key.sign(t, iss.claims("mallory", map[string]any{"nbf": now.Add(5 * time.Minute).Unix()})), "nbf"},
+		{"WrongAudience", key.sign(t, iss.claims("mallory", map[string]any{"aud": "other-api"})), "wrong audience"},
+		{"NoAudience", key.sign(t, iss.claims("mallory", map[string]any{"aud": nil})), "wrong audience"},
+		{"WrongIssuer", key.sign(t, iss.claims("mallory", map[string]any{"iss": "https://evil.example"})), "wrong issuer"},
+		{"IssuerTrailingSlash", key.sign(t, iss.claims("mallory", map[string]any{"iss": iss.URL + "/"})), "wrong issuer"},
+		{"UnknownKid", stranger.sign(t, valid), "signature"},
+		{"ImpostorKey", impostor.sign(t, valid), "signature"},
+		{"AlgNone", handMade(t, map[string]any{"alg": "none", "typ": "JWT"}, valid, nil), "algorithm"},
+		{"AlgNoneWithKid", handMade(t, map[string]any{"alg": "none", "kid": "rsa1"}, valid, nil), "algorithm"},
+		{"HS256WithPublicKey", handMade(t, map[string]any{"alg": "HS256", "typ": "JWT", "kid": "rsa1"}, valid, hs256), "algorithm"},
+		{"TamperedPayload", func() string {
+			parts := strings.Split(key.sign(t, valid), ".")
+			other := strings.Split(key.sign(t, iss.claims("admin", nil)), ".")
+			return parts[0] + "." + other[1] + "." + parts[2]
+		}(), "signature"},
+		{"NoSub", key.sign(t, iss.claims("", map[string]any{"sub": nil})), "sub claim"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := ts.Get(t, tt.jwt, "/plants")
+			mustInvalidToken(t, resp)
+			if !strings.Contains(string(resp.Body), tt.want) {
+				t.Fatalf("body %s does not say %q", resp.Body, tt.want)
+			}
+			if strings.Contains(ts.logs.String(), tt.jwt) {
+				t.Fatal("the log holds the token")
+			}
+		})
+	}
+	t.Run("WithinLeeway", func(t *testing.T) {
+		jwt := key.sign(t, iss.claims("mallory", map[string]any{"exp": now.Add(-5 * time.Second).Unix(), "nbf": now.Add(5 * time.Second).Unix()}))
+		mustPlants(t, ts.Get(t, jwt, "/plants"))
+	})
+}
+
+func TestJWT_KeyRotation(t *testing.T) {
+	old, next := newECKey(t, "2026-01"), newECKey(t, "2026-02")
+	iss := newTestIssuer(t, old)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, KeyRefreshInterval: time.Millisecond}))
+	mustPlants(t, ts.Get(t, old.sign(t, iss.claims("carol", nil)), "/plants"))
+	if got := iss.jwksHits.Load(); got != 1 {
+		t.Fatalf("JWKS fetched %d times, want 1 (cached)", got)
+	}
+	iss.publish(old, next)
+	time.Sleep(2 * time.Millisecond)
+	mustPlants(t, ts.Get(t, next.sign(t, iss.claims("carol", nil)), "/plants"))
+	if got := iss.jwksHits.Load(); got != 2 {
+		t.Fatalf("JWKS fetched %d times, want 2 (again for the new kid)", got)
+	}
+	mustPlants(t, ts.Get(t, old.sign(t, iss.claims("carol", nil)), "/plants"))
+	mustPlants(t, ts.Get(t, next.sign(t, iss.claims("carol", nil)), "/plants"))
+	if got := iss.jwksHits.Load(); got != 2 {
+		t.Fatalf("JWKS fetched %d times, want still 2", got)
+	}
+	// The old key retired: once fetched again, tokens it signs are refused.
+	iss.publish(next)
+	time.Sleep(2 * time.Millisecond)
+	mustInvalidToken(t, ts.Get(t, newECKey(t, "2026-03").sign(t, iss.claims("carol", nil)), "/plants")) // forces a fetch
+	mustInvalidToken(t, ts.Get(t, old.sign(t, iss.claims("carol", nil)), "/plants"))
+}
+
+// TestJWT_RefetchThrottled: tokens naming unknown keys cannot make the
+// server fetch the JWKS more than once per refresh interval.
+func TestJWT_RefetchThrottled(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}))
+	for i := range 20 {
+		forged := newECKey(t, "forged-"+string(rune('a'+i)))
+		mustInvalidToken(t, ts.Get(t, forged.sign(t, iss.claims("carol", nil)), "/plants"))
+	}
+	if got := iss.jwksHits.Load(); got > 2 {
+		t.Fatalf("JWKS fetched %d times for 20 unknown kids, want at most 2", got)
+	}
+	mustPlants(t, ts.Get(t, key.sign(t, iss.claims("carol", nil)), "/plants"))
+}
+
+func TestJWT_JWKSFile(t *testing.T) {
+	key, rsaKey := newECKey(t, "offline-1"), newRSAKey(t, "offline-2")
+	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
+		key.jwk(),
+		rsaKey.jwk(),
+		{Key: []byte("a symmetric key is never used"), KeyID: "oct", Algorithm: "HS256"},
+	}}
+	data, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const issuer = "https://idp.internal.example"
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{JWKSFile: path, Issuer: issuer}))
+	claims := func(extra map[string]any) map[string]any {
+		c := (&testIssuer{URL: issuer}).claims("frank", nil)
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	mustPlants(t, ts.Get(t, key.sign(t, claims(nil)), "/plants"))
+	mustPlants(t, ts.Get(t, rsaKey.sign(t, claims(nil)), "/plants"))
+	mustInvalidToken(t, ts.Get(t, key.sign(t, claims(map[string]any{"iss": "https://other.example"})), "/plants"))
+	mustInvalidToken(t, ts.Get(t, newECKey(t, "offline-1").sign(t, claims(nil)), "/plants"))
+	hs := handMade(t, map[string]any{"alg": "HS256", "kid": "oct"}, claims(nil), func(in []byte) []byte {
+		m := hmac.New(sha256.New, []byte("a symmetric key is never used"))
+		m.Write(in)
+		return m.Sum(nil)
+	})
+	mustInvalidToken(t, ts.Get(t, hs, "/plants"))
+	mustPlants(t, ts.Get(t, ts.Token(t, "frank"), "/plants"))
+}
+
+func TestNewJWTVerifier_Errors(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte(`{"keys":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  plantstorehttp.JWTConfig
+		want string
+	}{
+		{"Neither", plantstorehttp.JWTConfig{Audience: "a"}, "exactly one"},
+		{"Both", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, JWKSFile: empty, Audience: "a"}, "exactly one"},
+		{"NoAudience", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}, "audience"},
+		{"FileNoIssuer", plantstorehttp.JWTConfig{JWKSFile: empty, Audience: "a"}, "issuer"},
+		{"FileMissing", plantstorehttp.JWTConfig{JWKSFile: filepath.Join(t.TempDir(), "nope"), Issuer: "x", Audience: "a"}, "no such file"},
+		{"FileNoKeys", plantstorehttp.JWTConfig{JWKSFile: empty, Issuer: "x", Audience: "a"}, "no usable signing key"},
+		{"NotURL", plantstorehttp.JWTConfig{OIDCIssuer: "idp.example", Audience: "a"}, "not an absolute"},
+		{"IssuerMismatch", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL + "/", Audience: "a"}, "did not match"},
+		{"Down", plantstorehttp.JWTConfig{OIDCIssuer: down.URL, Audience: "a"}, "discovery"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := plantstorehttp.NewJWTVerifier(context.Background(), tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("Hanging", func(t *testing.T) {
+		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}))
+		defer hang.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := plantstorehttp.NewJWTVerifier(ctx, plantstorehttp.JWTConfig{OIDCIssuer: hang.URL, Audience: "a"})
+		if err == nil || time.Since(start) > 5*time.Second {
+			t.Fatalf("err = %v after %s, want a quick error", err, time.Since(start))
+		}
+	})
+}
+
+func TestLooksLikeJWT(t *testing.T) {
+	_, opaque, err := plantstore.NewToken("x", nil, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwt := newECKey(t, "k").sign(t, map[string]any{"sub": "x"})
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{jwt, true},
+		{handMade(t, map[string]any{"alg": "none"}, map[string]any{"sub": "x"}, nil), true},
+		{opaque, false},
+		{"abc.def.ghi", false}, // header is not JSON
+		{"a.b", false},
+		{jwt + ".x", false},
+		{"eyJhbGciOiJub25lIn0..sig", false},
+		{strings.Replace(jwt, ".", ".+", 1), false},
+	} {
+		if got := plantstorehttp.LooksLikeJWT(tt.in); got != tt.want {
+			t.Errorf("LooksLikeJWT(%.40q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
