@@ -4,6 +4,7 @@
 //	plantstore migrate                apply schema migrations
 //	plantstore token create|list|revoke
 //	plantstore healthcheck            probe /healthz (container HEALTHCHECK)
+//	plantstore plants create|get|list|delete|import   (a client of a server)
 //
 // Every flag can also be set from the environment (PLANTSTORE_ADDR,
 // PLANTSTORE_DB, ...); `plantstore COMMAND --help` lists them.
@@ -62,6 +63,7 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP API."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending schema migrations and exit."`
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke bearer tokens."`
+	Plants  plantsCmd  `cmd:"" help:"Client of a running server: create, get, list, delete and import plants."`
 
 	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
 }

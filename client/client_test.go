@@ -1,0 +1,356 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/client"
+	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/sqlite"
+)
+
+// testServer is a real server on 127.0.0.1 over a real SQLite file.
+type testServer struct {
+	URL string
+	DB  *sqlite.DB
+}
+
+func startServer(tb testing.TB) *testServer {
+	tb.Helper()
+	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
+	if err := db.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := db.Migrate(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	s := plantstorehttp.NewServer()
+	s.Addr = "127.0.0.1:0"
+	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
+	s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := s.Open(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			tb.Errorf("close server: %v", err)
+		}
+		if err := db.Close(); err != nil {
+			tb.Errorf("close db: %v", err)
+		}
+	})
+	return &testServer{URL: s.URL(), DB: db}
+}
+
+// token issues a token for owner with scopes (default: read and write).
+func (ts *testServer) token(tb testing.TB, owner string, scopes ...string) string {
+	tb.Helper()
+	if len(scopes) == 0 {
+		scopes = []string{plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite}
+	}
+	tok, secret, err := plantstore.NewToken(owner, scopes, 0, time.Now())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ts.DB.CreateToken(context.Background(), tok); err != nil {
+		tb.Fatal(err)
+	}
+	return secret
+}
+
+func (ts *testServer) client(tb testing.TB, token string, opts ...client.Option) *client.Client {
+	tb.Helper()
+	c, err := client.New(ts.URL, token, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// apiError returns err as an *client.Error, failing the test if it is not one.
+func apiError(t *testing.T, err error) *client.Error {
+	t.Helper()
+	var e *client.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v (%T), want a *client.Error", err, err)
+	}
+	return e
+}
+
+func TestCreateGetDelete(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, ts.token(t, "alice"))
+	ctx := context.Background()
+
+	got, err := c.CreatePlant(ctx, 7, "Monstera", ptr("indoor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &client.Plant{ID: 7, Name: "Monstera", Tag: ptr("indoor")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("create (-want +got):\n%s", diff)
+	}
+	// Identical replay: 200 with the stored plant.
+	if got, err = c.CreatePlant(ctx, 7, "Monstera", ptr("indoor")); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replay (-want +got):\n%s", diff)
+	}
+	if got, err = c.GetPlant(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("get (-want +got):\n%s", diff)
+	}
+	noTag, err := c.CreatePlant(ctx, 8, "Fern", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&client.Plant{ID: 8, Name: "Fern"}, noTag); diff != "" {
+		t.Errorf("create without tag (-want +got):\n%s", diff)
+	}
+	if err := c.DeletePlant(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetPlant(ctx, 7); err == nil {
+		t.Fatal("get after delete: no error")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	c := ts.client(t, ts.token(t, "alice"))
+	if _, err := c.CreatePlant(ctx, 1, "Rose", nil); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := ts.client(t, ts.token(t, "alice", plantstore.ScopePlantsRead))
+	badToken := ts.client(t, "not-a-token")
+
+	tests := []struct {
+		name string
+		call func() error
+		want client.Error // Message is not compared
+	}{
+		{"get unknown", func() error { _, err := c.GetPlant(ctx, 404); return err }, client.Error{Status: 404, Code: 40401}},
+		{"delete unknown", func() error { return c.DeletePlant(ctx, 404) }, client.Error{Status: 404, Code: 40401}},
+		{"conflict", func() error { _, err := c.CreatePlant(ctx, 1, "Tulip", nil); return err }, client.Error{Status: 409, Code: 40901}},
+		{"empty name", func() error { _, err := c.CreatePlant(ctx, 2, "", nil); return err }, client.Error{Status: 400, Code: 40002}},
+		{"bad limit", func() error { _, err := c.ListPlants(ctx, client.ListOptions{Limit: 5000}); return err }, client.Error{Status: 400, Code: 40003}},
+		{"unknown token", func() error { _, err := badToken.GetPlant(ctx, 1); return err }, client.Error{Status: 401, Code: 40102}},
+		{"unknown token list", func() error { _, err := badToken.ListPlants(ctx, client.ListOptions{}); return err }, client.Error{Status: 401, Code: 40102}},
+		{"missing scope", func() error { _, err := readOnly.CreatePlant(ctx, 3, "Ivy", nil); return err }, client.Error{Status: 403, Code: 40301}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := apiError(t, tt.call())
+			if e.Message == "" {
+				t.Error("empty Message")
+			}
+			got := client.Error{Status: e.Status, Code: e.Code}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	for _, tt := range []struct{ url, token string }{
+		{"http://127.0.0.1:1", ""},
+		{"127.0.0.1:8080", "t"},
+		{"ftp://host", "t"},
+		{"http://", "t"},
+	} {
+		if _, err := client.New(tt.url, tt.token); err == nil {
+			t.Errorf("New(%q, %q): no error", tt.url, tt.token)
+		}
+	}
+}
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestListAndAllPlants(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	counter := &countingTransport{}
+	c := ts.client(t, ts.token(t, "alice"), client.WithHTTPClient(&http.Client{Transport: counter}))
+	other := ts.client(t, ts.token(t, "bob"))
+	if _, err := other.CreatePlant(ctx, 3, "Bob's", nil); err != nil {
+		t.Fatal(err)
+	}
+	var all, red []client.Plant
+	for i := int64(1); i <= 23; i++ {
+		var tag *string
+		if i%3 == 0 {
+			tag = ptr("red")
+		}
+		p, err := c.CreatePlant(ctx, i*10, "plant "+strconv.FormatInt(i, 10), tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, *p)
+		if tag != nil {
+			red = append(red, *p)
+		}
+	}
+
+	// One page, then the next one from its Link header.
+	page, err := c.ListPlants(ctx, client.ListOptions{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(all[:10], page.Plants); diff != "" {
+		t.Errorf("page 1 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&client.ListOptions{Limit: 10, After: ptr(int64(100))}, page.Next); diff != "" {
+		t.Errorf("page 1 next (-want +got):\n%s", diff)
+	}
+	last, err := c.ListPlants(ctx, client.ListOptions{Limit: 10, After: ptr(int64(200))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(all[20:], last.Plants); diff != "" {
+		t.Errorf("last page (-want +got):\n%s", diff)
+	}
+	if last.Next != nil {
+		t.Errorf("last page next = %+v, want nil", *last.Next)
+	}
+
+	tests := []struct {
+		name  string
+		opts  client.ListOptions
+		want  []client.Plant
+		pages int64
+	}{
+		{"default page size", client.ListOptions{}, all, 1},
+		{"pages of 5", client.ListOptions{Limit: 5}, all, 5},
+		{"exact pages", client.ListOptions{Limit: 23}, all, 1},
+		{"pages of 1", client.ListOptions{Limit: 1}, all, 23},
+		{"after", client.ListOptions{Limit: 4, After: ptr(int64(150))}, all[15:], 2},
+		{"tag", client.ListOptions{Limit: 2, Tag: ptr("red")}, red, 4},
+		{"no match", client.ListOptions{Tag: ptr("blue")}, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := counter.n.Load()
+			var got []client.Plant
+			for p, err := range c.AllPlants(ctx, tt.opts) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("plants (-want +got):\n%s", diff)
+			}
+			if n := counter.n.Load() - before; n != tt.pages {
+				t.Errorf("%d requests, want %d", n, tt.pages)
+			}
+		})
+	}
+
+	t.Run("break stops requests", func(t *testing.T) {
+		before := counter.n.Load()
+		n := 0
+		for _, err := range c.AllPlants(ctx, client.ListOptions{Limit: 2}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n++; n == 3 {
+				break
+			}
+		}
+		if got := counter.n.Load() - before; got != 2 {
+			t.Errorf("%d requests, want 2", got)
+		}
+	})
+	t.Run("error is yielded", func(t *testing.T) {
+		bad := ts.client(t, "not-a-token")
+		var errs []error
+		for _, err := range bad.AllPlants(ctx, client.ListOptions{}) {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || apiError(t, errs[0]).Code != 40102 {
+			t.Errorf("errors = %v, want one 40102", errs)
+		}
+	})
+}
+
+func TestLinkHeader(t *testing.T) {
+	// A stub server answers crafted Link headers; the client must follow
+	// rel="next" whatever the order of links and parameters.
+	links := map[string]string{
+		"":  `</plants?after=1&limit=1>; rel="prev", </plants?after=1&limit=1&tag=a%20b>; title="x;y,z"; rel="last next"`,
+		"1": `<http://elsewhere.invalid/x>; rel=prev, </plants?limit=1&after=2&tag=a+b>; REL=Next`,
+		"2": `</plants?after=0>; rel="first"`,
+	}
+	mux := http.NewServeMux()
+	var seen []string
+	mux.HandleFunc("GET /plants", func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.RawQuery)
+		after := r.URL.Query().Get("after")
+		w.Header().Set("Link", links[after])
+		w.Header().Set("Content-Type", "application/json")
+		id := 1
+		if after != "" {
+			id, _ = strconv.Atoi(after)
+			id++
+		}
+		io.WriteString(w, `[{"id":`+strconv.Itoa(id)+`,"name":"p"}]`)
+	})
+	srv := &http.Server{Handler: mux}
+	ln := listen(t)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	c, err := client.New("http://"+ln.Addr().String(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for p, err := range c.AllPlants(context.Background(), client.ListOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 3}, ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"", "after=1&limit=1&tag=a+b", "after=2&limit=1&tag=a+b"}, seen); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
+	}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/client"
+	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/sqlite"
+)
+
+// plantsServer is an in-process server over a SQLite file for the `plants`
+// client commands, with a token of owner "alice".
+type plantsServer struct {
+	db    *sqlite.DB
+	url   string
+	token string
+}
+
+func openPlantsServer(t *testing.T) *plantsServer {
+	t.Helper()
+	db := openStore(t, tempDBPath(t))
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := plantstorehttp.NewServer()
+	s.Addr = "127.0.0.1:0"
+	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
+	s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("close server: %v", err)
+		}
+	})
+	tok, secret, err := plantstore.NewToken("alice", nil, 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateToken(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	return &plantsServer{db: db, url: s.URL(), token: secret}
+}
+
+// plants runs `plantstore plants ARGS` against the server, with the server
+// and token from the environment.
+func (ps *plantsServer) plants(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLI(t, map[string]string{"PLANTSTORE_SERVER": ps.url, "PLANTSTORE_TOKEN": ps.token},
+		append([]string{"plants"}, args...)...)
+}
+
+// stored returns the owner's plants straight from the database.
+func (ps *plantsServer) stored(t *testing.T) []client.Plant {
+	t.Helper()
+	var out []client.Plant
+	var after *int64
+	for {
+		page, more, err := ps.db.FindPlants(context.Background(),
+			plantstore.PlantFilter{Owner: "alice", After: after, Limit: plantstore.MaxPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page {
+			out = append(out, client.Plant{ID: p.ID, Name: p.Name, Tag: p.Tag})
+		}
+		if !more {
+			return out
+		}
+		after = &page[len(page)-1].ID
+	}
+}
+
+func mustSucceed(t *testing.T, r result) result {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func strPtr(s string) *string { return &s }
+
+func TestPlantsCommands(t *testing.T) {
+	ps := openPlantsServer(t)
+
+	r := mustSucceed(t, ps.plants(t, "create", "7", "Monstera", "--tag", "indoor"))
+	if got, want := r.stdout, "{\n  \"id\": 7,\n  \"name\": \"Monstera\",\n  \"tag\": \"indoor\"\n}\n"; got != want {
+		t.Errorf("create stdout = %q, want %q", got, want)
+	}
+	r = mustSucceed(t, ps.plants(t, "create", "3", "Fern", "--format", "table"))
+	if got, want := r.stdout, "ID  NAME  TAG\n3   Fern  \n"; got != want {
+		t.Errorf("create table = %q, want %q", got, want)
+	}
+	for i, name := range []string{"Aloe", "Basil", "Cactus"} {
+		mustSucceed(t, ps.plants(t, "create", string(rune('1'+i))+"0", name))
+	}
+
+	r = mustSucceed(t, ps.plants(t, "get", "7"))
+	var got client.Plant
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(client.Plant{ID: 7, Name: "Monstera", Tag: strPtr("indoor")}, got); diff != "" {
+		t.Errorf("get (-want +got):\n%s", diff)
+	}
+	r = mustSucceed(t, ps.plants(t, "get", "7", "--format", "table"))
+	if got, want := r.stdout, "ID  NAME      TAG\n7   Monstera  indoor\n"; got != want {
+		t.Errorf("get table = %q, want %q", got, want)
+	}
+
+	// One page, with the cursor of the next on stderr.
+	r = mustSucceed(t, ps.plants(t, "list", "--limit", "2"))
+	var page []client.Plant
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]client.Plant{{ID: 3, Name: "Fern"}, {ID: 7, Name: "Monstera", Tag: strPtr("indoor")}}, page); diff != "" {
+		t.Errorf("list page (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(r.stderr, "--after 7") {
+		t.Errorf("list stderr = %q, want the next cursor --after 7", r.stderr)
+	}
+	r = mustSucceed(t, ps.plants(t, "list", "--limit", "2", "--after", "20"))
+	if got, want := r.stdout, "[\n  {\n    \"id\": 30,\n    \"name\": \"Cactus\"\n  }\n]\n"; got != want || r.stderr != "" {
+		t.Errorf("last page = %q, stderr %q; want %q and no stderr", got, r.stderr, want)
+	}
+	// All pages, as a table.
+	r = mustSucceed(t, ps.plants(t, "list", "--all", "--limit", "2", "--format", "table"))
+	want := "ID  NAME      TAG\n3   Fern      \n7   Monstera  indoor\n10  Aloe      \n20  Basil     \n30  Cactus    \n"
+	if r.stdout != want {
+		t.Errorf("list --all table =\n%s\nwant\n%s", r.stdout, want)
+	}
+	r = mustSucceed(t, ps.plants(t, "list", "--all", "--tag", "nope"))
+	if got, want := r.stdout, "[]\n"; got != want {
+		t.Errorf("empty list = %q, want %q", got, want)
+	}
+
+	r = mustSucceed(t, ps.plants(t, "delete", "7"))
+	if r.stdout != "" {
+		t.Errorf("delete stdout = %q, want none", r.stdout)
+	}
+	r = ps.plants(t, "get", "7")
+	var apiErr *client.Error
+	if !errors.As(r.err, &apiErr) || apiErr.Code != plantstore.CodeNotFound {
+		t.Errorf("get after delete: err = %v, want a 40401 *client.Error", r.err)
+	}
+	r = ps.plants(t, "create", "3", "Not a fern")
+	if !errors.As(r.err, &apiErr) || apiErr.Code != plantstore.CodeConflict {
+		t.Errorf("conflicting create: err = %v, want a 40901 *client.Error", r.err)
+	}
+
+	// Flags instead of the environment; a wrong token.
+	r = runCLI(t, nil, "plants", "get", "3", "--server", ps.url, "--token", ps.token)
+	mustSucceed(t, r)
+	r = runCLI(t, nil, "plants", "get", "3", "--server", ps.url, "--token", "pst_wrong")
+	if !errors.As(r.err, &apiErr) || apiErr.Status != 401 {
+		t.Errorf("wrong token: err = %v, want a 401 *client.Error", r.err)
+	}
+}
+
+func TestPlantsUsage(t *testing.T) {
+	var code exitCode
+	r := runCLI(t, nil, "plants", "list")
+	if !errors.As(r.err, &code) || code != 2 || !strings.Contains(r.stderr, "--token") {
+		t.Errorf("no token: err = %v, stderr %q; want exit 2 naming --token", r.err, r.stderr)
+	}
+	r = runCLI(t, map[string]string{"PLANTSTORE_TOKEN": "t"}, "plants", "list", "--format", "xml")
+	if !errors.As(r.err, &code) || code != 2 {
+		t.Errorf("bad format: err = %v, want exit 2", r.err)
+	}
+	r = runCLI(t, nil, "plants", "import", "--help")
+	if !errors.As(r.err, &code) || code != 0 {
+		t.Fatalf("import --help: err = %v", r.err)
+	}
+	for _, want := range []string{"--resume", "--concurrency", "replayed", "PLANTSTORE_TOKEN", "PLANTSTORE_SERVER"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("import --help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, nil, "--help")
+	if !strings.Contains(r.stdout, "plants") {
+		t.Errorf("--help lacks the plants command:\n%s", r.stdout)
+	}
+}
+
+// The import files: 6 valid plants, 1 that conflicts with the stored plant
+// 100, and invalid lines.
+var (
+	longName = strings.Repeat("n", 300)
+
+	importJSONL = `{"id": 1, "name": "Aloe", "tag": "succulent"}
+{"id": 2, "name": "Basil"}
+{"id": 3, "name": "Cactus", "tag": null}
+this is not json
+
+{"id": 4, "name": ""}
+{"id": 5, "name": "` + longName + `"}
+{"id": 100, "name": "Other"}
+{"name": "no id"}
+{"id": 6, "name": "Dill", "tag": "herb"}
+{"id": 7, "name": "Elm"}
+{"id": 8, "name": "Fig", "tag": "` + strings.Repeat("t", 65) + `"}
+{"id": 9, "name": "Ginkgo"}
+`
+	// JSON lines numbers of the invalid lines, in order.
+	importJSONLInvalid = []int{4, 6, 7, 9, 12}
+
+	importCSV = `id,name,tag
+1,Aloe,succulent
+2,Basil,
+3,Cactus,
+x,Bad id,
+4,,
+5,` + longName + `,
+100,Other,
+6,Dill,herb
+7,Elm,
+"8,Fig
+9,Ginkgo,
+`
+	// The quote of line 11 runs to the end: the CSV reader reports it
+	// there and the rest of the file is part of that one bad record.
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPlantsImport(t *testing.T) {
+	wantStored := []client.Plant{
+		{ID: 1, Name: "Aloe", Tag: strPtr("succulent")},
+		{ID: 2, Name: "Basil"},
+		{ID: 3, Name: "Cactus"},
+		{ID: 6, Name: "Dill", Tag: strPtr("herb")},
+		{ID: 7, Name: "Elm"},
+		{ID: 9, Name: "Ginkgo"},
+		{ID: 100, Name: "Original"},
+	}
+	for _, tt := range []struct {
+		name, file, content string
+		args                []string
+		wantSummary         string
+		wantResume          string   // the summary of a second run with --resume
+		wantLines           []string // substrings of the report
+		wantStored          []client.Plant
+	}{
+		{
+			name: "JSONL", file: "plants.jsonl", content: importJSONL,
+			wantSummary: "created 6, replayed 0, conflicted 1, invalid 5",
+			wantResume:  "created 0, replayed 6, conflicted 1, invalid 5",
+			wantLines: []string{
+				"conflicted: line 8: ",
+				"invalid: line 4: not a JSON plant object",
+				"invalid: line 6: name: must have at least 1 character",
+				"invalid: line 7: name: must have at most 256 characters",
+				"invalid: line 9: id is missing",
+				"invalid: line 12: tag: must have at most 64 characters",
+			},
+			wantStored: wantStored,
+		},
+		{
+			name: "CSV", file: "plants.csv", content: importCSV,
+			wantSummary: "created 5, replayed 0, conflicted 1, invalid 4",
+			wantResume:  "created 0, replayed 5, conflicted 1, invalid 4",
+			wantLines: []string{
+				"conflicted: line 8: ",
+				`invalid: line 5: id "x" is not an int64`,
+				"invalid: line 6: name: must have at least 1 character",
+				"invalid: line 7: name: must have at most 256 characters",
+				"invalid: line 11: not CSV",
+			},
+			wantStored: []client.Plant{wantStored[0], wantStored[1], wantStored[2], wantStored[3], wantStored[4], wantStored[6]},
+		},
+		{
+			name: "JSON array by flag", file: "plants.txt",
+			content: "[\n" + `{"id": 1, "name": "Aloe", "tag": "succulent"},` + "\n\n" + `  {"id": 2, "name": ""}, {"id": 100, "name": "Original"}` + "\n]\n",
+			args:    []string{"--input-format", "jsonl", "--concurrency", "1"},
+			// Plant 100 is stored identically: without --resume the
+			// server's 200 cannot tell, so it counts as created.
+			wantSummary: "created 2, replayed 0, conflicted 0, invalid 1",
+			wantResume:  "created 0, replayed 2, conflicted 0, invalid 1",
+			wantLines:   []string{"invalid: line 4: name: must have at least 1 character"},
+			wantStored:  []client.Plant{wantStored[0], wantStored[6]},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ps := openPlantsServer(t)
+			mustSucceed(t, ps.plants(t, "create", "100", "Original"))
+			path := writeFile(t, tt.file, tt.content)
+
+			check := func(r result, wantSummary string) {
+				t.Helper()
+				if !strings.HasSuffix(r.stdout, wantSummary+"\n") {
+					t.Errorf("summary:\n%s\nwant it to end with %q", r.stdout, wantSummary)
+				}
+				for _, line := range tt.wantLines {
+					if !strings.Contains(r.stdout, line) {
+						t.Errorf("report lacks %q:\n%s", line, r.stdout)
+					}
+				}
+				if r.stderr != "" {
+					t.Errorf("stderr = %q, want nothing (not a terminal: no progress bar)", r.stderr)
+				}
+				var code exitCode
+				if wantExit := !strings.HasSuffix(wantSummary, "conflicted 0, invalid 0"); wantExit != (errors.As(r.err, &code) && code == 1) {
+					t.Errorf("err = %v, want exit 1: %v", r.err, wantExit)
+				}
+				if diff := cmp.Diff(tt.wantStored, ps.stored(t)); diff != "" {
+					t.Errorf("stored (-want +got):\n%s", diff)
+				}
+			}
+			check(ps.plants(t, append([]string{"import", path}, tt.args...)...), tt.wantSummary)
+
+			// Again with --resume: nothing is sent; what is stored is
+			// replayed.
+			check(ps.plants(t, append([]string{"import", path, "--resume"}, tt.args...)...), tt.wantResume)
+		})
+	}
+}
+
+func TestPlantsImportTokenRefused(t *testing.T) {
+	ps := openPlantsServer(t)
+	path := writeFile(t, "p.jsonl", importJSONL)
+	r := runCLI(t, map[string]string{"PLANTSTORE_SERVER": ps.url, "PLANTSTORE_TOKEN": "pst_wrong"}, "plants", "import", path)
+	if r.err == nil || !strings.Contains(r.err.Error(), "401") {
+		t.Errorf("err = %v, want the import stopped on 401", r.err)
+	}
+	if got := ps.stored(t); len(got) != 0 {
+		t.Errorf("stored %v, want nothing", got)
+	}
+}
