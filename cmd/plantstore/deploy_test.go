@@ -251,3 +251,28 @@ func TestContainerBuild(t *testing.T) {
 		t.Fatalf("CGO_ENABLED=0 binary on SQLite: %v %s; want the driver's cgo stub error (if it works now, the Dockerfile can drop cgo)", err, out)
 	}
 }
+
+// TestObservabilityDoc: every plantstore_* metric a running server exposes
+// is named in docs/observability.md.
+func TestObservabilityDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "observability-doc-test-token-0123456789"
+	s := startServer(t, tempDBPath(t), "--bootstrap-token", secret)
+	do(t, testClient, "POST", s.url+"/plants", secret, `{"id":1,"name":"Fern"}`)
+	status, _, body := do(t, testClient, "GET", s.url+"/metrics", "", "")
+	if status != 200 {
+		t.Fatalf("GET /metrics: %d", status)
+	}
+	names := regexp.MustCompile(`(?m)^# HELP (plantstore_[a-z_]+) `).FindAllStringSubmatch(string(body), -1)
+	if len(names) < 8 {
+		t.Fatalf("only %d plantstore metrics exposed:\n%s", len(names), body)
+	}
+	for _, m := range names {
+		if !strings.Contains(string(doc), "`"+m[1]+"`") {
+			t.Errorf("docs/observability.md does not name %s", m[1])
+		}
+	}
+}
