@@ -89,6 +89,10 @@ type Server struct {
 	draining atomic.Bool
 	connsMu  sync.Mutex
 	conns    map[net.Conn]http.ConnState // open connections and their state
+	// undrained, from Close on, holds the connections open when draining
+	// began that have neither closed nor started a request since (whose
+	// answer says Connection: close).
+	undrained map[net.Conn]bool
 }
 
 // NewServer returns a Server with defaults.
@@ -184,16 +188,23 @@ const drainIdle = 500 * time.Millisecond
 // between two requests, and a client may be sending its next request on one
 // at that moment: it sees an EOF or a reset for a request it cannot know was
 // not processed. So Close first stops accepting, answers every request with
-// Connection: close, and waits (at most drainIdle) until no connection sits
-// idle, so that busy clients learn to close theirs; then Shutdown.
+// Connection: close, and waits (at most drainIdle) until every connection
+// has closed or started a request since, so that busy clients learn to
+// close theirs; then Shutdown.
 func (s *Server) Close(ctx context.Context) error {
 	if s.server == nil {
 		return nil
 	}
 	s.draining.Store(true)
 	s.ln.Close() // new connections are refused; Serve returns, open ones go on
+	s.connsMu.Lock()
+	s.undrained = make(map[net.Conn]bool, len(s.conns))
+	for c := range s.conns {
+		s.undrained[c] = true
+	}
+	s.connsMu.Unlock()
 	deadline := time.Now().Add(drainIdle)
-	for s.idleConns() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for s.undrainedConns() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return s.server.Shutdown(ctx)
@@ -203,6 +214,9 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) trackConn(c net.Conn, state http.ConnState) {
 	s.connsMu.Lock()
 	defer s.connsMu.Unlock()
+	if state == http.StateActive || state == http.StateClosed || state == http.StateHijacked {
+		delete(s.undrained, c) // a request now is answered with Connection: close
+	}
 	if state == http.StateClosed || state == http.StateHijacked {
 		delete(s.conns, c)
 		return
@@ -210,17 +224,11 @@ func (s *Server) trackConn(c net.Conn, state http.ConnState) {
 	s.conns[c] = state
 }
 
-// idleConns counts the keep-alive connections idle between requests.
-func (s *Server) idleConns() int {
+// undrainedConns counts the connections Close still waits for.
+func (s *Server) undrainedConns() int {
 	s.connsMu.Lock()
 	defer s.connsMu.Unlock()
-	n := 0
-	for _, st := range s.conns {
-		if st == http.StateIdle {
-			n++
-		}
-	}
-	return n
+	return len(s.undrained)
 }
 
 // onceCloseListener lets Close stop accepting before Shutdown closes the

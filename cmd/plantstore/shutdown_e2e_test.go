@@ -40,6 +40,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		id            int64
 		startedBefore bool // the request started before SIGTERM was sent
 		connected     bool // it got a connection (new or reused)
+		reused        bool // on a keep-alive connection that had served a request
 		status        int
 		err           error
 	}
@@ -64,7 +65,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 				}
 				o := outcome{id: int64(c)*1_000_000 + i, startedBefore: !signalled.Load()}
 				body := fmt.Sprintf(`{"id":%d,"name":"Plant %d"}`, o.id, o.id)
-				trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { o.connected = true }}
+				trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { o.connected, o.reused = true, info.Reused }}
 				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", s.url+"/plants", strings.NewReader(body))
 				if err != nil {
 					panic(err)
@@ -115,7 +116,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		t.Fatalf("exited %v after SIGTERM, beyond the grace period %v", exitedAfter, grace)
 	}
 
-	var before, after, okBefore, okAfter, dialFailed int
+	var before, after, okBefore, okAfter, dialFailed, notAccepted int
 	acked := map[int64]bool{}
 	for _, o := range outcomes {
 		if o.startedBefore {
@@ -133,15 +134,21 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 		case o.err != nil && isDialError(o.err) && !o.connected:
 			dialFailed++ // never reached the server: the listener was closed
+		case o.err != nil && !o.startedBefore && !o.reused:
+			// A new connection made after the signal that the kernel
+			// completed in the listen backlog just before the listener
+			// closed: never accepted by the server, so reset with it.
+			// Like a refused dial, the request never reached a handler.
+			notAccepted++
 		case o.err != nil:
-			t.Errorf("create %d (started %s SIGTERM, connected %v) failed on an established connection: %v",
-				o.id, map[bool]string{true: "before", false: "after"}[o.startedBefore], o.connected, o.err)
+			t.Errorf("create %d (started %s SIGTERM, connection reused %v) failed on an established connection: %v",
+				o.id, map[bool]string{true: "before", false: "after"}[o.startedBefore], o.reused, o.err)
 		default:
 			t.Errorf("create %d: status %d, want 200", o.id, o.status)
 		}
 	}
-	t.Logf("exit %v after SIGTERM; %d requests started before it (%d ok), %d after (%d ok, %d could not connect)",
-		exitedAfter.Round(time.Millisecond), before, okBefore, after, okAfter, dialFailed)
+	t.Logf("exit %v after SIGTERM; %d requests started before it (%d ok), %d after (%d ok, %d could not connect, %d reset unaccepted in the listen backlog)",
+		exitedAfter.Round(time.Millisecond), before, okBefore, after, okAfter, dialFailed, notAccepted)
 	if t.Failed() {
 		return
 	}
