@@ -71,6 +71,20 @@ type Server struct {
 	// working alongside; see NewJWTVerifier.
 	JWT *JWTVerifier
 
+	// AuthFailureLimit is how many failed authentications (401s) per minute
+	// each client IP may cause, with AuthFailureBurst at once (0: 20); past
+	// it, requests from that IP whose token is missing or bad get 429 (a
+	// valid token still works). Zero turns the limit off. See authlimit.go.
+	AuthFailureLimit float64
+	AuthFailureBurst int
+
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
+	// http.Server's; zero means the package constant of the same name.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+
 	// Registry receives the server's metrics and is served at /metrics; nil:
 	// a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
@@ -84,6 +98,7 @@ type Server struct {
 	limitersMu sync.Mutex
 	limiters   map[string]*rate.Limiter
 	tokens     tokenCache
+	authFails  authFailures
 
 	// draining is set by Close: every answer then says Connection: close.
 	draining atomic.Bool
@@ -116,7 +131,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	h := &handler{s: s}
 	api, err := oapi.NewServer(h, h,
-		oapi.WithErrorHandler(s.ogenError),
+		oapi.WithErrorHandler(s.apiError),
 		oapi.WithNotFound(s.notFound),
 		oapi.WithMethodNotAllowed(s.methodNotAllowed),
 	)
@@ -125,6 +140,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	s.api = api
 	s.metrics = newMetrics(s.Registry)
+	s.authFails.out = newAuthFailureMetric(s.Registry)
 	s.limiters = make(map[string]*rate.Limiter)
 	s.handler = s.instrument(s.recoverPanics(s.route()))
 	return s.handler, nil
@@ -151,10 +167,10 @@ func (s *Server) Open() error {
 			h.ServeHTTP(w, r)
 		}),
 		ConnState:         s.trackConn,
-		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
-		IdleTimeout:       IdleTimeout,
+		ReadHeaderTimeout: orDefault(s.ReadHeaderTimeout, ReadHeaderTimeout),
+		ReadTimeout:       orDefault(s.ReadTimeout, ReadTimeout),
+		WriteTimeout:      orDefault(s.WriteTimeout, WriteTimeout),
+		IdleTimeout:       orDefault(s.IdleTimeout, IdleTimeout),
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
 	}
@@ -164,6 +180,14 @@ func (s *Server) Open() error {
 		}
 	}()
 	return nil
+}
+
+// orDefault returns d, or def when d is zero.
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // URL returns the base URL the server listens on, with a loopback host

@@ -16,6 +16,8 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("rate-limit", "PLANTSTORE_RATE_LIMIT", "must not be negative (0: no limit), got %v", c.RateLimit)
 	case c.RateBurst < 0:
 		return invalidSetting("rate-burst", "PLANTSTORE_RATE_BURST", "must not be negative, got %d", c.RateBurst)
+	case c.AuthFailureLimit < 0:
+		return invalidSetting("auth-failure-limit", "PLANTSTORE_AUTH_FAILURE_LIMIT", "must not be negative (0: no limit), got %v", c.AuthFailureLimit)
 	case c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Minute:
 		return invalidSetting("token-cache-ttl", "PLANTSTORE_TOKEN_CACHE_TTL", "must be from 0 to 1m, got %v", c.TokenCacheTTL)
 	case c.ShutdownTimeout <= 0:

@@ -34,6 +34,7 @@ type serveCmd struct {
 	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
 	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
 	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
+	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications (401s) per minute allowed to each client IP, with a burst of 20; past it, that IP's requests with a missing or bad token get 429 (valid tokens still work). The IP is the TCP peer, X-Forwarded-For is not trusted: behind a proxy all clients share one. 0: no limit."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
 	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses (refused by default, checked on the resolved address at connect time)."`
 	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"8" help:"Webhook deliveries in flight at once per process."`
@@ -96,6 +97,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	s.Registry = registry
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
 	s.TokenCacheTTL = c.TokenCacheTTL
+	s.AuthFailureLimit = c.AuthFailureLimit
 	s.JWT = jwtVerifier
 	if err := s.Open(); err != nil {
 		return err

@@ -1,0 +1,206 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/api"
+	plantstorehttp "github.com/plantstore/plantstore/http"
+)
+
+// ownerState renders everything owner has in the store: plants,
+// subscriptions (with their secrets) and delivery attempts.
+func ownerState(t *testing.T, ts *TestServer, owner string) string {
+	t.Helper()
+	ctx := context.Background()
+	plants, _, err := ts.DB.FindPlants(ctx, plantstore.PlantFilter{Owner: owner, Limit: plantstore.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	line := func(kind string, v any) {
+		data, err := json.Marshal(v) // follows pointers, unlike %v
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %s\n", kind, data)
+	}
+	for _, p := range plants {
+		line("plant", p)
+	}
+	subs, err := ts.DB.FindSubscriptions(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range subs {
+		line("subscription", s)
+		attempts, err := ts.DB.FindAttempts(ctx, owner, s.ID, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range attempts {
+			line("attempt", a)
+		}
+	}
+	return b.String()
+}
+
+// contractOperations returns the operationId of every path operation of
+// api/openapi.yaml (callbacks are not operations a client calls).
+func contractOperations(t *testing.T) []string {
+	t.Helper()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(api.JSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, item := range doc.Paths {
+		for _, raw := range item {
+			var op struct {
+				OperationID string `json:"operationId"`
+			}
+			if json.Unmarshal(raw, &op) == nil && op.OperationID != "" {
+				ops = append(ops, op.OperationID)
+			}
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// TestAuthorizationMatrix is the broken-object-level-authorization matrix:
+// for every operation of the contract, (a) another owner's token with every
+// scope cannot see or change the owner's objects (404, or an empty list;
+// a create lands in the other owner's own namespace), and (b) the owner's
+// token lacking the operation's scope gets 403 40301. Either way the
+// owner's state in the store is unchanged afterwards.
+func TestAuthorizationMatrix(t *testing.T) {
+	ts := MustOpenServer(t)
+	const owner = "alice"
+	full := ts.Token(t, owner, plantstore.KnownScopes...)
+	hook := decodeWebhook(t, ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: full,
+		Body: `{"url":"https://example.com/hook","description":"alice's"}`}), 201)
+	if resp := ts.Post(t, full, `{"id":1,"name":"Fern","tag":"green"}`); resp.Status != 200 {
+		t.Fatalf("seed plant: %d %s", resp.Status, resp.Body)
+	}
+	wh := "/webhooks/" + hook.ID
+
+	// cross is what another owner (every scope) gets for the owner's objects.
+	const (
+		notFound  = "404"     // the object is hidden
+		emptyList = "[]"      // the list is the other owner's own: empty
+		ownSpace  = "created" // a create succeeds in the other owner's namespace
+	)
+	tests := []struct {
+		op      string // operationId in api/openapi.yaml
+		req     Request
+		cross   string
+		code    int32 // with notFound
+		created int   // with ownSpace: the status of a create
+	}{
+		{"addPlant", Request{Method: "POST", Path: "/plants", Body: `{"id":1,"name":"Intruder"}`}, ownSpace, 0, 200},
+		{"listPlants", Request{Method: "GET", Path: "/plants?tag=green"}, emptyList, 0, 0},
+		{"getPlant", Request{Method: "GET", Path: "/plants/1"}, notFound, plantstore.CodeNotFound, 0},
+		{"deletePlant", Request{Method: "DELETE", Path: "/plants/1"}, notFound, plantstore.CodeNotFound, 0},
+		{"createWebhook", Request{Method: "POST", Path: "/webhooks", Body: `{"url":"https://attacker.example/hook"}`}, ownSpace, 0, 201},
+		{"listWebhooks", Request{Method: "GET", Path: "/webhooks"}, emptyList, 0, 0},
+		{"getWebhook", Request{Method: "GET", Path: wh}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"deleteWebhook", Request{Method: "DELETE", Path: wh}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"rotateWebhookSecret", Request{Method: "POST", Path: wh + "/rotate-secret"}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"listWebhookDeliveries", Request{Method: "GET", Path: wh + "/deliveries"}, notFound, plantstore.CodeWebhookNotFound, 0},
+	}
+
+	t.Run("EveryOperationCovered", func(t *testing.T) {
+		var covered []string
+		for _, tt := range tests {
+			covered = append(covered, tt.op)
+		}
+		slices.Sort(covered)
+		if diff := cmp.Diff(contractOperations(t), covered); diff != "" {
+			t.Errorf("operations of api/openapi.yaml vs this table (-contract +table):\n%s", diff)
+		}
+		for name := range plantstorehttp.OperationScopes {
+			if !slices.ContainsFunc(covered, func(op string) bool { return strings.EqualFold(op, name) }) {
+				t.Errorf("operation %s of the scope table has no row", name)
+			}
+		}
+	})
+
+	before := ownerState(t, ts, owner)
+	if !strings.Contains(before, "plant ") || !strings.Contains(before, "subscription ") {
+		t.Fatalf("seed state incomplete:\n%s", before)
+	}
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		if diff := cmp.Diff(before, ownerState(t, ts, owner)); diff != "" {
+			t.Fatalf("the owner's state changed (-before +after):\n%s", diff)
+		}
+	}
+
+	for _, tt := range tests {
+		scope := ""
+		for name, s := range plantstorehttp.OperationScopes {
+			if strings.EqualFold(name, tt.op) {
+				scope = s
+			}
+		}
+		t.Run(tt.op+"/OtherOwner", func(t *testing.T) {
+			// A fresh owner per row, so one row's create cannot make
+			// another row's object exist in the intruder's namespace.
+			r := tt.req
+			r.Token = ts.Token(t, "mallory-"+tt.op, plantstore.KnownScopes...)
+			resp := ts.Do(t, r)
+			switch tt.cross {
+			case notFound:
+				mustError(t, resp, 404, tt.code)
+			case emptyList:
+				if resp.Status != 200 || string(resp.Body) != "[]" {
+					t.Fatalf("%d %s, want 200 []", resp.Status, resp.Body)
+				}
+			case ownSpace:
+				if resp.Status != tt.created {
+					t.Fatalf("%d %s, want %d", resp.Status, resp.Body, tt.created)
+				}
+				if got := ownerState(t, ts, "mallory-"+tt.op); got == "" {
+					t.Fatal("the create stored nothing in the intruder's namespace")
+				}
+			}
+			unchanged(t)
+		})
+		t.Run(tt.op+"/MissingScope", func(t *testing.T) {
+			if scope == "" {
+				t.Fatalf("no scope for %s", tt.op)
+			}
+			var scopes []string
+			for _, s := range plantstore.KnownScopes {
+				if s != scope {
+					scopes = append(scopes, s)
+				}
+			}
+			r := tt.req
+			r.Token = ts.Token(t, owner, scopes...)
+			resp := ts.Do(t, r)
+			mustError(t, resp, 403, plantstore.CodeInsufficientScope)
+			if got := resp.Header.Get("WWW-Authenticate"); !strings.Contains(got, `scope="`+scope+`"`) {
+				t.Fatalf("WWW-Authenticate = %q, want the %s scope", got, scope)
+			}
+			unchanged(t)
+		})
+	}
+
+	t.Run("OwnerStillSeesEverything", func(t *testing.T) {
+		if got := string(ts.Get(t, full, "/plants/1").Body); got != `{"id":1,"name":"Fern","tag":"green"}` {
+			t.Fatalf("plant = %s", got)
+		}
+		decodeWebhook(t, ts.Get(t, full, wh), 200)
+	})
+}
