@@ -199,7 +199,7 @@ func TestAbuse_IdleConnections(t *testing.T) {
 	}
 	n := min(maxIdleConns, (int(lim.Cur)-256)/2)
 	if n < 100 {
-		t.Skipf("descriptor limit %d too low", lim.Cur)
+		skipUnlessCI(t, fmt.Sprintf("descriptor limit %d too low", lim.Cur))
 	}
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
