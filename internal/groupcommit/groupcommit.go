@@ -1,0 +1,162 @@
+// Package groupcommit queues concurrent writes so that a backend can apply
+// many of them in one transaction: one commit, one fsync (SQLite) or one WAL
+// flush and a few round trips (PostgreSQL) for a whole batch. It is the
+// queueing half of group commit, shared by the sqlite and postgres row
+// stores; what a batch does inside its transaction is theirs.
+//
+// Batches are formed by what is queued: a committer takes the first write
+// it finds and every write queued behind it (up to a maximum), so a lone
+// write is applied at once, with no timer, and a busy queue forms large
+// batches while the previous one commits.
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrClosed answers writes that arrive after Close.
+var ErrClosed = errors.New("groupcommit: closed")
+
+// Queue hands queued writes of type T (a backend's pointer type carrying
+// its arguments and results) to Apply in batches.
+type Queue[T any] struct {
+	apply   func(batch []T)
+	observe func(writes int, took time.Duration)
+	max     int
+
+	items   chan *item[T]
+	closeMu sync.RWMutex // held for reading while queueing a write
+	closed  bool
+	closing chan struct{}
+	stopped sync.WaitGroup
+}
+
+type item[T any] struct {
+	ctx  context.Context
+	op   T
+	err  error // set when the op was skipped
+	done chan struct{}
+}
+
+// Config configures a Queue.
+type Config[T any] struct {
+	// Apply runs a batch and stores each op's outcome in the op. It is
+	// called by one committer at a time per batch; with Committers > 1
+	// several batches may be applied at once.
+	Apply func(batch []T)
+	// Committers is how many batches may be applied at once (default 1).
+	Committers int
+	// MaxBatch bounds a batch (default 256).
+	MaxBatch int
+	// Observe, if set, is told each batch's size and how long Apply took.
+	Observe func(writes int, took time.Duration)
+}
+
+// DefaultMaxBatch bounds a batch when Config.MaxBatch is zero.
+const DefaultMaxBatch = 256
+
+// New starts the committers.
+func New[T any](c Config[T]) *Queue[T] {
+	q := &Queue[T]{apply: c.Apply, observe: c.Observe, max: c.MaxBatch, closing: make(chan struct{})}
+	if q.max <= 0 {
+		q.max = DefaultMaxBatch
+	}
+	n := max(1, c.Committers)
+	q.items = make(chan *item[T], 4*q.max)
+	for range n {
+		q.stopped.Add(1)
+		go q.loop()
+	}
+	return q
+}
+
+// Do queues op and returns once Apply has run it (the op then carries its
+// result), even if ctx ends meanwhile: the write may commit. It returns
+// ErrClosed after Close, and ctx's error when ctx ended before the op was
+// queued or before its batch began (the op was then not applied).
+func (q *Queue[T]) Do(ctx context.Context, op T) error {
+	it := &item[T]{ctx: ctx, op: op, done: make(chan struct{})}
+	// The read lock keeps Close from completing while a write is being
+	// queued, so every queued write is seen by the committers' final drain.
+	q.closeMu.RLock()
+	if q.closed {
+		q.closeMu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case q.items <- it:
+	case <-ctx.Done():
+		q.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	q.closeMu.RUnlock()
+	<-it.done
+	return it.err
+}
+
+// Close applies the writes already queued, then stops the committers.
+// Writes that arrive later get ErrClosed.
+func (q *Queue[T]) Close() {
+	q.closeMu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.closing)
+	}
+	q.closeMu.Unlock()
+	q.stopped.Wait()
+}
+
+func (q *Queue[T]) loop() {
+	defer q.stopped.Done()
+	batch := make([]*item[T], 0, q.max)
+	ops := make([]T, 0, q.max)
+	for {
+		var first *item[T]
+		select {
+		case first = <-q.items:
+		case <-q.closing:
+			// Finish what was queued before Close.
+			select {
+			case first = <-q.items:
+			default:
+				return
+			}
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < q.max {
+			select {
+			case it := <-q.items:
+				batch = append(batch, it)
+			default:
+				break fill
+			}
+		}
+		ops = ops[:0]
+		for _, it := range batch {
+			if err := it.ctx.Err(); err != nil {
+				it.err = err // the caller left before its turn: skip it
+				continue
+			}
+			ops = append(ops, it.op)
+		}
+		if len(ops) > 0 {
+			start := time.Now()
+			q.apply(ops)
+			if q.observe != nil {
+				q.observe(len(ops), time.Since(start))
+			}
+		}
+		for _, it := range batch {
+			close(it.done)
+		}
+		clear(batch)
+		clear(ops)
+	}
+}
+
+// Queued returns how many writes wait for a committer (for tests).
+func (q *Queue[T]) Queued() int { return len(q.items) }
