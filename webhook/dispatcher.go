@@ -23,17 +23,19 @@ const UserAgent = "plantstore-webhooks/1"
 
 // Dispatcher defaults.
 const (
-	DefaultConcurrency   = 8
-	DefaultLease         = 60 * time.Second
-	DefaultPollInterval  = 500 * time.Millisecond
-	DefaultStatsInterval = 5 * time.Second
+	DefaultConcurrency  = 8
+	DefaultLease        = 60 * time.Second
+	DefaultPollInterval = 500 * time.Millisecond
 	// MinRetryAfter and MaxRetryAfter clamp a receiver's Retry-After.
 	MinRetryAfter = time.Second
 	MaxRetryAfter = 24 * time.Hour
 	// completeTimeout bounds recording an attempt, which happens even
 	// after Run's context has ended.
 	completeTimeout = 10 * time.Second
-	maxErrorLength  = 512
+	// statsInterval is how often the queue gauges are refreshed from
+	// OutboxStats.
+	statsInterval  = 5 * time.Second
+	maxErrorLength = 512
 )
 
 // DefaultSchedule is the nominal wait after each failed attempt: a delivery
@@ -69,7 +71,8 @@ func DefaultJitter(d time.Duration) time.Duration {
 
 // Dispatcher delivers the outbox's pending deliveries: it claims due tasks
 // under a lease, POSTs each on a bounded pool of workers and records every
-// attempt. Set Outbox; every other field has a default. Several dispatchers
+// attempt. Set Outbox (service.OutboxService, which fills each task's URL
+// and signing secrets); every other field has a default. Several dispatchers
 // (replicas) may share one outbox: the lease keeps a task with one of them
 // at a time. Do not change fields once Run has started.
 type Dispatcher struct {
@@ -83,11 +86,9 @@ type Dispatcher struct {
 	Metrics *Metrics
 
 	// Concurrency is the number of workers, hence of attempts in flight;
-	// 0 means DefaultConcurrency.
+	// 0 means DefaultConcurrency. A claim asks for as many tasks as there
+	// are idle workers.
 	Concurrency int
-	// BatchSize bounds one ClaimTasks call; 0 means Concurrency. A claim
-	// never asks for more tasks than there are idle workers.
-	BatchSize int
 	// AttemptTimeout bounds one attempt; 0 means DefaultAttemptTimeout.
 	AttemptTimeout time.Duration
 	// Lease is how long a claimed task stays with this dispatcher; it
@@ -96,9 +97,6 @@ type Dispatcher struct {
 	// PollInterval is the wait between claims when nothing was due; 0
 	// means DefaultPollInterval. Notify cuts it short.
 	PollInterval time.Duration
-	// StatsInterval is how often the queue gauges are refreshed from
-	// OutboxStats; 0 means DefaultStatsInterval.
-	StatsInterval time.Duration
 	// Schedule is the wait after each failed attempt; the number of
 	// attempts is len(Schedule)+1. nil means DefaultSchedule.
 	Schedule []time.Duration
@@ -133,11 +131,9 @@ type dispatch struct {
 	now            func() time.Time
 	metrics        *Metrics
 	concurrency    int
-	batch          int
 	attemptTimeout time.Duration
 	lease          time.Duration
 	poll           time.Duration
-	stats          time.Duration
 	schedule       []time.Duration
 	jitter         func(time.Duration) time.Duration
 }
@@ -145,8 +141,8 @@ type dispatch struct {
 func (d *Dispatcher) settings() (*dispatch, error) {
 	s := &dispatch{
 		outbox: d.Outbox, client: d.Client, log: d.Logger, now: d.Now, metrics: d.Metrics,
-		concurrency: d.Concurrency, batch: d.BatchSize, attemptTimeout: d.AttemptTimeout,
-		lease: d.Lease, poll: d.PollInterval, stats: d.StatsInterval,
+		concurrency: d.Concurrency, attemptTimeout: d.AttemptTimeout,
+		lease: d.Lease, poll: d.PollInterval,
 		schedule: d.Schedule, jitter: d.Jitter,
 	}
 	if s.outbox == nil {
@@ -160,9 +156,6 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	}
 	if s.concurrency <= 0 {
 		s.concurrency = DefaultConcurrency
-	}
-	if s.batch <= 0 || s.batch > s.concurrency {
-		s.batch = s.concurrency
 	}
 	if s.attemptTimeout <= 0 {
 		s.attemptTimeout = DefaultAttemptTimeout
@@ -178,9 +171,6 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	}
 	if s.poll <= 0 {
 		s.poll = DefaultPollInterval
-	}
-	if s.stats <= 0 {
-		s.stats = DefaultStatsInterval
 	}
 	if s.schedule == nil {
 		s.schedule = DefaultSchedule
@@ -221,7 +211,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		// Wait for an idle worker, then take every idle one up to batch.
+		// Wait for an idle worker, then take every other idle one.
 		select {
 		case <-ctx.Done():
 			return nil
@@ -229,7 +219,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		n := 1
 	take:
-		for n < s.batch {
+		for n < s.concurrency {
 			select {
 			case <-idle:
 				n++
@@ -273,7 +263,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // refreshStats sets the queue gauges now and every stats interval.
 func (s *dispatch) refreshStats(ctx context.Context) {
-	t := time.NewTicker(s.stats)
+	t := time.NewTicker(statsInterval)
 	defer t.Stop()
 	for {
 		pending, oldest, err := s.outbox.OutboxStats(ctx)
