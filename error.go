@@ -10,7 +10,7 @@ import (
 // keeps the two in step.
 const (
 	CodeMalformedJSON      int32 = 40001 // body is not JSON (empty, malformed, trailing data, invalid UTF-8)
-	CodeInvalidBody        int32 = 40002 // body is JSON but not a valid NewPlant
+	CodeInvalidBody        int32 = 40002 // body is JSON but does not fit the operation's schema (NewPlant, NewWebhook)
 	CodeInvalidQuery       int32 = 40003 // a query parameter is invalid
 	CodeInvalidPath        int32 = 40004 // a path parameter is invalid
 	CodeTokenMissing       int32 = 40101 // no bearer token sent
@@ -82,6 +82,25 @@ func ErrorCode(err error) int32 {
 	}
 	return CodeInternal
 }
+
+// Sentinel errors of the row stores (see Backend). They carry no message for
+// clients: the service layer turns them into *Error values. A store wraps
+// them with its context and cause ("postgres: ping: storage unavailable:
+// dial tcp ...: connection refused"), so test them with errors.Is.
+var (
+	// ErrNotFound: no row with that key (for that owner).
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a row with that unique key (token id or hash, subscription
+	// id) exists already.
+	ErrExists = errors.New("already exists")
+	// ErrContended: the row kept changing under the operation (a plant
+	// created and deleted concurrently); the caller may retry.
+	ErrContended = errors.New("row changed concurrently")
+	// ErrUnavailable: the storage cannot serve now: unreachable or shutting
+	// down, the disk full or read-only, an I/O error, locked or busy past
+	// the operation's timeout. Retrying later may succeed.
+	ErrUnavailable = errors.New("storage unavailable")
+)
 
 // SchemaTooNewError says the database was migrated by a newer plantstore:
 // running an older binary on it could misread or damage data.

@@ -1,7 +1,9 @@
 // Package plantstore holds the domain of the Plant Store service: plants,
-// tokens, the service interfaces that storage backends implement and the
-// errors that the transport maps to responses. Subpackages import it, never
-// each other (see docs/architecture.md).
+// tokens and webhook subscriptions; the service interfaces the transport
+// calls (implemented once, in package service); the narrow row-store
+// interfaces and Backend that each storage backend implements (sqlite,
+// postgres); and the errors. Subpackages import it, never each other (see
+// docs/architecture.md).
 package plantstore
 
 import (
@@ -42,28 +44,6 @@ func (p *Plant) SameContent(q *Plant) bool {
 	return p.Tag == nil || *p.Tag == *q.Tag
 }
 
-// PlantFilter selects a page of one owner's plants, by id ascending.
-type PlantFilter struct {
-	Owner string
-	Tag   *string // only plants with exactly this tag
-	After *int64  // only ids greater than this one (keyset pagination)
-	Limit int     // page size, 1..MaxPageSize
-}
-
-// PlantService stores plants. Every method is scoped to one owner.
-type PlantService interface {
-	// CreatePlant stores p. If the owner already has a plant with p.ID and the
-	// same content, it returns the stored plant and created=false (idempotent
-	// replay); with different content it returns a CodeConflict error.
-	CreatePlant(ctx context.Context, p *Plant) (stored *Plant, created bool, err error)
-	// FindPlantByID returns the owner's plant or a CodeNotFound error.
-	FindPlantByID(ctx context.Context, owner string, id int64) (*Plant, error)
-	// FindPlants returns a page of plants matching f and whether more follow.
-	FindPlants(ctx context.Context, f PlantFilter) (plants []*Plant, more bool, err error)
-	// DeletePlant deletes the owner's plant or returns a CodeNotFound error.
-	DeletePlant(ctx context.Context, owner string, id int64) error
-}
-
 // Validate checks p's fields against the limits of the contract.
 func (p *Plant) Validate() error {
 	switch n := utf8.RuneCountInString(p.Name); {
@@ -81,16 +61,55 @@ func (p *Plant) Validate() error {
 	return nil
 }
 
-// Store is a storage backend: both services and its lifecycle. The sqlite
-// and postgres packages implement it; storetest holds the conformance suite
-// every implementation passes.
-type Store interface {
-	PlantService
-	TokenService
-	WebhookService
-	OutboxService
-	// Ping checks that the storage answers.
-	Ping(ctx context.Context) error
-	// Close releases the storage's resources.
-	Close() error
+// PlantFilter selects a page of one owner's plants, by id ascending.
+type PlantFilter struct {
+	Owner string
+	Tag   *string // only plants with exactly this tag
+	After *int64  // only ids greater than this one (keyset pagination)
+	Limit int     // page size, 1..MaxPageSize (PlantService: 0 means DefaultPageSize)
+}
+
+// PlantService is what clients can do with plants. Every method is scoped to
+// one owner; errors a client may see are *Error values.
+type PlantService interface {
+	// CreatePlant validates and stores p, and with it the webhook event of
+	// the new plant. If the owner already has a plant with p.ID and the same
+	// content, it returns the stored plant and created=false (idempotent
+	// replay); with different content it returns a CodeConflict error.
+	CreatePlant(ctx context.Context, p *Plant) (stored *Plant, created bool, err error)
+	// FindPlantByID returns the owner's plant or a CodeNotFound error.
+	FindPlantByID(ctx context.Context, owner string, id int64) (*Plant, error)
+	// FindPlants returns a page of plants matching f and whether more follow.
+	FindPlants(ctx context.Context, f PlantFilter) (plants []*Plant, more bool, err error)
+	// DeletePlant deletes the owner's plant or returns a CodeNotFound error.
+	DeletePlant(ctx context.Context, owner string, id int64) error
+	// ImportPlants validates every plant, then stores them in one
+	// transaction, skipping those whose (owner, id) exists, and returns how
+	// many it stored. It is for loading data (benchmarks, moves from
+	// elsewhere): no replay or conflict answers and no webhook events.
+	ImportPlants(ctx context.Context, plants []*Plant) (stored int, err error)
+}
+
+// PlantStore is a backend's plants: rows in, rows out. It decides nothing a
+// client sees (replay, conflict, messages): it reports with sentinel errors
+// (ErrNotFound, ErrUnavailable, ErrContended).
+type PlantStore interface {
+	// InsertPlant stores p (CreatedAt set by the caller) and, in the same
+	// transaction, ev's outbox rows: one pending delivery per enabled
+	// subscription of p.Owner. When the owner has a plant with p.ID already
+	// it writes nothing and returns that plant. The lookup and the insert
+	// are atomic: of concurrent inserts of one key, one stores and the
+	// others get its row. It returns ErrContended when the key kept
+	// changing under it (created and deleted concurrently).
+	InsertPlant(ctx context.Context, p *Plant, ev *Event) (existing *Plant, err error)
+	// FindPlant returns the owner's plant or ErrNotFound.
+	FindPlant(ctx context.Context, owner string, id int64) (*Plant, error)
+	// ListPlants returns at most f.Limit plants matching f, by id ascending.
+	ListPlants(ctx context.Context, f PlantFilter) ([]*Plant, error)
+	// DeletePlant deletes the owner's plant or returns ErrNotFound.
+	DeletePlant(ctx context.Context, owner string, id int64) error
+	// BulkInsertPlants stores plants (CreatedAt set by the caller) in one
+	// transaction, skipping those whose (owner, id) exists, writing no
+	// outbox rows, and returns how many it stored.
+	BulkInsertPlants(ctx context.Context, plants []*Plant) (stored int, err error)
 }

@@ -66,22 +66,52 @@ func (t *Token) Status(now time.Time) string {
 	return "active"
 }
 
-// TokenService stores tokens.
+// TokenRequest asks for a new token.
+type TokenRequest struct {
+	Owner  string
+	Scopes []string      // nil: DefaultScopes
+	TTL    time.Duration // lifetime; 0: never expires
+	// Secret, if set, is the token's secret, supplied by an operator (see
+	// NewTokenFromSecret); otherwise one is generated.
+	Secret string
+}
+
+// TokenService issues, lists, revokes and checks bearer tokens. Errors a
+// client may see are *Error values.
 type TokenService interface {
-	// CreateToken stores t (ID, Hash, Owner, Scopes, ExpiresAt set by the caller).
-	CreateToken(ctx context.Context, t *Token) error
-	// FindTokenByHash returns the token whose secret hashes to hash, revoked
-	// or expired ones included, or a CodeTokenInvalid error.
-	FindTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// CreateToken issues a token and returns it with its secret, which is
+	// stored nowhere (only its hash is) and shown this once.
+	CreateToken(ctx context.Context, req TokenRequest) (*Token, string, error)
+	// CreateFirstToken issues the token only if no token exists at all,
+	// atomically (several replicas may start at once); created says
+	// whether it did.
+	CreateFirstToken(ctx context.Context, req TokenRequest) (tok *Token, secret string, created bool, err error)
 	// FindTokens returns every token, oldest first.
 	FindTokens(ctx context.Context) ([]*Token, error)
-	// RevokeToken marks the token revoked or returns a CodeNotFound error.
+	// RevokeToken revokes the token or returns a CodeNotFound error.
+	// Revoking a revoked token is a no-op.
 	RevokeToken(ctx context.Context, id string) error
-	// CountTokens returns how many tokens exist, revoked and expired included.
-	CountTokens(ctx context.Context) (int, error)
-	// CreateFirstToken stores t only if no token exists at all, atomically
-	// (several replicas may start at once), and reports whether it did.
-	CreateFirstToken(ctx context.Context, t *Token) (created bool, err error)
+	// Authenticate returns the active token whose secret this is, or a
+	// CodeTokenInvalid error saying why not (malformed, unknown, revoked,
+	// expired).
+	Authenticate(ctx context.Context, secret string) (*Token, error)
+}
+
+// TokenStore is a backend's tokens: rows in, rows out, sentinel errors.
+type TokenStore interface {
+	// InsertToken stores t, or returns ErrExists when its id or hash is taken.
+	InsertToken(ctx context.Context, t *Token) error
+	// InsertFirstToken stores t only if the table is empty, atomically
+	// across processes, and reports whether it did.
+	InsertFirstToken(ctx context.Context, t *Token) (inserted bool, err error)
+	// FindTokenByHash returns the token whose secret hashes to hash,
+	// revoked or expired ones included, or ErrNotFound.
+	FindTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// ListTokens returns every token, oldest first.
+	ListTokens(ctx context.Context) ([]*Token, error)
+	// RevokeToken sets the token's RevokedAt to at unless it is revoked
+	// already, or returns ErrNotFound.
+	RevokeToken(ctx context.Context, id string, at time.Time) error
 }
 
 // NewToken makes a token for owner with scopes and an optional lifetime (0:

@@ -76,24 +76,57 @@ type Attempt struct {
 	SubscriptionID string
 }
 
-// WebhookService stores subscriptions. Every method is scoped to one owner.
+// WebhookService manages an owner's webhook subscriptions. Every method is
+// scoped to one owner; errors a client may see are *Error values.
 type WebhookService interface {
-	// CreateSubscription stores s (ID, Secret, Owner, URL set by the caller).
-	CreateSubscription(ctx context.Context, s *Subscription) error
+	// CreateSubscription checks the URL and description and stores a new
+	// subscription with a fresh id and signing secret.
+	CreateSubscription(ctx context.Context, owner, url, description string) (*Subscription, error)
 	// FindSubscriptions returns the owner's subscriptions, oldest first.
 	FindSubscriptions(ctx context.Context, owner string) ([]*Subscription, error)
 	// FindSubscriptionByID returns one, or a CodeWebhookNotFound error.
 	FindSubscriptionByID(ctx context.Context, owner, id string) (*Subscription, error)
-	// DeleteSubscription deletes it and its pending deliveries, or returns
-	// a CodeWebhookNotFound error.
+	// DeleteSubscription deletes it with its deliveries and attempts, or
+	// returns a CodeWebhookNotFound error.
 	DeleteSubscription(ctx context.Context, owner, id string) error
-	// RotateSecret makes secret the signing secret and keeps the old one
-	// signing until previousUntil; it returns the updated subscription.
+	// RotateSecret gives the subscription a new signing secret; the old one
+	// keeps signing for SecretRotationGrace. It returns the subscription.
+	RotateSecret(ctx context.Context, owner, id string) (*Subscription, error)
+	// FindAttempts returns the subscription's latest delivery attempts,
+	// newest first, at most MaxDeliveriesListed, or a CodeWebhookNotFound
+	// error.
+	FindAttempts(ctx context.Context, owner, id string) ([]*Attempt, error)
+}
+
+// WebhookStore is a backend's subscriptions: rows in, rows out, sentinel
+// errors.
+type WebhookStore interface {
+	// InsertSubscription stores s, or returns ErrExists when its id is taken.
+	InsertSubscription(ctx context.Context, s *Subscription) error
+	// ListSubscriptions returns the owner's subscriptions, oldest first.
+	ListSubscriptions(ctx context.Context, owner string) ([]*Subscription, error)
+	// FindSubscription returns the owner's subscription or ErrNotFound.
+	FindSubscription(ctx context.Context, owner, id string) (*Subscription, error)
+	// DeleteSubscription deletes the owner's subscription with its
+	// deliveries and attempts in one transaction, or returns ErrNotFound.
+	DeleteSubscription(ctx context.Context, owner, id string) error
+	// RotateSecret makes secret the signing secret and keeps the current
+	// one as the previous secret until previousUntil; it returns the updated
+	// subscription or ErrNotFound.
 	RotateSecret(ctx context.Context, owner, id, secret string, previousUntil time.Time) (*Subscription, error)
-	// FindAttempts returns the subscription's latest attempts, newest
-	// first, at most limit; a CodeWebhookNotFound error if it is not the
+	// ListAttempts returns the subscription's latest attempts, newest
+	// first, at most limit, or ErrNotFound when the subscription is not the
 	// owner's.
-	FindAttempts(ctx context.Context, owner, id string, limit int) ([]*Attempt, error)
+	ListAttempts(ctx context.Context, owner, id string, limit int) ([]*Attempt, error)
+}
+
+// Event is a webhook event, written to the outbox in the transaction of the
+// change it reports: one delivery row per enabled subscription of the owner.
+type Event struct {
+	MessageID string // the webhook-id header: the same on every attempt
+	PlantID   int64
+	Payload   []byte // the body POSTed to receivers
+	CreatedAt time.Time
 }
 
 // Task is one pending delivery handed to a dispatcher: the event's payload
@@ -104,27 +137,33 @@ type Task struct {
 	Owner          string
 	PlantID        int64
 	Payload        []byte // the NewPlant JSON
-	URL            string
-	Secrets        []string // signing secrets valid now
-	Attempts       int      // attempts made before this one
+	Attempts       int    // attempts made before this one
 	CreatedAt      time.Time
+
+	// Subscription is the row the delivery goes to, as the store read it
+	// with the claim (the row store sets it).
+	Subscription *Subscription
+	// URL and Secrets (the signing secrets valid at the claim) are what the
+	// dispatcher uses; the OutboxService sets them from Subscription.
+	URL     string
+	Secrets []string
 }
 
 // AttemptResult is what one delivery attempt came to.
 type AttemptResult struct {
-	AttemptedAt time.Time
+	AttemptedAt time.Time // OutboxService: zero means now
 	StatusCode  int
 	Error       string
 	Duration    time.Duration
 	// Outcome: succeeded, failed (give up), or pending with NextAttemptAt.
 	State         DeliveryState
 	NextAttemptAt *time.Time
-	// Disable marks the subscription disabled (the receiver answered 410).
+	// Disable marks the subscription disabled (the receiver answered 410),
+	// as of AttemptedAt, and fails its other pending deliveries.
 	Disable bool
 }
 
-// OutboxService is the dispatcher's side of the transactional outbox: the
-// deliveries written in the same transaction as their plant.
+// OutboxService is the dispatcher's side of the transactional outbox.
 type OutboxService interface {
 	// ClaimTasks leases up to limit due deliveries (next attempt at or
 	// before now, not leased by another dispatcher) until now+lease.
@@ -132,6 +171,28 @@ type OutboxService interface {
 	// CompleteTask records an attempt and the delivery's new state, and
 	// releases the lease.
 	CompleteTask(ctx context.Context, t *Task, r AttemptResult) error
+	// OutboxStats returns how many deliveries are pending and when the
+	// oldest of them was created (zero time when none).
+	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
+}
+
+// OutboxStore is a backend's outbox: the deliveries written with their
+// plants, and the attempts made.
+type OutboxStore interface {
+	// ClaimDeliveries leases up to limit due deliveries (state pending,
+	// next attempt at or before now, no lease or an expired one) until
+	// leaseUntil, the earliest next attempt first, and returns them with
+	// their Subscription set. A due delivery whose subscription is disabled
+	// or gone is marked failed instead and not returned, so fewer than
+	// limit may come back while more are due. Concurrent claims (other
+	// processes included) never return the same delivery.
+	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*Task, error)
+	// CompleteDelivery records attempt r of t (r.AttemptedAt set), sets the
+	// delivery's state and releases its lease; with r.Disable it also
+	// disables the subscription and fails its other pending deliveries. A
+	// delivery no longer pending (completed, or deleted with its
+	// subscription) is left alone: no error.
+	CompleteDelivery(ctx context.Context, t *Task, r AttemptResult) error
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)

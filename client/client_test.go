@@ -18,19 +18,20 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
 // testServer is a real server on 127.0.0.1 over a real SQLite file.
 type testServer struct {
-	URL string
-	DB  *sqlite.DB
+	URL    string
+	Tokens plantstore.TokenService
 }
 
 func startServer(tb testing.TB) *testServer {
 	tb.Helper()
 	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
-	if err := db.Open(); err != nil {
+	if err := db.Open(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := db.Migrate(context.Background()); err != nil {
@@ -38,7 +39,8 @@ func startServer(tb testing.TB) *testServer {
 	}
 	s := plantstorehttp.NewServer()
 	s.Addr = "127.0.0.1:0"
-	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
+	svc := service.New(db, service.Config{})
+	s.PlantService, s.TokenService, s.WebhookService, s.Storage = svc.Plants, svc.Tokens, svc.Webhooks, db
 	s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := s.Open(); err != nil {
 		tb.Fatal(err)
@@ -53,7 +55,7 @@ func startServer(tb testing.TB) *testServer {
 			tb.Errorf("close db: %v", err)
 		}
 	})
-	return &testServer{URL: s.URL(), DB: db}
+	return &testServer{URL: s.URL(), Tokens: svc.Tokens}
 }
 
 // token issues a token for owner with scopes (default: read and write).
@@ -62,11 +64,8 @@ func (ts *testServer) token(tb testing.TB, owner string, scopes ...string) strin
 	if len(scopes) == 0 {
 		scopes = []string{plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite}
 	}
-	tok, secret, err := plantstore.NewToken(owner, scopes, 0, time.Now())
+	_, secret, err := ts.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: owner, Scopes: scopes})
 	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := ts.DB.CreateToken(context.Background(), tok); err != nil {
 		tb.Fatal(err)
 	}
 	return secret

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
 )
 
 // The abuse tests attack a real server over TCP on 127.0.0.1. Each fails
@@ -56,7 +55,7 @@ func splitClosed(s string) (time.Duration, string) {
 // the test fails after 4 s.
 func TestAbuse_Slowloris(t *testing.T) {
 	const timeout = time.Second
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) { s.ReadHeaderTimeout = timeout })
+	ts := MustOpenServer(t, func(s *TestServer) { s.ReadHeaderTimeout = timeout })
 	conn := ts.dial(t)
 	start := time.Now()
 	done := closedAfter(conn, start)
@@ -92,7 +91,7 @@ func TestAbuse_Slowloris(t *testing.T) {
 // ReadTimeout the body keeps flowing and the test fails after 4 s.
 func TestAbuse_SlowBody(t *testing.T) {
 	const timeout = 1500 * time.Millisecond
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) { s.ReadTimeout = timeout })
+	ts := MustOpenServer(t, func(s *TestServer) { s.ReadTimeout = timeout })
 	tok := ts.Token(t, "alice")
 	body := `{"id":1,"name":"Slow","pad":"` + strings.Repeat("x", 100) + `"}`
 	conn := ts.dial(t)
@@ -257,7 +256,7 @@ func TestAbuse_IdleConnections(t *testing.T) {
 // by the server. Without the timeouts they stay open and the test fails.
 func TestAbuse_IdleTimeout(t *testing.T) {
 	const timeout = time.Second
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) {
+	ts := MustOpenServer(t, func(s *TestServer) {
 		s.IdleTimeout, s.ReadHeaderTimeout = timeout, timeout
 	})
 	start := time.Now()
@@ -411,7 +410,7 @@ func TestAbuse_HugeJSON(t *testing.T) {
 // rate limit gets 429 42901 with Retry-After, while another token is
 // served promptly throughout. Without the limiter every request is served.
 func TestAbuse_RateLimitBurst(t *testing.T) {
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) { s.RateLimit, s.RateBurst = 2, 5 })
+	ts := MustOpenServer(t, func(s *TestServer) { s.RateLimit, s.RateBurst = 2, 5 })
 	busy, other := ts.Token(t, "alice"), ts.Token(t, "bob")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer client.CloseIdleConnections()

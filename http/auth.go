@@ -3,11 +3,9 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"golang.org/x/time/rate"
 
@@ -47,10 +45,10 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	}
 	scope, ok := operationScopes[op]
 	if !ok {
-		return nil, plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
+		return nil, internalError(fmt.Errorf("http: operation %s has no scope", op))
 	}
 	if !tok.HasScope(scope) {
-		return nil, plantstore.Errorf(plantstore.CodeInsufficientScope, "this token lacks the %s scope", scope)
+		return nil, insufficientScope(scope)
 	}
 	if err := s.allow(tok); err != nil {
 		return nil, err
@@ -59,51 +57,19 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	return plantstore.NewContextWithToken(ctx, tok), nil
 }
 
-// authenticate returns the active token whose secret this is. A token
-// found active is remembered for TokenCacheTTL, so most requests cost no
-// database lookup; revocation therefore takes effect within that TTL.
+// authenticate returns the active token of a bearer value: a JWT verified
+// with s.JWT when it is one and JWTs are on, else an opaque token checked by
+// the TokenService.
 func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
-	if s.JWT != nil && LooksLikeJWT(secret) {
-		return s.authenticateJWT(ctx, secret)
+	if s.JWT == nil || !LooksLikeJWT(secret) {
+		return s.TokenService.Authenticate(ctx, secret)
 	}
-	if !plantstore.PlausibleToken(secret) {
-		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
-	}
-	hash := plantstore.HashToken(secret)
-	now := s.Now()
-	if tok := s.tokens.get(hash, now); tok != nil {
-		s.metrics.tokenCache.WithLabelValues("hit").Inc()
-		return tok, nil
-	}
-	tok, err := s.TokenService.FindTokenByHash(ctx, hash)
-	if plantstore.ErrorCode(err) == plantstore.CodeTokenInvalid {
-		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
-	} else if err != nil {
-		return nil, err
-	}
-	if s.TokenCacheTTL > 0 {
-		s.metrics.tokenCache.WithLabelValues("miss").Inc()
-		if tok.Active(now) {
-			s.tokens.put(hash, tok, now.Add(s.TokenCacheTTL))
-		}
-	}
-	switch tok.Status(now) {
-	case "revoked":
-		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has been revoked")
-	case "expired":
-		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has expired")
-	}
-	return tok, nil
-}
-
-// authenticateJWT verifies a JWT bearer token with s.JWT. A refusal is
-// logged at debug level with its detail (never the token) and answered
-// 401 with CodeTokenInvalid.
-func (s *Server) authenticateJWT(ctx context.Context, raw string) (*plantstore.Token, error) {
-	tok, err := s.JWT.Verify(ctx, raw)
+	tok, err := s.JWT.Verify(ctx, secret)
 	if err == nil {
 		return tok, nil
 	}
+	// A refusal is logged at debug level with its detail (never the
+	// token) and answered 401 with CodeTokenInvalid.
 	var je *jwtError
 	if errors.As(err, &je) {
 		s.logger().LogAttrs(ctx, slog.LevelDebug, "jwt refused", slog.String("reason", je.detail.Error()))
@@ -129,56 +95,7 @@ func (s *Server) allow(tok *plantstore.Token) error {
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		s.metrics.rateLimited.Inc()
-		return &rateLimitedError{
-			err:        plantstore.Errorf(plantstore.CodeRateLimited, "too many requests for this token: retry later"),
-			retryAfter: d,
-		}
+		return tooManyRequests("too many requests for this token: retry later", d)
 	}
 	return nil
-}
-
-// scopeFor returns the scope the request's operation needs, or "".
-func (s *Server) scopeFor(r *http.Request) string {
-	if s.api == nil {
-		return ""
-	}
-	route, ok := s.api.FindRoute(r.Method, r.URL.Path)
-	if !ok {
-		return ""
-	}
-	return operationScopes[route.Name()]
-}
-
-// maxCachedTokens bounds the token cache; when it is full it starts over.
-const maxCachedTokens = 10000
-
-// tokenCache remembers recently verified tokens by the hash of their secret.
-type tokenCache struct {
-	mu sync.RWMutex
-	m  map[string]cachedToken
-}
-
-type cachedToken struct {
-	tok   *plantstore.Token
-	until time.Time
-}
-
-// get returns the token if it is cached, fresh and still active at now.
-func (c *tokenCache) get(hash []byte, now time.Time) *plantstore.Token {
-	c.mu.RLock()
-	e, ok := c.m[string(hash)]
-	c.mu.RUnlock()
-	if !ok || !now.Before(e.until) || !e.tok.Active(now) {
-		return nil
-	}
-	return e.tok
-}
-
-func (c *tokenCache) put(hash []byte, tok *plantstore.Token, until time.Time) {
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedTokens {
-		c.m = make(map[string]cachedToken)
-	}
-	c.m[string(hash)] = cachedToken{tok, until}
-	c.mu.Unlock()
 }

@@ -2,15 +2,16 @@ package http_test
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/mock"
 )
 
 func TestAuth(t *testing.T) {
@@ -20,7 +21,7 @@ func TestAuth(t *testing.T) {
 	const invalid = `Bearer realm="plantstore", error="invalid_token"`
 
 	revoked, revokedID := ts.Token(t, "alice"), ""
-	tokens, err := ts.DB.FindTokens(context.Background())
+	tokens, err := ts.Services.Tokens.FindTokens(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +30,14 @@ func TestAuth(t *testing.T) {
 			revokedID = x.ID
 		}
 	}
-	if err := ts.DB.RevokeToken(context.Background(), revokedID); err != nil {
+	if err := ts.Services.Tokens.RevokeToken(context.Background(), revokedID); err != nil {
 		t.Fatal(err)
 	}
 	expiredTok, expired, err := plantstore.NewToken("alice", nil, time.Minute, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.DB.CreateToken(context.Background(), expiredTok); err != nil {
+	if err := ts.DB.InsertToken(context.Background(), expiredTok); err != nil {
 		t.Fatal(err)
 	}
 	unknown, _, _ := func() (string, int, error) {
@@ -173,7 +174,7 @@ func TestScopes(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) {
+	ts := MustOpenServer(t, func(s *TestServer) {
 		s.RateLimit, s.RateBurst = 1, 3
 		s.Now = func() time.Time { return now } // the bucket does not refill during the test
 	})
@@ -224,27 +225,22 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
-// TestInternalErrorSaysNothing closes the database under a running server:
+// TestInternalErrorSaysNothing: when the plant service fails unexpectedly,
 // the 500 must not reveal what failed, and the log must.
 func TestInternalErrorSaysNothing(t *testing.T) {
-	ts := MustOpenServer(t)
+	var fail failures
+	cause := errors.New("sqlite: list plants: no such table: plants")
+	ts := MustOpenServer(t, withFailingServices(&fail, cause, nil))
 	tok := ts.Token(t, "alice")
 	if resp := ts.Get(t, tok, "/plants"); resp.Status != 200 {
 		t.Fatalf("status = %d", resp.Status)
 	}
-	// Keep the token valid but break plant storage: drop the table.
-	raw, err := sql.Open("sqlite3", ts.DB.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`DROP TABLE plants`); err != nil {
-		t.Fatal(err)
-	}
+	fail.plants.Store(true)
 	for _, r := range []Request{
 		{Method: "GET", Path: "/plants"},
 		{Method: "GET", Path: "/plants/1"},
 		{Method: "POST", Path: "/plants", Body: `{"id":1,"name":"Fern"}`},
+		{Method: "DELETE", Path: "/plants/1"},
 	} {
 		r.Token = tok
 		resp := ts.Do(t, r)
@@ -253,8 +249,8 @@ func TestInternalErrorSaysNothing(t *testing.T) {
 			t.Fatalf("body = %q, want %q", got, want)
 		}
 	}
-	if logs := ts.logs.String(); !strings.Contains(logs, "no such table") {
-		t.Fatalf("the log lacks the cause:\n%s", logs)
+	if logs := ts.logs.String(); strings.Count(logs, "no such table: plants") != 4 {
+		t.Fatalf("the log lacks the cause of each 500:\n%s", logs)
 	}
 }
 
@@ -275,22 +271,28 @@ func TestTokensNeverLogged(t *testing.T) {
 }
 
 // TestAuth_StorageFailure: when the token lookup itself fails, the answer
-// is a logged 500, not a 401 that would tell the client to send a token.
+// is a logged 500, not a 401 that would tell the client to send a token;
+// when the storage is unavailable, a 503 with Retry-After.
 func TestAuth_StorageFailure(t *testing.T) {
-	ts := MustOpenServer(t)
+	var cause atomic.Pointer[error]
+	ts := MustOpenServer(t, func(s *TestServer) {
+		s.TokenService = &mock.TokenService{AuthenticateFn: func(context.Context, string) (*plantstore.Token, error) {
+			return nil, *cause.Load()
+		}}
+	})
 	tok := ts.Token(t, "alice")
-	raw, err := sql.Open("sqlite3", ts.DB.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`DROP TABLE tokens`); err != nil {
-		t.Fatal(err)
-	}
-	resp := ts.Get(t, tok, "/plants")
-	mustError(t, resp, 500, plantstore.CodeInternal)
+	internal := errors.New("sqlite: find token: no such table: tokens")
+	cause.Store(&internal)
+	mustError(t, ts.Get(t, tok, "/plants"), 500, plantstore.CodeInternal)
 	if logs := ts.logs.String(); !strings.Contains(logs, "no such table: tokens") {
 		t.Fatalf("the log lacks the cause:\n%s", logs)
+	}
+	var unavailable error = &plantstore.Error{Code: plantstore.CodeStorageUnavailable, Message: "storage is not available; retry later", Err: errors.New("disk I/O error")}
+	cause.Store(&unavailable)
+	resp := ts.Get(t, tok, "/plants")
+	mustError(t, resp, 503, plantstore.CodeStorageUnavailable)
+	if got := resp.Header.Get("Retry-After"); got != "1" {
+		t.Fatalf("Retry-After = %q, want 1", got)
 	}
 }
 
@@ -305,19 +307,19 @@ func TestTokenCache(t *testing.T) {
 		now = now.Add(d)
 		mu.Unlock()
 	}
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) {
-		s.TokenCacheTTL = 2 * time.Second
-		s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ts := MustOpenServer(t, func(s *TestServer) {
+		s.Service.TokenCacheTTL = 2 * time.Second
+		s.Service.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	})
 	tok := ts.Token(t, "alice")
 	if resp := ts.Get(t, tok, "/plants"); resp.Status != 200 {
 		t.Fatalf("status = %d", resp.Status)
 	}
-	tokens, err := ts.DB.FindTokens(context.Background())
+	tokens, err := ts.Services.Tokens.FindTokens(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.DB.RevokeToken(context.Background(), tokens[0].ID); err != nil {
+	if err := ts.Services.Tokens.RevokeToken(context.Background(), tokens[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	clock(time.Second)
@@ -332,7 +334,7 @@ func TestTokenCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ts.DB.CreateToken(context.Background(), short); err != nil {
+		if err := ts.DB.InsertToken(context.Background(), short); err != nil {
 			t.Fatal(err)
 		}
 		if resp := ts.Get(t, secret, "/plants"); resp.Status != 200 {

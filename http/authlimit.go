@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-
-	"github.com/plantstore/plantstore"
 )
 
 // DefaultAuthFailureBurst is the failed authentications a client IP may
@@ -44,27 +41,14 @@ func newAuthFailureMetric(reg prometheus.Registerer) *prometheus.CounterVec {
 	return c
 }
 
-// apiError is the generated server's error handler: ogenError, except that
-// a 401 spends one from the client IP's failed-auth bucket and, when the
-// bucket is empty, becomes a 429 with Retry-After. Only requests whose
-// token is missing or bad get here: a valid token from a limited IP still
-// works. A missing or malformed token (wrong prefix or checksum) is refused
-// without a token lookup, limited or not; a well-formed one is looked up,
-// since that is the only way to tell a valid token from a guess.
-func (s *Server) apiError(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
-	err = classify(err, r)
-	switch plantstore.ErrorCode(err) {
-	case plantstore.CodeTokenMissing, plantstore.CodeTokenInvalid:
-		if rl := s.authFailed(r); rl != nil {
-			err = rl
-		}
-	}
-	s.ogenError(ctx, w, r, err) // classify keeps a domain error as it is
-}
-
-// authFailed records a failed authentication of r's client and returns the
-// 429 error to answer instead of the 401 when the client's limit is spent.
-func (s *Server) authFailed(r *http.Request) *rateLimitedError {
+// authFailed records a failed authentication (a 401) of r's client and
+// returns the 429 to answer instead when the client's limit is spent. Only
+// requests whose token is missing or bad get here: a valid token from a
+// limited IP still works. A missing or malformed token (wrong prefix or
+// checksum) is refused without a token lookup, limited or not; a
+// well-formed one is looked up, since that is the only way to tell a valid
+// token from a guess.
+func (s *Server) authFailed(r *http.Request) *HTTPError {
 	if s.AuthFailureLimit <= 0 {
 		s.authFails.count("401")
 		return nil
@@ -79,10 +63,7 @@ func (s *Server) authFailed(r *http.Request) *rateLimitedError {
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
 		s.authFails.count("429")
-		return &rateLimitedError{
-			err:        plantstore.Errorf(plantstore.CodeRateLimited, "too many failed authentications from this address: retry later with a valid token"),
-			retryAfter: d,
-		}
+		return tooManyRequests("too many failed authentications from this address: retry later with a valid token", d)
 	}
 	s.authFails.count("401")
 	return nil

@@ -14,18 +14,19 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/service"
+	"github.com/plantstore/plantstore/sqlite"
 )
 
-// countingTokens counts the token lookups that reach the store.
+// countingTokens counts the token lookups that reach the row store.
 type countingTokens struct {
-	plantstore.TokenService
-	lookups atomic.Int64
+	*sqlite.DB
+	lookups *atomic.Int64
 }
 
-func (c *countingTokens) FindTokenByHash(ctx context.Context, hash []byte) (*plantstore.Token, error) {
+func (c countingTokens) FindTokenByHash(ctx context.Context, hash []byte) (*plantstore.Token, error) {
 	c.lookups.Add(1)
-	return c.TokenService.FindTokenByHash(ctx, hash)
+	return c.DB.FindTokenByHash(ctx, hash)
 }
 
 // clientFrom returns a client whose connections come from the local
@@ -45,12 +46,11 @@ func TestAuthFailureLimit(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	counter := &countingTokens{}
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) {
+	lookups := &atomic.Int64{}
+	ts := MustOpenServer(t, func(s *TestServer) {
 		s.AuthFailureLimit, s.AuthFailureBurst = 6, 3 // one per 10 s
 		s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		counter.TokenService = s.TokenService
-		s.TokenService = counter
+		s.Wrap = func(db *sqlite.DB) service.Backend { return countingTokens{db, lookups} }
 	})
 	valid := ts.Token(t, "alice")
 	_, unknown, err := plantstore.NewToken("nobody", nil, 0, time.Now()) // well-formed, never stored
@@ -76,13 +76,13 @@ func TestAuthFailureLimit(t *testing.T) {
 	}
 	t.Run("Limited", func(t *testing.T) {
 		for _, b := range bad {
-			before := counter.lookups.Load()
+			before := lookups.Load()
 			resp := send(t, b.header)
 			mustError(t, resp, 429, plantstore.CodeRateLimited)
 			if got := resp.Header.Get("Retry-After"); got != "10" {
 				t.Fatalf("%s: Retry-After = %q, want 10", b.name, got)
 			}
-			if looked := counter.lookups.Load() - before; looked != 0 && !b.lookup {
+			if looked := lookups.Load() - before; looked != 0 && !b.lookup {
 				t.Fatalf("%s: %d token lookups for a request refused without one", b.name, looked)
 			}
 		}

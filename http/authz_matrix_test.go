@@ -20,7 +20,7 @@ import (
 func ownerState(t *testing.T, ts *TestServer, owner string) string {
 	t.Helper()
 	ctx := context.Background()
-	plants, _, err := ts.DB.FindPlants(ctx, plantstore.PlantFilter{Owner: owner, Limit: plantstore.MaxPageSize})
+	plants, _, err := ts.Services.Plants.FindPlants(ctx, plantstore.PlantFilter{Owner: owner, Limit: plantstore.MaxPageSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +35,13 @@ func ownerState(t *testing.T, ts *TestServer, owner string) string {
 	for _, p := range plants {
 		line("plant", p)
 	}
-	subs, err := ts.DB.FindSubscriptions(ctx, owner)
+	subs, err := ts.Services.Webhooks.FindSubscriptions(ctx, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range subs {
 		line("subscription", s)
-		attempts, err := ts.DB.FindAttempts(ctx, owner, s.ID, 100)
+		attempts, err := ts.Services.Webhooks.FindAttempts(ctx, owner, s.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

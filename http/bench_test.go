@@ -16,7 +16,6 @@ import (
 	"github.com/go-faster/jx"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/http/oapi"
 )
 
@@ -25,9 +24,9 @@ import (
 // default durability; every request creates a new plant. It measures the
 // whole path: HTTP, auth, decoding, the store's durable insert, logging.
 func BenchmarkAddPlant(b *testing.B) {
-	ts := MustOpenServer(b, func(s *plantstorehttp.Server) {
+	ts := MustOpenServer(b, func(s *TestServer) {
 		s.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil)) // production level, no buffer growth
-		s.TokenCacheTTL = 2 * time.Second                         // the serve default
+		s.Service.TokenCacheTTL = 2 * time.Second                 // the serve default
 	})
 	auth := "Bearer " + ts.Token(b, "bench")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}

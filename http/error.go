@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,188 +17,279 @@ import (
 	"github.com/ogen-go/ogen/validate"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/http/oapi"
 )
 
-// errorBody is the contract's Error schema.
-type errorBody struct {
-	Error   int32  `json:"error"`
-	Message string `json:"message"`
+// HTTPError is an error answer, in the style of tailscale's tsweb: what the
+// client is told (Status; Code and Msg in the contract's Error body; Header,
+// such as WWW-Authenticate or Retry-After) and what only the log sees (Err,
+// the cause). Every error of a request becomes one, in toHTTPError, and is
+// written by writeError: one mapper for handlers, authentication, the
+// generated decoder and the routes.
+type HTTPError struct {
+	Status int
+	Code   int32
+	Msg    string
+	Err    error // logged (5xx only), never sent
+	Header http.Header
 }
 
-// rateLimitedError is a CodeRateLimited error that knows when to retry.
-type rateLimitedError struct {
-	err        *plantstore.Error
-	retryAfter time.Duration
+// Error implements the error interface.
+func (e *HTTPError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("http %d (%d) %s: %v", e.Status, e.Code, e.Msg, e.Err)
+	}
+	return fmt.Sprintf("http %d (%d) %s", e.Status, e.Code, e.Msg)
 }
 
-func (e *rateLimitedError) Error() string { return e.err.Error() }
-func (e *rateLimitedError) Unwrap() error { return e.err }
+// Unwrap returns the cause.
+func (e *HTTPError) Unwrap() error { return e.Err }
 
-// Error writes err as the contract's Error body. A *plantstore.Error (or an
-// error wrapping one) is shown as it is; anything else is logged and answered
-// with a bare "Internal error." so that no internal detail reaches a client.
-func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
-	var e *plantstore.Error
-	if !errors.As(err, &e) {
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			// The client went away; nobody reads the answer.
-			e = plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
-		} else {
-			s.logger().ErrorContext(r.Context(), "internal error",
-				"method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()), "err", err)
-			e = plantstore.Errorf(plantstore.CodeInternal, "Internal error.")
-		}
+// newError returns an HTTPError with the status Code/100 and a message.
+func newError(code int32, format string, args ...any) *HTTPError {
+	return &HTTPError{Status: int(code / 100), Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// withHeader sets a header of the answer and returns e.
+func (e *HTTPError) withHeader(key, value string) *HTTPError {
+	if e.Header == nil {
+		e.Header = http.Header{}
 	}
-	if e.Status() >= 500 && e.Err != nil {
-		s.logger().ErrorContext(r.Context(), "storage error",
-			"method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()), "code", e.Code, "err", e.Err)
-	}
-	h := w.Header()
+	e.Header.Set(key, value)
+	return e
+}
+
+// internalError is the answer to anything unexpected: it says nothing; err
+// goes to the log.
+func internalError(err error) *HTTPError {
+	return &HTTPError{Status: http.StatusInternalServerError, Code: plantstore.CodeInternal, Msg: "Internal error.", Err: err}
+}
+
+// WWW-Authenticate values (RFC 6750).
+const (
+	authRealm        = `Bearer realm="plantstore"`
+	authInvalidToken = authRealm + `, error="invalid_token"`
+)
+
+// insufficientScope is the 403 of a token that lacks scope.
+func insufficientScope(scope string) *HTTPError {
+	return newError(plantstore.CodeInsufficientScope, "this token lacks the %s scope", scope).
+		withHeader("WWW-Authenticate", authRealm+`, error="insufficient_scope", scope="`+scope+`"`)
+}
+
+// tooManyRequests is a 429 whose Retry-After says when to come back.
+func tooManyRequests(msg string, retryAfter time.Duration) *HTTPError {
+	secs := max(1, int((retryAfter+time.Second-1)/time.Second))
+	return newError(plantstore.CodeRateLimited, "%s", msg).withHeader("Retry-After", strconv.Itoa(secs))
+}
+
+// unavailableRetryAfter is the Retry-After of a 503: storage outages are
+// mostly short (a failover, a lock, a restart), and clients back off anyway.
+const unavailableRetryAfter = "1"
+
+// fromDomain turns a domain error into its answer, with the headers its
+// code always has.
+func fromDomain(e *plantstore.Error) *HTTPError {
+	out := &HTTPError{Status: e.Status(), Code: e.Code, Msg: e.Message, Err: e.Err}
 	switch e.Code {
 	case plantstore.CodeTokenMissing:
-		h.Set("WWW-Authenticate", `Bearer realm="plantstore"`)
+		out.withHeader("WWW-Authenticate", authRealm)
 	case plantstore.CodeTokenInvalid:
-		h.Set("WWW-Authenticate", `Bearer realm="plantstore", error="invalid_token"`)
-	case plantstore.CodeInsufficientScope:
-		v := `Bearer realm="plantstore", error="insufficient_scope"`
-		if scope := s.scopeFor(r); scope != "" {
-			v += `, scope="` + scope + `"`
-		}
-		h.Set("WWW-Authenticate", v)
+		out.withHeader("WWW-Authenticate", authInvalidToken)
 	case plantstore.CodeRateLimited:
-		var rl *rateLimitedError
-		secs := 1
-		if errors.As(err, &rl) {
-			secs = max(1, int((rl.retryAfter+time.Second-1)/time.Second))
-		}
-		h.Set("Retry-After", strconv.Itoa(secs))
+		out.withHeader("Retry-After", "1")
+	case plantstore.CodeStorageUnavailable:
+		out.withHeader("Retry-After", unavailableRetryAfter)
 	}
-	writeError(w, e)
+	return out
 }
 
-func writeError(w http.ResponseWriter, e *plantstore.Error) {
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(errorBody{Error: e.Code, Message: e.Message}) // cannot fail: a struct of an int and a string
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(body.Len()))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(e.Status())
-	w.Write(body.Bytes())
-}
-
-// ogenError is the generated server's error handler: it turns the errors of
-// decoding, validation and security into the contract's codes and passes
-// the handlers' own errors on to Error.
-func (s *Server) ogenError(_ context.Context, w http.ResponseWriter, r *http.Request, err error) {
-	s.Error(w, r, classify(err, r))
-}
-
-// classify maps the generated server's errors to domain errors.
-func classify(err error, r *http.Request) error {
+// toHTTPError turns any error of a request into its answer:
+//   - an *HTTPError as it is;
+//   - a *plantstore.Error (from the services, or the body checks) with its
+//     code and message;
+//   - the generated server's typed errors (security, parameters, content
+//     type, body decoding and validation) with the contract's codes;
+//   - anything else as a 500 that says nothing (the cause is logged), or,
+//     when the client has gone away, a 500 nobody reads and nothing logs.
+func toHTTPError(r *http.Request, err error) *HTTPError {
 	var (
+		he       *HTTPError
 		domain   *plantstore.Error
 		security *ogenerrors.SecurityError
+		params   *ogenerrors.DecodeParamsError
 		param    *ogenerrors.DecodeParamError
 		request  *ogenerrors.DecodeRequestError
 		ctype    *validate.InvalidContentTypeError
 	)
 	switch {
+	case errors.As(err, &he):
+		return he
 	case errors.As(err, &domain):
-		return err
+		return fromDomain(domain)
 	case errors.As(err, &security):
 		if errors.Is(security.Err, ogenerrors.ErrSecurityRequirementIsNotSatisfied) {
-			return plantstore.Errorf(plantstore.CodeTokenMissing, "a bearer token is required (Authorization: Bearer <token>)")
+			return fromDomain(plantstore.Errorf(plantstore.CodeTokenMissing, "a bearer token is required (Authorization: Bearer <token>)"))
 		}
-		return security.Err // the token lookup failed: Error logs it and answers 500
+		return internalError(security.Err)
 	case errors.As(err, &param):
-		code := plantstore.CodeInvalidQuery
-		if param.In == "path" {
-			code = plantstore.CodeInvalidPath
+		op := ""
+		if errors.As(err, &params) {
+			op = params.OperationName()
 		}
-		msg := paramMessage(param.Name, param.Err)
-		if param.Name == "id" && strings.HasPrefix(r.URL.Path, "/webhooks/") {
-			msg = "must be a webhook id: whk_ and 16 lower-case hex digits"
-		}
-		return plantstore.Errorf(code, "invalid %s parameter %q: %s", param.In, param.Name, msg)
+		return paramError(op, param)
 	case errors.As(err, &ctype):
-		return plantstore.Errorf(plantstore.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/json", ctype.ContentType)
+		return newError(plantstore.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/json", ctype.ContentType)
 	case errors.As(err, &request):
-		if errors.Is(err, validate.ErrBodyRequired) {
-			return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
-		}
-		if strings.Contains(request.Err.Error(), "parse media type") {
-			return plantstore.Errorf(plantstore.CodeUnsupportedMedia, "Content-Type is not valid: send application/json")
-		}
-		return plantstore.Errorf(plantstore.CodeInvalidBody, "invalid NewPlant: %s", describe(request.Err))
+		return requestError(r, request)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return &HTTPError{Status: http.StatusInternalServerError, Code: plantstore.CodeInternal, Msg: "Internal error."}
 	}
-	return err
+	return internalError(err)
 }
 
-// describe renders a decoding or validation error of the generated code
-// without its Go wrapping noise.
-func describe(err error) string {
+// paramError is the 400 of a query (40003) or path (40004) parameter the
+// generated decoder refused.
+func paramError(op string, p *ogenerrors.DecodeParamError) *HTTPError {
+	code := plantstore.CodeInvalidQuery
+	if p.In == "path" {
+		code = plantstore.CodeInvalidPath
+	}
+	var msg string
+	switch {
+	case p.Name == "limit":
+		msg = fmt.Sprintf("must be an integer from 1 to %d", plantstore.MaxPageSize)
+	case p.Name == "id" && webhookOperations[op]:
+		msg = "must be a webhook id: whk_ and 16 lower-case hex digits"
+	case p.Name == "id" || p.Name == "after":
+		msg = integerRange(64)
+	default:
+		msg = describeValidation(p.Err)
+	}
+	return newError(code, "invalid %s parameter %q: %s", p.In, p.Name, msg)
+}
+
+// webhookOperations are the operations whose path id is a webhook id.
+var webhookOperations = map[string]bool{
+	oapi.GetWebhookOperation:            true,
+	oapi.DeleteWebhookOperation:         true,
+	oapi.RotateWebhookSecretOperation:   true,
+	oapi.ListWebhookDeliveriesOperation: true,
+}
+
+// requestError is the answer to a request body the generated decoder
+// refused, naming the operation's schema (NewPlant, NewWebhook, ...).
+func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError {
+	if errors.Is(e.Err, validate.ErrBodyRequired) {
+		return newError(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
+	}
+	bodies, err := requestBodies()
+	if err != nil {
+		return internalError(err)
+	}
+	schema := bodies[e.OperationID()]
+	if schema == nil {
+		return internalError(fmt.Errorf("http: no request body schema for operation %q: %w", e.OperationID(), e.Err))
+	}
 	var (
-		body  *ogenerrors.DecodeBodyError
 		valid *validate.Error
+		body  *ogenerrors.DecodeBodyError
 	)
 	switch {
-	case errors.As(err, &valid):
+	case errors.As(e.Err, &valid):
 		parts := make([]string, 0, len(valid.Fields))
 		for _, f := range valid.Fields {
-			parts = append(parts, fmt.Sprintf("%s: %s", f.Name, fieldMessage(f.Error)))
+			parts = append(parts, f.Name+": "+describeValidation(f.Error))
 		}
-		return strings.Join(parts, "; ")
-	case errors.As(err, &body):
-		if m := fieldPattern.FindStringSubmatch(body.Err.Error()); m != nil {
-			if want, ok := fieldTypes[m[1]]; ok {
-				return m[1] + ": " + want
-			}
+		return newError(plantstore.CodeInvalidBody, "invalid %s: %s", schema.Name, strings.Join(parts, "; "))
+	case errors.As(e.Err, &body):
+		msg := schema.fieldError(body.Body)
+		if msg == "" {
+			msg = "the body does not match the schema"
 		}
-		if strings.Contains(body.Err.Error(), `"{" expected`) {
-			return "the body must be a JSON object"
-		}
-		return body.Err.Error()
+		return &HTTPError{Status: http.StatusBadRequest, Code: plantstore.CodeInvalidBody, Msg: "invalid " + schema.Name + ": " + msg}
 	}
-	return err.Error()
-}
-
-// fieldPattern finds the field the generated decoder failed on.
-var fieldPattern = regexp.MustCompile(`decode field "([A-Za-z_]+)"`)
-
-// fieldTypes says what each NewPlant field must be.
-var fieldTypes = map[string]string{
-	"id":   "must be an integer from -9223372036854775808 to 9223372036854775807 (int64)",
-	"name": "must be a string",
-	"tag":  "must be a string (leave it out for no tag)",
-}
-
-// paramMessage says what a parameter must be.
-func paramMessage(name string, err error) string {
-	switch name {
-	case "limit":
-		return fmt.Sprintf("must be an integer from 1 to %d", plantstore.MaxPageSize)
-	case "id", "after":
-		return "must be an integer from -9223372036854775808 to 9223372036854775807 (int64)"
+	// The decoder fails before reading the body only when the media type
+	// does not parse.
+	if _, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil {
+		return newError(plantstore.CodeUnsupportedMedia, "Content-Type is not valid: send application/json")
 	}
-	return describe(err)
+	return internalError(e)
 }
 
-func fieldMessage(err error) string {
+// describeValidation says what a value the generated validators refused
+// must be.
+func describeValidation(err error) string {
 	if errors.Is(err, validate.ErrFieldRequired) {
 		return "required"
 	}
-	var s *validate.MinLengthError
-	if errors.As(err, &s) {
-		return fmt.Sprintf("must have at least %d characters", s.MinLength)
+	var short *validate.MinLengthError
+	if errors.As(err, &short) {
+		return fmt.Sprintf("must have at least %d characters", short.MinLength)
 	}
-	var l *validate.MaxLengthError
-	if errors.As(err, &l) {
-		return fmt.Sprintf("must have at most %d characters", l.MaxLength)
+	var long *validate.MaxLengthError
+	if errors.As(err, &long) {
+		return fmt.Sprintf("must have at most %d characters", long.MaxLength)
 	}
-	return err.Error()
+	return "is not valid"
+}
+
+// Error writes err as the contract's Error body (see toHTTPError).
+func (s *Server) Error(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeError(w, r, toHTTPError(r, err))
+}
+
+// ogenError is the generated server's error handler. A 401 also spends one
+// from the client IP's failed-auth bucket and, when the bucket is empty,
+// becomes a 429 (see authlimit.go).
+func (s *Server) ogenError(_ context.Context, w http.ResponseWriter, r *http.Request, err error) {
+	e := toHTTPError(r, err)
+	if e.Status == http.StatusUnauthorized {
+		if limited := s.authFailed(r); limited != nil {
+			e = limited
+		}
+	}
+	s.writeError(w, r, e)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, newError(plantstore.CodeNoRoute, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
+	s.writeError(w, r, newError(plantstore.CodeMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowed).
+		withHeader("Allow", allowed))
+}
+
+// writeError logs a 5xx's cause and writes e.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *HTTPError) {
+	if e.Status >= 500 && e.Err != nil {
+		msg := "internal error"
+		if e.Code == plantstore.CodeStorageUnavailable {
+			msg = "storage error"
+		}
+		s.logger().ErrorContext(r.Context(), msg, "method", r.Method, "path", r.URL.Path,
+			"request_id", RequestID(r.Context()), "code", e.Code, "err", e.Err)
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(errorBody{Error: e.Code, Message: e.Msg}) // cannot fail: a struct of an int and a string
+	h := w.Header()
+	for k, v := range e.Header {
+		h[k] = v
+	}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(body.Len()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	w.Write(body.Bytes())
+}
+
+// errorBody is the contract's Error schema.
+type errorBody struct {
+	Error   int32  `json:"error"`
+	Message string `json:"message"`
 }
 
 func (s *Server) logger() *slog.Logger {

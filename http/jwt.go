@@ -278,7 +278,11 @@ func jwtScopes(claims map[string]json.RawMessage) ([]string, error) {
 	return scopes, nil
 }
 
-// jwtReason says in a few words why go-oidc refused a token.
+// jwtReason says in a few words why go-oidc refused a token. go-oidc v3
+// types only TokenExpiredError (handled before this); the other refusals
+// (issuer, audience, signature, malformed) are plain fmt errors, so their
+// text is all there is to tell them apart. Nothing depends on it but this
+// message: an unrecognised refusal is still a 401, "rejected".
 func jwtReason(err error) string {
 	msg := err.Error()
 	switch {

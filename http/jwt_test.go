@@ -160,7 +160,7 @@ func (iss *testIssuer) claims(sub string, extra map[string]any) map[string]any {
 }
 
 // withJWT configures a server to verify JWTs with cfg.
-func withJWT(t *testing.T, cfg plantstorehttp.JWTConfig) func(*plantstorehttp.Server) {
+func withJWT(t *testing.T, cfg plantstorehttp.JWTConfig) func(*TestServer) {
 	t.Helper()
 	if cfg.Audience == "" {
 		cfg.Audience = testAudience
@@ -171,7 +171,7 @@ func withJWT(t *testing.T, cfg plantstorehttp.JWTConfig) func(*plantstorehttp.Se
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(s *plantstorehttp.Server) { s.JWT = v }
+	return func(s *TestServer) { s.JWT = v }
 }
 
 const invalidTokenChallenge = `Bearer realm="plantstore", error="invalid_token"`

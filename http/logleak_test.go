@@ -2,15 +2,14 @@ package http_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
 )
 
 // TestNoSecretLeaks runs a realistic session — tokens valid, invalid,
@@ -20,8 +19,11 @@ import (
 // random hex) and no webhook secret appears in any log line (debug level)
 // or in any error body.
 func TestNoSecretLeaks(t *testing.T) {
-	ts := MustOpenServer(t, func(s *plantstorehttp.Server) {
-		s.TokenCacheTTL = time.Second
+	var fail failures
+	ts := MustOpenServer(t, func(s *TestServer) {
+		withFailingServices(&fail, errors.New("sqlite: list plants: no such table: plants"),
+			errors.New("sqlite: find token: no such table: tokens"))(s)
+		s.Service.TokenCacheTTL = time.Second
 		s.RateLimit, s.RateBurst = 1, 15
 		s.AuthFailureLimit, s.AuthFailureBurst = 60, 10
 	})
@@ -42,7 +44,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.DB.CreateToken(ctx, custom); err != nil {
+	if err := ts.DB.InsertToken(ctx, custom); err != nil {
 		t.Fatal(err)
 	}
 	secrets = append(secrets, "operator-chosen-secret-0123456789abcdefXYZ")
@@ -50,19 +52,19 @@ func TestNoSecretLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.DB.CreateToken(ctx, expiredTok); err != nil {
+	if err := ts.DB.InsertToken(ctx, expiredTok); err != nil {
 		t.Fatal(err)
 	}
 	secrets = append(secrets, expired)
 	_, unknown, _ := plantstore.NewToken("nobody", nil, 0, time.Now()) // never stored
 	secrets = append(secrets, unknown)
-	tokens, err := ts.DB.FindTokens(ctx)
+	tokens, err := ts.Services.Tokens.FindTokens(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range tokens {
 		if string(x.Hash) == string(plantstore.HashToken(revoked)) {
-			if err := ts.DB.RevokeToken(ctx, x.ID); err != nil {
+			if err := ts.Services.Tokens.RevokeToken(ctx, x.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -120,19 +122,10 @@ func TestNoSecretLeaks(t *testing.T) {
 		do(Request{Method: "GET", Path: "/plants", Token: flood})
 	}
 	// ... and storage failures, whose causes are logged.
-	raw, err := sql.Open("sqlite3", ts.DB.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`DROP TABLE plants`); err != nil {
-		t.Fatal(err)
-	}
+	fail.plants.Store(true)
 	do(Request{Method: "GET", Path: "/plants", Token: alice})
-	if _, err := raw.Exec(`DROP TABLE tokens`); err != nil {
-		t.Fatal(err)
-	}
-	do(Request{Method: "GET", Path: "/plants", Token: bob}) // bob is not cached: a lookup fails
+	fail.tokens.Store(true)
+	do(Request{Method: "GET", Path: "/plants", Token: bob})
 	do(Request{Method: "GET", Path: "/plants", Token: unknown})
 
 	logs := ts.logs.String()

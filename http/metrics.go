@@ -2,8 +2,6 @@ package http
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -17,32 +15,12 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	rateLimited prometheus.Counter
-	tokenCache  *prometheus.CounterVec
 }
 
 // NewRegistry returns a registry with the Go and process collectors, for
-// Server.Registry and the store's metrics (CommitObserver).
+// Server.Registry and the metrics of the storage and services
+// (storemetrics.go).
 func NewRegistry() *prometheus.Registry { return newRegistry() }
-
-// CommitObserver registers the storage's group-commit metrics on reg and
-// returns the function to give the store as its OnCommit hook.
-func CommitObserver(reg prometheus.Registerer) func(writes int, took time.Duration) {
-	writes := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "plantstore_store_batch_writes",
-		Help:    "Writes per group commit (one transaction, one fsync).",
-		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
-	})
-	took := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "plantstore_store_commit_seconds",
-		Help:    "Time to apply and commit one group-commit batch.",
-		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-	})
-	reg.MustRegister(writes, took)
-	return func(n int, d time.Duration) {
-		writes.Observe(float64(n))
-		took.Observe(d.Seconds())
-	}
-}
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
@@ -69,11 +47,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Requests refused with 429 because their token's rate limit was spent.",
 		}),
 	}
-	m.tokenCache = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "plantstore_token_cache_total",
-		Help: "Bearer token checks by token cache result (hit: no database lookup).",
-	}, []string{"result"})
-	reg.MustRegister(m.requests, m.duration, m.rateLimited, m.tokenCache)
+	reg.MustRegister(m.requests, m.duration, m.rateLimited)
 	return m
 }
 
@@ -150,52 +124,4 @@ func knownMethod(m string) bool {
 		return true
 	}
 	return false
-}
-
-// requestInfo collects what inner layers learn about a request for the
-// request log line.
-type requestInfo struct {
-	id    string // the request id: the client's X-Request-Id or a generated one
-	owner string
-}
-
-// maxRequestIDLen bounds a client's X-Request-Id; longer ones are replaced.
-const maxRequestIDLen = 128
-
-// requestID returns the client's X-Request-Id when it is 1 to 128 visible
-// ASCII characters (safe in a header and a log line), else a new random id
-// of 16 hex digits.
-func requestID(client string) string {
-	if len(client) > 0 && len(client) <= maxRequestIDLen {
-		ok := true
-		for i := 0; i < len(client); i++ {
-			if c := client[i]; c < '!' || c > '~' {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return client
-		}
-	}
-	var b [8]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
-}
-
-// RequestID returns the id of the request ctx belongs to, or "".
-func RequestID(ctx context.Context) string {
-	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
-		return info.id
-	}
-	return ""
-}
-
-type requestInfoKey struct{}
-
-// setOwner records the authenticated owner for the request log.
-func setOwner(ctx context.Context, owner string) {
-	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
-		info.owner = owner
-	}
 }

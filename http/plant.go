@@ -20,7 +20,8 @@ var (
 )
 
 // AddPlant handles the "POST /plants" route. The body has already been
-// checked against the schema by the generated decoder.
+// checked against the schema by the generated decoder; the service checks
+// the rest, stores the plant and its webhook event, and wakes the dispatcher.
 func (h *handler) AddPlant(ctx context.Context, req *oapi.NewPlant) (oapi.AddPlantRes, error) {
 	p := &plantstore.Plant{
 		Owner: plantstore.TokenFromContext(ctx).Owner,
@@ -30,15 +31,9 @@ func (h *handler) AddPlant(ctx context.Context, req *oapi.NewPlant) (oapi.AddPla
 	if tag, ok := req.Tag.Get(); ok {
 		p.Tag = &tag
 	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	stored, created, err := h.s.PlantService.CreatePlant(ctx, p)
+	stored, _, err := h.s.PlantService.CreatePlant(ctx, p)
 	if err != nil {
 		return nil, err
-	}
-	if created && h.s.OnPlantCreated != nil {
-		h.s.OnPlantCreated()
 	}
 	return toAPI(stored), nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -26,8 +27,8 @@ import (
 // decoder, auth, handlers, error mapper) over a real SQLite file, called
 // in-process: one per fuzz process, shared by every input.
 type fuzzServer struct {
-	h  http.Handler
-	db *sqlite.DB
+	h      http.Handler
+	plants plantstore.PlantService
 }
 
 // Fixed secrets, so that seeds in testdata/fuzz can carry working tokens.
@@ -49,7 +50,7 @@ var fuzzIssued = func() string {
 func newFuzzServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *fuzzServer {
 	tb.Helper()
 	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
-	if err := db.Open(); err != nil {
+	if err := db.Open(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
@@ -69,12 +70,13 @@ func newFuzzServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *fu
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := db.CreateToken(context.Background(), t); err != nil {
+		if err := db.InsertToken(context.Background(), t); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	s := plantstorehttp.NewServer()
-	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
+	svc := service.New(db, service.Config{})
+	s.PlantService, s.TokenService, s.WebhookService, s.Storage = svc.Plants, svc.Tokens, svc.Webhooks, db
 	s.Logger = slog.New(slog.DiscardHandler)
 	for _, c := range configure {
 		c(s)
@@ -83,7 +85,7 @@ func newFuzzServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *fu
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &fuzzServer{h: h, db: db}
+	return &fuzzServer{h: h, plants: svc.Plants}
 }
 
 // do serves one request in-process.
@@ -198,7 +200,7 @@ func FuzzAddPlant(f *testing.F) {
 		checkPlant(t, got)
 		// Clean up, so that the next input has a fresh id space.
 		defer func() {
-			if err := fs.db.DeletePlant(context.Background(), fuzzOwner, *got.ID); err != nil {
+			if err := fs.plants.DeletePlant(context.Background(), fuzzOwner, *got.ID); err != nil {
 				t.Fatalf("delete %d: %v", *got.ID, err)
 			}
 		}()
@@ -262,7 +264,7 @@ func FuzzListPlants(f *testing.F) {
 			tag := tags[i%int64(len(tags))]
 			p.Tag = &tag
 		}
-		if _, _, err := fs.db.CreatePlant(context.Background(), p); err != nil {
+		if _, _, err := fs.plants.CreatePlant(context.Background(), p); err != nil {
 			f.Fatal(err)
 		}
 	}

@@ -2,8 +2,8 @@ package http_test
 
 import (
 	"bufio"
-	"database/sql"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -86,7 +86,8 @@ func TestRequestID(t *testing.T) {
 	// Errors (even 404s of unknown routes and 401s) carry the id, and the
 	// error log line of a 500 has it too.
 	t.Run("OnErrors", func(t *testing.T) {
-		ts := MustOpenServer(t)
+		var fail failures
+		ts := MustOpenServer(t, withFailingServices(&fail, errors.New("sqlite: find plant: no such table: plants"), nil))
 		tok := ts.Token(t, "alice")
 		if got := ts.Do(t, Request{Method: "GET", Path: "/nope", Header: map[string]string{"X-Request-Id": "r404"}}).Header.Get("X-Request-Id"); got != "r404" {
 			t.Fatalf("404: X-Request-Id = %q", got)
@@ -94,14 +95,7 @@ func TestRequestID(t *testing.T) {
 		if got := ts.Do(t, Request{Method: "GET", Path: "/plants", Header: map[string]string{"X-Request-Id": "r401"}}).Header.Get("X-Request-Id"); got != "r401" {
 			t.Fatalf("401: X-Request-Id = %q", got)
 		}
-		raw, err := sql.Open("sqlite3", ts.DB.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer raw.Close()
-		if _, err := raw.Exec(`DROP TABLE plants`); err != nil {
-			t.Fatal(err)
-		}
+		fail.plants.Store(true)
 		resp := ts.Do(t, Request{Method: "GET", Path: "/plants/1", Token: tok, Header: map[string]string{"X-Request-Id": "r500"}})
 		mustError(t, resp, 500, 50001)
 		if got := resp.Header.Get("X-Request-Id"); got != "r500" {

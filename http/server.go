@@ -42,24 +42,18 @@ type Server struct {
 	// Addr is the address to listen on, e.g. ":8080" or "127.0.0.1:0".
 	Addr string
 
+	// The services the handlers call (package service implements them once
+	// over any backend; package mock fakes them), and the storage /readyz
+	// checks.
 	PlantService   plantstore.PlantService
 	TokenService   plantstore.TokenService
 	WebhookService plantstore.WebhookService
 	Storage        Pinger
 
-	// OnPlantCreated, if set, is called after a create stored a new plant
-	// (not on a replay): it wakes the webhook dispatcher.
-	OnPlantCreated func()
-
 	// Logger receives error details and one line per request; nil: slog.Default().
 	Logger *slog.Logger
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
-
-	// TokenCacheTTL is how long a verified token is trusted without a
-	// database lookup, and so the bound on how late a revocation takes
-	// effect; zero turns the cache off (revocation is then immediate).
-	TokenCacheTTL time.Duration
 
 	// RateLimit is each token's sustained request rate (per second) and
 	// RateBurst its bucket size; a zero RateLimit turns limiting off.
@@ -97,7 +91,6 @@ type Server struct {
 
 	limitersMu sync.Mutex
 	limiters   map[string]*rate.Limiter
-	tokens     tokenCache
 	authFails  authFailures
 
 	// draining is set by Close: every answer then says Connection: close.
@@ -131,7 +124,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	h := &handler{s: s}
 	api, err := oapi.NewServer(h, h,
-		oapi.WithErrorHandler(s.apiError),
+		oapi.WithErrorHandler(s.ogenError),
 		oapi.WithNotFound(s.notFound),
 		oapi.WithMethodNotAllowed(s.methodNotAllowed),
 	)
@@ -299,15 +292,6 @@ func (s *Server) route() http.Handler {
 		}
 		s.api.ServeHTTP(w, r)
 	})
-}
-
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.Error(w, r, plantstore.Errorf(plantstore.CodeNoRoute, "no route for %s %s", r.Method, r.URL.Path))
-}
-
-func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
-	w.Header().Set("Allow", allowed)
-	s.Error(w, r, plantstore.Errorf(plantstore.CodeMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowed))
 }
 
 // recoverPanics turns a handler panic into a 500 with the contract's body.

@@ -16,14 +16,26 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
-// TestServer is a real server on 127.0.0.1 over a real SQLite file.
+// TestServer is a real server on 127.0.0.1 over the real services and a
+// real SQLite file. Before it opens, a configure function may set any
+// Server field (a mock service, a limit, a clock), Service (the services'
+// configuration), Wrap (to wrap the row stores) or OpTimeout.
 type TestServer struct {
 	*plantstorehttp.Server
-	DB  *sqlite.DB
-	URL string
+	DB       *sqlite.DB
+	Services *service.Services
+	URL      string
+
+	// Service configures the services built over DB.
+	Service service.Config
+	// Wrap, if set, wraps DB's row stores under the services.
+	Wrap func(db *sqlite.DB) service.Backend
+	// OpTimeout is DB's (0: its default).
+	OpTimeout time.Duration
 
 	logs *syncBuffer
 }
@@ -46,22 +58,48 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// MustOpenServer starts a server; configure, if given, adjusts it before Open.
-func MustOpenServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *TestServer {
+// MustOpenServer starts a server; configure, if given, adjusts it before
+// the database and the services are made and the server opens. Services a
+// configure function set (mocks) are kept.
+func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	tb.Helper()
+	ts := &TestServer{Server: plantstorehttp.NewServer(), logs: &syncBuffer{}}
+	ts.Addr = "127.0.0.1:0"
+	ts.Logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, c := range configure {
+		c(ts)
+	}
 	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
-	if err := db.Open(); err != nil {
+	db.OpTimeout = ts.OpTimeout
+	if err := db.Open(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := db.Migrate(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	ts := &TestServer{Server: plantstorehttp.NewServer(), DB: db, logs: &syncBuffer{}}
-	ts.Addr = "127.0.0.1:0"
-	ts.PlantService, ts.TokenService, ts.WebhookService, ts.Storage = db, db, db, db
-	ts.Logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	for _, c := range configure {
-		c(ts.Server)
+	ts.DB = db
+	if ts.Registry == nil {
+		ts.Registry = plantstorehttp.NewRegistry()
+	}
+	if ts.Service.OnTokenCache == nil {
+		ts.Service.OnTokenCache = plantstorehttp.TokenCacheObserver(ts.Registry) // as serve wires it
+	}
+	var backend service.Backend = db
+	if ts.Wrap != nil {
+		backend = ts.Wrap(db)
+	}
+	ts.Services = service.New(backend, ts.Service)
+	if ts.PlantService == nil {
+		ts.PlantService = ts.Services.Plants
+	}
+	if ts.TokenService == nil {
+		ts.TokenService = ts.Services.Tokens
+	}
+	if ts.WebhookService == nil {
+		ts.WebhookService = ts.Services.Webhooks
+	}
+	if ts.Storage == nil {
+		ts.Storage = db
 	}
 	if err := ts.Open(); err != nil {
 		tb.Fatal(err)
@@ -87,11 +125,8 @@ func MustOpenServer(tb testing.TB, configure ...func(*plantstorehttp.Server)) *T
 // Token issues a token for owner with scopes (default: read and write).
 func (ts *TestServer) Token(tb testing.TB, owner string, scopes ...string) string {
 	tb.Helper()
-	tok, secret, err := plantstore.NewToken(owner, scopes, 0, time.Now())
+	_, secret, err := ts.Services.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: owner, Scopes: scopes})
 	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := ts.DB.CreateToken(context.Background(), tok); err != nil {
 		tb.Fatal(err)
 	}
 	return secret

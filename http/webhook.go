@@ -11,12 +11,8 @@ import (
 // CreateWebhook handles the "POST /webhooks" route: a new subscription, with
 // its signing secret shown this once.
 func (h *handler) CreateWebhook(ctx context.Context, req *oapi.NewWebhook) (oapi.CreateWebhookRes, error) {
-	owner := plantstore.TokenFromContext(ctx).Owner
-	sub, err := plantstore.NewSubscription(owner, req.URL.String(), req.Description.Or(""), h.s.Now())
+	sub, err := h.s.WebhookService.CreateSubscription(ctx, plantstore.TokenFromContext(ctx).Owner, req.URL.String(), req.Description.Or(""))
 	if err != nil {
-		return nil, err
-	}
-	if err := h.s.WebhookService.CreateSubscription(ctx, sub); err != nil {
 		return nil, err
 	}
 	return withSecret(sub), nil
@@ -55,12 +51,7 @@ func (h *handler) DeleteWebhook(ctx context.Context, params oapi.DeleteWebhookPa
 // RotateWebhookSecret handles the "POST /webhooks/{id}/rotate-secret" route:
 // a new secret; the old one keeps signing for plantstore.SecretRotationGrace.
 func (h *handler) RotateWebhookSecret(ctx context.Context, params oapi.RotateWebhookSecretParams) (oapi.RotateWebhookSecretRes, error) {
-	secret, err := plantstore.NewWebhookSecret()
-	if err != nil {
-		return nil, err
-	}
-	until := h.s.Now().Add(plantstore.SecretRotationGrace)
-	sub, err := h.s.WebhookService.RotateSecret(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, secret, until)
+	sub, err := h.s.WebhookService.RotateSecret(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +60,7 @@ func (h *handler) RotateWebhookSecret(ctx context.Context, params oapi.RotateWeb
 
 // ListWebhookDeliveries handles the "GET /webhooks/{id}/deliveries" route.
 func (h *handler) ListWebhookDeliveries(ctx context.Context, params oapi.ListWebhookDeliveriesParams) (oapi.ListWebhookDeliveriesRes, error) {
-	attempts, err := h.s.WebhookService.FindAttempts(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, plantstore.MaxDeliveriesListed)
+	attempts, err := h.s.WebhookService.FindAttempts(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -5,294 +5,202 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore"
 )
 
-// Group commit for PostgreSQL. Creates and deletes are queued; each of a few
-// committers takes every queued write (up to MaxBatch) and applies them in
-// one transaction whose statements are pipelined (one round trip for all
-// inserts or deletes, one for the lookups of creates that found a row and
-// the webhook outbox rows of the creates that inserted, one commit), so a
-// batch costs one WAL flush and a handful of round trips.
-// Writes are applied in key order, so two replicas' batches lock rows in the
-// same order and cannot deadlock each other.
+// Group commit of plant writes. InsertPlant and DeletePlant queue a writeOp
+// (internal/groupcommit); a committer takes every queued op, up to
+// MaxBatch, and apply runs them in one READ COMMITTED transaction whose
+// statements are pipelined: round trip 1 sends every INSERT ... ON CONFLICT
+// DO NOTHING and DELETE; round trip 2 the lookups of the creates that found
+// their key taken and the outbox fan-out of the creates that inserted; then
+// COMMIT. A batch costs one WAL flush and three round trips, whatever its
+// size. Ops are applied in key order, so two replicas' batches lock rows in
+// the same order and cannot deadlock each other.
 //
-// If anything in a batch fails (a serialization failure, a timeout, an
-// error of one statement, which aborts a PostgreSQL transaction), the batch
-// is rolled back and each of its writes is run alone through inTx, with its
-// own retries: a failing write fails alone.
-
-// DefaultMaxBatch bounds how many writes share one transaction.
-const DefaultMaxBatch = 256
+// If anything in a batch fails (a serialization failure, a timeout, a bad
+// row: one failing statement aborts a PostgreSQL transaction), the batch is
+// rolled back and each op runs alone: apply again, on a batch of one, with
+// the bounded retries. A failing write fails alone, and the SQL of a write
+// exists once.
 
 // committers is how many batches may be in flight at once per process.
 const committers = 2
 
-var errClosed = errors.New("postgres: database is closed")
-
-type opKind int
+// maxVanished bounds how often a create runs alone again because the row
+// that blocked its insert was deleted before its lookup.
+const maxVanished = 3
 
 const (
-	opCreate opKind = iota
-	opDelete
+	plantColumns = `owner, id, name, tag, created_at`
+	qInsertPlant = `INSERT INTO plants (owner, id, name, tag, created_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (owner, id) DO NOTHING`
+	qDeletePlant = `DELETE FROM plants WHERE owner = $1 AND id = $2`
+	qFindPlant   = `SELECT ` + plantColumns + ` FROM plants WHERE owner = $1 AND id = $2`
+	// qFanOut writes an event's outbox rows in the transaction of its plant:
+	// one pending delivery, due at once, per enabled subscription of the
+	// owner.
+	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
+SELECT $1::TEXT, id, owner, $2::BIGINT, $3::BYTEA, 'pending', 0, $4::TIMESTAMPTZ, $4::TIMESTAMPTZ
+FROM webhook_subscriptions WHERE owner = $5 AND disabled_at IS NULL`
 )
 
-// writeOp is one queued create or delete.
+// writeOp is one queued plant write and its outcome.
 type writeOp struct {
-	ctx   context.Context
-	kind  opKind
-	plant *plantstore.Plant // create: the plant; delete: owner and id
+	ctx   context.Context // the caller's, bounded by OpTimeout: for running alone
+	del   bool
+	plant *plantstore.Plant // a delete's has Owner and ID only
+	event *plantstore.Event
 
-	// results
-	stored  *plantstore.Plant
-	created bool
-	err     error
-	done    chan struct{}
+	existing *plantstore.Plant // a create's: the row that had its key
+	err      error             // unwrapped: ErrNotFound, ErrContended, or a failure
 
-	// batch state
-	inserted bool // the create's insert stored a row
+	inserted bool // a create's insert stored the row
+	vanished bool // a create's key was taken, but its row gone at the lookup
 }
 
-// batcher queues writes for the committers.
-type batcher struct {
-	db       *DB
-	writes   chan *writeOp
-	closeMu  sync.RWMutex
-	closed   bool
-	closing  chan struct{}
-	stopped  sync.WaitGroup
-	maxBatch int
-	onCommit func(writes int, took time.Duration)
+func (op *writeOp) name() string {
+	if op.del {
+		return "delete plant"
+	}
+	return "insert plant"
 }
 
-func (db *DB) startBatcher() {
-	b := &batcher{db: db, writes: make(chan *writeOp, 4*DefaultMaxBatch), closing: make(chan struct{}),
-		maxBatch: db.MaxBatch, onCommit: db.OnCommit}
-	if b.maxBatch <= 0 {
-		b.maxBatch = DefaultMaxBatch
-	}
-	for range committers {
-		b.stopped.Add(1)
-		go b.loop()
-	}
-	db.batch = b
+func (op *writeOp) reset() {
+	op.existing, op.err, op.inserted, op.vanished = nil, nil, false, false
 }
 
-// submit queues op and waits for its outcome.
-func (b *batcher) submit(op *writeOp) {
-	op.done = make(chan struct{})
-	b.closeMu.RLock()
-	if b.closed {
-		b.closeMu.RUnlock()
-		op.err = errClosed
-		return
-	}
-	select {
-	case b.writes <- op:
-	case <-op.ctx.Done():
-		b.closeMu.RUnlock()
-		op.err = wrap("queue", op.ctx.Err())
-		return
-	}
-	b.closeMu.RUnlock()
-	<-op.done // even if ctx ends now: the write may commit
-}
-
-func (b *batcher) close() {
-	b.closeMu.Lock()
-	if !b.closed {
-		b.closed = true
-		close(b.closing)
-	}
-	b.closeMu.Unlock()
-	b.stopped.Wait()
-}
-
-func (b *batcher) loop() {
-	defer b.stopped.Done()
-	batch := make([]*writeOp, 0, b.maxBatch)
-	for {
-		var op *writeOp
-		select {
-		case op = <-b.writes:
-		case <-b.closing:
-			for {
-				select {
-				case op := <-b.writes:
-					b.run([]*writeOp{op})
-				default:
-					return
-				}
-			}
-		}
-		batch = append(batch[:0], op)
-	fill:
-		for len(batch) < b.maxBatch {
-			select {
-			case op := <-b.writes:
-				batch = append(batch, op)
-			default:
-				break fill
-			}
-		}
-		b.run(batch)
-	}
-}
-
-// run applies a batch and answers each write in it.
-func (b *batcher) run(batch []*writeOp) {
-	live := batch[:0:0]
-	for _, op := range batch {
-		if err := op.ctx.Err(); err != nil {
-			op.err = wrap("queue", err) // the caller left before its turn
-			close(op.done)
-			continue
-		}
-		live = append(live, op)
-	}
-	if len(live) == 0 {
-		return
-	}
-	slices.SortStableFunc(live, func(a, c *writeOp) int {
-		return cmp.Or(cmp.Compare(a.plant.Owner, c.plant.Owner), cmp.Compare(a.plant.ID, c.plant.ID))
-	})
-	start := time.Now()
-	if err := b.db.applyBatch(live); err != nil {
-		// Something failed: nothing of the batch was kept. Run each write
-		// alone so a failing one fails alone.
-		for _, op := range live {
-			op.stored, op.created, op.err = nil, false, nil
-			b.db.applyAlone(op)
-		}
-	}
-	if b.onCommit != nil {
-		b.onCommit(len(live), time.Since(start))
-	}
-	for _, op := range live {
-		close(op.done)
-	}
-}
-
-// applyBatch runs the writes in one pipelined transaction. On error the
-// transaction is rolled back and the ops' results are meaningless.
-func (db *DB) applyBatch(ops []*writeOp) error {
-	ctx, cancel := db.opContext(context.Background())
+// write queues op for group commit and waits for its outcome, within
+// OpTimeout.
+func (db *DB) write(ctx context.Context, op *writeOp) error {
+	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return err
+	op.ctx = ctx
+	if err := db.queue.Do(ctx, op); err != nil {
+		return wrap(op.name(), err)
 	}
-	defer tx.Rollback(context.Background())
-	now := db.Now().UTC()
+	return wrap(op.name(), op.err)
+}
 
-	// Round trip 1: every insert and delete.
-	pipe := &pgx.Batch{}
+// commit is the group commit's Apply: it runs batch in one transaction and
+// the ops that need it alone.
+func (db *DB) commit(batch []*writeOp) {
+	ops := slices.SortedStableFunc(slices.Values(batch), func(a, b *writeOp) int {
+		return cmp.Or(cmp.Compare(a.plant.Owner, b.plant.Owner), cmp.Compare(a.plant.ID, b.plant.ID))
+	})
+	ctx, cancel := batchContext(ops)
+	err := db.apply(ctx, ops)
+	cancel()
+	for _, op := range ops {
+		if err != nil || op.vanished {
+			db.alone(op)
+		}
+	}
+}
+
+// batchContext bounds a batch by the latest deadline of its ops: past it no
+// caller waits for the batch any more. It is no caller's context, so that
+// one caller leaving does not abort the others' transaction.
+func batchContext(ops []*writeOp) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, op := range ops {
+		d, ok := op.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// alone runs op by itself, within its caller's deadline: apply on a batch of
+// one, retried on a serialization failure or a deadlock, and run again when
+// the row that blocked a create vanished before its lookup (up to
+// maxVanished times; then ErrContended).
+func (db *DB) alone(op *writeOp) {
+	one := []*writeOp{op}
+	vanished := 0
+	err := retry(op.ctx, func() error {
+		for {
+			op.reset()
+			if err := db.apply(op.ctx, one); err != nil || !op.vanished {
+				return err
+			}
+			if vanished++; vanished == maxVanished {
+				return plantstore.ErrContended
+			}
+		}
+	})
+	if err != nil {
+		op.existing, op.err = nil, err
+	}
+}
+
+// apply runs ops, in key order, in one READ COMMITTED transaction of two
+// pipelined round trips and sets each op's outcome. On error the
+// transaction is rolled back and the outcomes mean nothing.
+//
+// INSERT ... ON CONFLICT DO NOTHING waits for a concurrent insert of the
+// same key to commit or abort, so of concurrent creates one inserts and the
+// others find its row: READ COMMITTED reads a new snapshot per statement.
+func (db *DB) apply(ctx context.Context, ops []*writeOp) error {
+	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if err := tx.SendBatch(ctx, writes(ops)).Close(); err != nil {
+			return err
+		}
+		if b := followUps(ops); b.Len() > 0 {
+			return tx.SendBatch(ctx, b).Close()
+		}
+		return nil
+	})
+}
+
+// writes is round trip 1: every op's INSERT or DELETE.
+func writes(ops []*writeOp) *pgx.Batch {
+	b := &pgx.Batch{}
 	for _, op := range ops {
 		p := op.plant
-		switch op.kind {
-		case opCreate:
-			pipe.Queue(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (owner, id) DO NOTHING`,
-				p.Owner, p.ID, p.Name, p.Tag, now)
-		case opDelete:
-			pipe.Queue(`DELETE FROM plants WHERE owner = $1 AND id = $2`, p.Owner, p.ID)
-		}
-	}
-	res := tx.SendBatch(ctx, pipe)
-	var lookups []*writeOp
-	for _, op := range ops {
-		tag, err := res.Exec()
-		if err != nil {
-			res.Close()
-			return err
-		}
-		switch {
-		case op.kind == opDelete && tag.RowsAffected() == 0:
-			op.err = plantstore.Errorf(plantstore.CodeNotFound, "plant %d not found", op.plant.ID)
-		case op.kind == opCreate && tag.RowsAffected() == 1:
-			out := *op.plant
-			out.CreatedAt = now
-			op.stored, op.created, op.inserted = &out, true, true
-		case op.kind == opCreate:
-			lookups = append(lookups, op)
-		}
-	}
-	if err := res.Close(); err != nil {
-		return err
-	}
-
-	// Round trip 2: the stored rows of creates whose id was taken, and the
-	// transactional outbox rows of the creates that inserted (fan-out: one
-	// delivery per enabled subscription of the owner), in this transaction.
-	var fanOuts int
-	pipe = &pgx.Batch{}
-	for _, op := range lookups {
-		pipe.Queue(`SELECT `+plantColumns+` FROM plants WHERE owner = $1 AND id = $2`, op.plant.Owner, op.plant.ID)
-	}
-	for _, op := range ops {
-		if !op.inserted {
+		if op.del {
+			b.Queue(qDeletePlant, p.Owner, p.ID).Exec(func(tag pgconn.CommandTag) error {
+				op.err = notFoundUnless(tag, nil)
+				return nil
+			})
 			continue
 		}
-		msgID, err := plantstore.NewMessageID()
-		if err != nil {
-			return err
-		}
-		pipe.Queue(qFanOut, fanOutArgs(msgID, op.stored, now)...)
-		fanOuts++
+		b.Queue(qInsertPlant, p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt).Exec(func(tag pgconn.CommandTag) error {
+			op.inserted = tag.RowsAffected() == 1
+			return nil
+		})
 	}
-	if pipe.Len() > 0 {
-		res = tx.SendBatch(ctx, pipe)
-		for _, op := range lookups {
-			existing, err := scanPlant(res.QueryRow())
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				// Deleted since the insert looked (in this batch or by
-				// another replica): redo this one alone after the commit.
-				op.err = errRedo
-			case err != nil:
-				res.Close()
-				return err
-			case !existing.SameContent(op.plant):
-				op.err = plantstore.Errorf(plantstore.CodeConflict, "plant %d already exists with a different name or tag", op.plant.ID)
-			default:
-				op.stored = existing
-			}
-		}
-		for range fanOuts {
-			if _, err := res.Exec(); err != nil {
-				res.Close()
-				return err
-			}
-		}
-		if err := res.Close(); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	for _, op := range ops {
-		if op.err == errRedo {
-			op.err = nil
-			db.applyAlone(op)
-		}
-	}
-	return nil
+	return b
 }
 
-// errRedo marks a write to be run again alone.
-var errRedo = errors.New("postgres: redo alone")
-
-// applyAlone runs one write in its own transaction (with retries).
-func (db *DB) applyAlone(op *writeOp) {
-	switch op.kind {
-	case opCreate:
-		op.stored, op.created, op.err = db.createPlant(op.ctx, op.plant)
-	case opDelete:
-		op.err = db.deletePlant(op.ctx, op.plant.Owner, op.plant.ID)
+// followUps is round trip 2: the outbox rows of the creates that inserted,
+// and the row that each other create ran into.
+func followUps(ops []*writeOp) *pgx.Batch {
+	b := &pgx.Batch{}
+	for _, op := range ops {
+		switch ev := op.event; {
+		case op.del:
+		case op.inserted && ev != nil:
+			b.Queue(qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt, op.plant.Owner)
+		case !op.inserted:
+			b.Queue(qFindPlant, op.plant.Owner, op.plant.ID).Query(func(rows pgx.Rows) (err error) {
+				op.existing, err = pgx.CollectOneRow(rows, scanPlant)
+				if errors.Is(err, pgx.ErrNoRows) {
+					op.vanished = true // deleted since the insert looked
+					return nil
+				}
+				return err
+			})
+		}
 	}
+	return b
 }

@@ -1,8 +1,15 @@
-// Package postgres implements the plantstore services on PostgreSQL (and
-// PostgreSQL-compatible engines such as CockroachDB) through
-// github.com/jackc/pgx/v5. Any number of plantstore replicas can share one
-// database: every rule that spans requests (idempotent create, the first
-// token) is enforced by the database, not by process memory.
+// Package postgres is the PostgreSQL row store: it implements
+// plantstore.Backend on PostgreSQL (and PostgreSQL-compatible engines such
+// as CockroachDB) through github.com/jackc/pgx/v5. Rows in, rows out,
+// sentinel errors (plantstore.ErrNotFound, ErrExists, ErrContended,
+// ErrUnavailable), group commit of plant writes, bounded retries of
+// serialization failures and deadlocks, a timeout on every call, and driver
+// code: nothing else. Every rule a client sees is the service layer's, and
+// every timestamp comes from the caller.
+//
+// Any number of plantstore replicas can share one database: what must hold
+// across them (one row per key, the first token, one claim per delivery) is
+// enforced by the database, not by process memory.
 package postgres
 
 import (
@@ -17,12 +24,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/groupcommit"
 )
 
 //go:embed migration/*.sql
@@ -34,7 +43,7 @@ const (
 	DefaultStatementTimeout = 5 * time.Second
 	DefaultConnectTimeout   = 3 * time.Second
 	DefaultOpTimeout        = 10 * time.Second
-	// maxAttempts bounds retries of a transaction that failed with a
+	// maxAttempts bounds the tries of a transaction that failed with a
 	// serialization failure (40001) or a deadlock (40P01).
 	maxAttempts = 5
 )
@@ -45,32 +54,34 @@ type Config struct {
 	MinConns         int32         // connections kept open when idle
 	StatementTimeout time.Duration // server-side limit per statement (statement_timeout)
 	ConnectTimeout   time.Duration // limit to open one connection
-	OpTimeout        time.Duration // limit for one store call, queueing for a connection included
+	// OpTimeout bounds one call, its wait for a connection and for its
+	// group commit included; past it the call fails with
+	// plantstore.ErrUnavailable. Zero: no bound.
+	OpTimeout time.Duration
 }
 
-// DB is a PostgreSQL database.
+// DB is the PostgreSQL row store: a connection pool, and the group commit
+// of plant writes over it.
 type DB struct {
 	URL    string
 	Config Config
 
-	// Now returns the current time; tests replace it.
-	Now func() time.Time
-
-	// MaxBatch bounds how many writes share one transaction (0: DefaultMaxBatch).
+	// MaxBatch bounds how many plant writes share one transaction (0:
+	// groupcommit.DefaultMaxBatch).
 	MaxBatch int
-	// OnCommit, if set, is called after each batch with its number of
-	// writes and how long it took. Set it before Open.
+	// OnCommit, if set, is called after each group commit with its number
+	// of writes and how long it took. Set it before Open.
 	OnCommit func(writes int, took time.Duration)
 
 	pool  *pgxpool.Pool
-	batch *batcher
+	queue *groupcommit.Queue[*writeOp]
 }
 
-var _ plantstore.Store = (*DB)(nil)
+var _ plantstore.Backend = (*DB)(nil)
 
 // NewDB returns a DB for the postgres:// URL; call Open before use.
 func NewDB(url string) *DB {
-	return &DB{URL: url, Now: time.Now, Config: Config{
+	return &DB{URL: url, Config: Config{
 		MaxConns:         DefaultMaxConns,
 		StatementTimeout: DefaultStatementTimeout,
 		ConnectTimeout:   DefaultConnectTimeout,
@@ -78,7 +89,8 @@ func NewDB(url string) *DB {
 	}}
 }
 
-// Open creates the connection pool and checks that the database answers.
+// Open creates the connection pool, checks that the database answers and
+// starts the group commit.
 func (db *DB) Open(ctx context.Context) error {
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
@@ -95,192 +107,241 @@ func (db *DB) Open(ctx context.Context) error {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(db.Config.StatementTimeout.Milliseconds())
 	}
 	cfg.HealthCheckPeriod = 5 * time.Second
-	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		// Times come back in UTC, whatever the session's TimeZone.
+		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
 		return fmt.Errorf("postgres: open: %w", redact(err))
 	}
+	db.pool = pool
 	if err := db.Ping(ctx); err != nil {
-		db.pool.Close()
+		pool.Close()
+		db.pool = nil
 		return err
 	}
-	db.startBatcher()
+	db.queue = groupcommit.New(groupcommit.Config[*writeOp]{Apply: db.commit, Observe: db.OnCommit,
+		Committers: committers, MaxBatch: db.MaxBatch})
 	return nil
 }
 
-// Close commits the writes already queued, then closes the pool.
+// Close commits the plant writes already queued, then closes the pool;
+// calls that arrive later fail. Closing a DB that is not open does nothing.
 func (db *DB) Close() error {
-	if db.batch != nil {
-		db.batch.close()
+	if db.pool == nil {
+		return nil
 	}
-	if db.pool != nil {
-		db.pool.Close()
-	}
+	db.queue.Close()
+	db.pool.Close()
 	return nil
 }
 
-// Ping checks that the database answers a query.
+// Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	var one int
-	if err := db.pool.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
-		return wrap("ping", err)
-	}
-	return nil
+	return wrap("ping", db.pool.Ping(ctx))
 }
 
+// opContext bounds one call by OpTimeout.
 func (db *DB) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if db.Config.OpTimeout <= 0 {
-		return ctx, func() {}
+		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, db.Config.OpTimeout)
 }
 
-func (db *DB) provider() (*goose.Provider, func() error, error) {
+// withMigrations runs fn with a goose provider of the embedded migrations
+// over the pool.
+func (db *DB) withMigrations(fn func(p *goose.Provider) error) error {
 	sub, err := fs.Sub(migrationFS, "migration")
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: migrations: %w", err)
+		return fmt.Errorf("postgres: migrations: %w", err)
 	}
 	// A lock row in a table (with a lease, so a crashed migrator does not
 	// block forever) rather than an advisory lock: CockroachDB has none.
 	locker, err := lock.NewPostgresTableLocker(lock.WithTableLockTimeout(500*time.Millisecond, 600))
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: migration lock: %w", err)
+		return fmt.Errorf("postgres: migration lock: %w", err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
 	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub, goose.WithLocker(locker))
 	if err != nil {
-		sqlDB.Close()
-		return nil, nil, fmt.Errorf("postgres: migrations: %w", err)
+		return fmt.Errorf("postgres: migrations: %w", err)
 	}
-	return p, sqlDB.Close, nil
+	return fn(p)
 }
 
 // SchemaStatus returns the schema version of the database and the newest one
 // this binary knows.
 func (db *DB) SchemaStatus(ctx context.Context) (current, known int64, err error) {
-	p, closeDB, err := db.provider()
-	if err != nil {
-		return 0, 0, err
-	}
-	defer closeDB()
-	current, known, err = p.GetVersions(ctx)
-	if err != nil {
-		return 0, 0, wrap("schema version", err)
-	}
-	return current, known, nil
+	err = db.withMigrations(func(p *goose.Provider) error {
+		current, known, err = p.GetVersions(ctx)
+		return wrap("schema version", err)
+	})
+	return current, known, err
 }
 
 // Migrate applies pending migrations, each in its own transaction, under a
-// lock so that replicas starting at once take turns, and returns how many it
-// applied. It refuses a database whose schema is newer than this binary knows.
-func (db *DB) Migrate(ctx context.Context) (int, error) {
-	p, closeDB, err := db.provider()
-	if err != nil {
-		return 0, err
-	}
-	defer closeDB()
-	current, known, err := p.GetVersions(ctx)
-	if err != nil {
-		return 0, wrap("schema version", err)
-	}
-	if current > known {
-		return 0, &plantstore.SchemaTooNewError{Current: current, Known: known}
-	}
-	res, err := p.Up(ctx)
-	if err != nil {
-		return 0, wrap("migrate", err)
-	}
-	return len(res), nil
+// lock row so that replicas starting at once take turns, and returns how many
+// it applied. It refuses a database whose schema is newer than this binary
+// knows.
+func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
+	err = db.withMigrations(func(p *goose.Provider) error {
+		if current, known, err := p.GetVersions(ctx); err != nil {
+			return wrap("schema version", err)
+		} else if current > known {
+			return &plantstore.SchemaTooNewError{Current: current, Known: known}
+		}
+		done, err := p.Up(ctx)
+		applied = len(done)
+		return wrap("migrate", err)
+	})
+	return applied, err
 }
 
-// Tx is a transaction with the time fixed at its start.
-type Tx struct {
-	pgx.Tx
-	now time.Time
-}
-
-// inTx runs fn in a transaction at the given isolation and commits it,
-// retrying the whole transaction a bounded number of times when the
-// database reports a serialization failure or a deadlock, as CockroachDB
-// (and PostgreSQL at SERIALIZABLE) asks clients to do. Every write goes
-// through here, the place where group commit can later batch writes.
-func (db *DB) inTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(tx *Tx) error) error {
-	ctx, cancel := db.opContext(ctx)
-	defer cancel()
-	var err error
+// retry calls try until it succeeds or fails otherwise than with a
+// serialization failure or a deadlock, at most maxAttempts times, with a
+// short randomised backoff between tries: PostgreSQL at SERIALIZABLE and
+// CockroachDB ask clients to retry such transactions. try must run a whole
+// transaction.
+func retry(ctx context.Context, try func() error) error {
 	for attempt := 1; ; attempt++ {
-		err = db.tryTx(ctx, iso, fn)
+		err := try()
 		if err == nil || !retryable(err) || attempt == maxAttempts {
 			return err
 		}
-		backoff := time.Duration(1<<attempt)*time.Millisecond + rand.N(2*time.Millisecond)
 		select {
-		case <-time.After(backoff):
+		case <-time.After(time.Duration(1<<attempt)*time.Millisecond + rand.N(2*time.Millisecond)):
 		case <-ctx.Done():
-			return wrap("retry", ctx.Err())
+			return ctx.Err()
 		}
 	}
 }
 
-func (db *DB) tryTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(tx *Tx) error) error {
-	pgTx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
-	if err != nil {
-		return wrap("begin", err)
-	}
-	defer pgTx.Rollback(context.WithoutCancel(ctx))
-	if err := fn(&Tx{Tx: pgTx, now: db.Now().UTC()}); err != nil {
-		return err
-	}
-	if err := pgTx.Commit(ctx); err != nil {
-		return wrap("commit", err)
-	}
-	return nil
+// inTx runs fn in a transaction at iso and commits it, within OpTimeout,
+// with retries. fn must use the ctx it is given. Errors come back unwrapped.
+func (db *DB) inTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	return retry(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: iso}, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	})
 }
 
-// retryable reports a serialization failure or a deadlock.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+// exec runs one statement in a transaction of its own (autocommit), within
+// OpTimeout, with retries. Errors come back unwrapped.
+func (db *DB) exec(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	err = retry(ctx, func() (err error) {
+		tag, err = db.pool.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
 }
 
-// wrap adds context to a database error and turns the signs of an
-// unreachable database into a CodeStorageUnavailable error (503), which
-// keeps the cause for the log.
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var domain *plantstore.Error
-	if errors.As(err, &domain) {
+// queryOne returns the first row of a statement (a read, or a write with
+// RETURNING) run alone within OpTimeout, with retries; no row is
+// plantstore.ErrNotFound. Errors come back unwrapped.
+func queryOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql string, args ...any) (v T, err error) {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	err = retry(ctx, func() (err error) {
+		rows, _ := db.pool.Query(ctx, sql, args...) // CollectOneRow reports the error
+		v, err = pgx.CollectOneRow(rows, scan)
 		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = plantstore.ErrNotFound
 	}
-	err = fmt.Errorf("postgres: %s: %w", op, redact(err))
-	if unavailable(err) {
-		return &plantstore.Error{Code: plantstore.CodeStorageUnavailable, Message: "storage is not available; retry later", Err: err}
+	return v, err
+}
+
+// queryAll returns every row of a read run within OpTimeout (an empty
+// slice when there is none). Errors come back unwrapped.
+func queryAll[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	rows, _ := db.pool.Query(ctx, sql, args...) // CollectRows reports the error
+	return pgx.CollectRows(rows, scan)
+}
+
+// notFoundUnless returns plantstore.ErrNotFound when a statement that ran
+// without error changed no row.
+func notFoundUnless(tag pgconn.CommandTag, err error) error {
+	if err == nil && tag.RowsAffected() == 0 {
+		return plantstore.ErrNotFound
 	}
 	return err
 }
 
-// unavailable reports errors that mean the database cannot be reached or is
-// shutting down, as opposed to errors of the query itself.
+// PostgreSQL error codes (SQLSTATE) that the store tells apart.
+const (
+	codeUniqueViolation      = "23505"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeQueryCanceled        = "57014" // statement_timeout
+)
+
+func pgCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// retryable reports a serialization failure or a deadlock.
+func retryable(err error) bool {
+	code := pgCode(err)
+	return code == codeSerializationFailure || code == codeDeadlockDetected
+}
+
+// existsIfDuplicate returns plantstore.ErrExists for a unique violation,
+// err otherwise.
+func existsIfDuplicate(err error) error {
+	if pgCode(err) == codeUniqueViolation {
+		return plantstore.ErrExists
+	}
+	return err
+}
+
+// wrap adds op to err. When the database cannot serve (unreachable,
+// shutting down, too slow, the store closed) the result matches
+// plantstore.ErrUnavailable; the cause, its password redacted, is kept for
+// the log.
+func wrap(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case unavailable(err):
+		return fmt.Errorf("postgres: %s: %w: %w", op, plantstore.ErrUnavailable, redact(err))
+	}
+	return fmt.Errorf("postgres: %s: %w", op, redact(err))
+}
+
+// unavailable reports errors that mean the database cannot serve now, as
+// opposed to errors of the statement itself.
 func unavailable(err error) bool {
 	var (
-		pgErr   *pgconn.PgError
 		connErr *pgconn.ConnectError
 		netErr  net.Error
 	)
-	switch {
-	case errors.As(err, &pgErr):
-		// Class 08: connection exception; 57P01-03: shutdown, crash, starting;
-		// 57014: statement timeout (query_canceled).
-		return pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
-			pgErr.Code == "57P03" || pgErr.Code == "57014"
-	case errors.As(err, &connErr), errors.As(err, &netErr):
-		return true
-	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err), pgconn.SafeToRetry(err):
-		return true
+	if code := pgCode(err); code != "" {
+		// Class 08: connection exception; 57P01-03: shutdown, crash,
+		// starting up; 53xxx: out of resources (too many connections, disk
+		// full, out of memory); 57014: statement timeout.
+		return code[:2] == "08" || code[:2] == "53" || code == "57P01" || code == "57P02" ||
+			code == "57P03" || code == codeQueryCanceled
 	}
-	return false
+	return errors.As(err, &connErr) || errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, groupcommit.ErrClosed) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 }
 
 // redact drops the password from errors that quote the connection string.

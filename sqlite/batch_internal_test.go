@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/groupcommit"
+	"github.com/plantstore/plantstore/service"
 )
 
 func openTestDB(t *testing.T) (*DB, *[]int) {
@@ -23,7 +25,7 @@ func openTestDB(t *testing.T) (*DB, *[]int) {
 		batches = append(batches, n)
 		mu.Unlock()
 	}
-	if err := db.Open(); err != nil {
+	if err := db.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
@@ -40,7 +42,7 @@ func holdCommitter(t *testing.T, db *DB) (release func()) {
 	started, unblock := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- db.update(context.Background(), func(context.Context, *Tx) error {
+		done <- db.update(context.Background(), "test", func(context.Context, *Tx) error {
 			close(started)
 			<-unblock
 			return nil
@@ -57,12 +59,15 @@ func holdCommitter(t *testing.T, db *DB) (release func()) {
 
 // queued waits until n writes are queued behind the held committer.
 func queued(db *DB, n int) {
-	for len(db.writes) < n {
+	for db.queue.Queued() < n {
 		runtimeGosched()
 	}
 }
 
 func tag(s string) *string { return &s }
+
+// plants is the plant service over db, for tests of what it asks of db.
+func plants(db *DB) *service.PlantService { return service.New(db, service.Config{}).Plants }
 
 // TestGroupCommit_OneBatch: writes queued while a commit runs share the next
 // commit; replays and conflicts inside that batch behave as if serial.
@@ -75,20 +80,20 @@ func TestGroupCommit_OneBatch(t *testing.T) {
 		created bool
 		err     error
 	}
-	plants := []*plantstore.Plant{
+	writes := []*plantstore.Plant{
 		{Owner: "alice", ID: 1, Name: "Fern", Tag: tag("green")},
 		{Owner: "alice", ID: 1, Name: "Fern", Tag: tag("green")}, // replay in the same batch
 		{Owner: "alice", ID: 1, Name: "Moss"},                    // conflict in the same batch
 		{Owner: "alice", ID: 2, Name: "Ivy"},
 		{Owner: "bob", ID: 1, Name: "Cactus"},
 	}
-	results := make([]result, len(plants))
+	results := make([]result, len(writes))
 	var wg sync.WaitGroup
-	for i, p := range plants {
+	for i, p := range writes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stored, created, err := db.CreatePlant(context.Background(), p)
+			stored, created, err := plants(db).CreatePlant(context.Background(), p)
 			results[i] = result{stored, created, err}
 		}()
 		queued(db, i+1) // keep the order of the batch
@@ -96,7 +101,7 @@ func TestGroupCommit_OneBatch(t *testing.T) {
 	release()
 	wg.Wait()
 
-	if got, want := *batches, []int{1, len(plants)}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := *batches, []int{1, len(writes)}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("batch sizes = %v, want %v", got, want)
 	}
 	for i, want := range []struct {
@@ -110,7 +115,7 @@ func TestGroupCommit_OneBatch(t *testing.T) {
 			t.Fatalf("write %d: created = %v, want %v", i, results[i].created, want.created)
 		}
 	}
-	got, _, err := db.FindPlants(context.Background(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
+	got, _, err := plants(db).FindPlants(context.Background(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +136,7 @@ func TestGroupCommit_FailingWriteAlone(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i == 1 {
-				errs[i] = db.update(context.Background(), func(ctx context.Context, tx *Tx) error {
+				errs[i] = db.update(context.Background(), "test", func(ctx context.Context, tx *Tx) error {
 					if _, err := tx.ExecContext(ctx, `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 99, 'half', 0)`); err != nil {
 						return err
 					}
@@ -140,7 +145,7 @@ func TestGroupCommit_FailingWriteAlone(t *testing.T) {
 				})
 				return
 			}
-			_, _, errs[i] = db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "ok"})
+			_, _, errs[i] = plants(db).CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "ok"})
 		}()
 		queued(db, i+1)
 	}
@@ -152,11 +157,11 @@ func TestGroupCommit_FailingWriteAlone(t *testing.T) {
 	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
 		t.Fatalf("errors = %v, want only the middle one", errs)
 	}
-	if _, err := db.FindPlantByID(context.Background(), "alice", 99); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+	if _, err := plants(db).FindPlantByID(context.Background(), "alice", 99); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
 		t.Fatalf("the failing write's first insert was kept: %v", err)
 	}
 	for _, id := range []int64{0, 2} {
-		if _, err := db.FindPlantByID(context.Background(), "alice", id); err != nil {
+		if _, err := plants(db).FindPlantByID(context.Background(), "alice", id); err != nil {
 			t.Fatalf("plant %d: %v", id, err)
 		}
 	}
@@ -175,13 +180,13 @@ func TestGroupCommit_FailingBatch(t *testing.T) {
 			defer wg.Done()
 			if i == 2 {
 				// Ends the shared transaction under the batch's feet.
-				errs[i] = db.update(context.Background(), func(ctx context.Context, tx *Tx) error {
+				errs[i] = db.update(context.Background(), "test", func(ctx context.Context, tx *Tx) error {
 					_, err := tx.ExecContext(ctx, `ROLLBACK`)
 					return err
 				})
 				return
 			}
-			_, _, errs[i] = db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "lost"})
+			_, _, errs[i] = plants(db).CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "lost"})
 		}()
 		queued(db, i+1)
 	}
@@ -192,11 +197,11 @@ func TestGroupCommit_FailingBatch(t *testing.T) {
 			t.Fatalf("write %d succeeded in a failed batch", i)
 		}
 	}
-	n, _, err := db.FindPlants(context.Background(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
+	n, _, err := plants(db).FindPlants(context.Background(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
 	if err != nil || len(n) != 0 {
 		t.Fatalf("plants after a failed batch = %v, %v; want none", n, err)
 	}
-	if _, _, err := db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 7, Name: "after"}); err != nil {
+	if _, _, err := plants(db).CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 7, Name: "after"}); err != nil {
 		t.Fatalf("create after a failed batch: %v", err)
 	}
 }
@@ -217,7 +222,7 @@ func TestGroupCommit_CancelledWhileQueued(t *testing.T) {
 			if i == 0 {
 				c = ctx
 			}
-			_, _, errs[i] = db.CreatePlant(c, &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "p"})
+			_, _, errs[i] = plants(db).CreatePlant(c, &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "p"})
 		}()
 		queued(db, i+1)
 	}
@@ -227,7 +232,7 @@ func TestGroupCommit_CancelledWhileQueued(t *testing.T) {
 	if !errors.Is(errs[0], context.Canceled) || errs[1] != nil {
 		t.Fatalf("errors = %v", errs)
 	}
-	if _, err := db.FindPlantByID(context.Background(), "alice", 0); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+	if _, err := plants(db).FindPlantByID(context.Background(), "alice", 0); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
 		t.Fatalf("cancelled write was applied: %v", err)
 	}
 }
@@ -238,7 +243,7 @@ func TestGroupCommit_CloseFinishesQueued(t *testing.T) {
 	release := holdCommitter(t, db)
 	errCh := make(chan error, 1)
 	go func() {
-		_, _, err := db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "p"})
+		_, _, err := plants(db).CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "p"})
 		errCh <- err
 	}()
 	queued(db, 1)
@@ -251,15 +256,15 @@ func TestGroupCommit_CloseFinishesQueued(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 2, Name: "p"}); !errors.Is(err, errClosed) {
-		t.Fatalf("write after Close: %v, want errClosed", err)
+	if _, _, err := plants(db).CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 2, Name: "p"}); !errors.Is(err, groupcommit.ErrClosed) {
+		t.Fatalf("write after Close: %v, want groupcommit.ErrClosed", err)
 	}
 	reopened := NewDB(db.Path)
-	if err := reopened.Open(); err != nil {
+	if err := reopened.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer reopened.Close()
-	if _, err := reopened.FindPlantByID(context.Background(), "alice", 1); err != nil {
+	if _, err := plants(reopened).FindPlantByID(context.Background(), "alice", 1); err != nil {
 		t.Fatalf("queued write lost at Close: %v", err)
 	}
 }
@@ -267,23 +272,23 @@ func TestGroupCommit_CloseFinishesQueued(t *testing.T) {
 func runtimeGosched() { runtime.Gosched() }
 
 // TestBulkInsertPlants: many plants in one write; existing ids are kept as
-// they were; an invalid plant stores nothing.
+// they were and not counted; an invalid plant stores nothing.
 func TestBulkInsertPlants(t *testing.T) {
 	db, batches := openTestDB(t)
-	if _, _, err := db.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 3, Name: "kept"}); err != nil {
+	if _, _, err := plants(db).CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 3, Name: "kept"}); err != nil {
 		t.Fatal(err)
 	}
-	var plants []*plantstore.Plant
+	var batch []*plantstore.Plant
 	for id := int64(1); id <= 1000; id++ {
-		plants = append(plants, &plantstore.Plant{Owner: "alice", ID: id, Name: fmt.Sprint("p", id), Tag: tag("t")})
+		batch = append(batch, &plantstore.Plant{Owner: "alice", ID: id, Name: fmt.Sprint("p", id), Tag: tag("t")})
 	}
-	if err := db.BulkInsertPlants(t.Context(), plants); err != nil {
-		t.Fatal(err)
+	if n, err := plants(db).ImportPlants(t.Context(), batch); err != nil || n != 999 {
+		t.Fatalf("ImportPlants = %d, %v; want 999 stored (one id existed)", n, err)
 	}
 	if got := len(*batches); got != 2 {
 		t.Fatalf("commits = %d, want 2 (the create and the bulk insert)", got)
 	}
-	page, more, err := db.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 1000})
+	page, more, err := plants(db).FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 1000})
 	if err != nil || len(page) != 1000 || more {
 		t.Fatalf("page: %d plants, more %v, %v", len(page), more, err)
 	}
@@ -291,10 +296,10 @@ func TestBulkInsertPlants(t *testing.T) {
 		t.Fatalf("existing plant overwritten: %+v", page[2])
 	}
 	bad := []*plantstore.Plant{{Owner: "alice", ID: 5000, Name: "ok"}, {Owner: "alice", ID: 5001, Name: ""}}
-	if err := db.BulkInsertPlants(t.Context(), bad); plantstore.ErrorCode(err) != plantstore.CodeInvalidBody {
+	if _, err := plants(db).ImportPlants(t.Context(), bad); plantstore.ErrorCode(err) != plantstore.CodeInvalidBody {
 		t.Fatalf("invalid plant: %v", err)
 	}
-	if _, err := db.FindPlantByID(t.Context(), "alice", 5000); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+	if _, err := plants(db).FindPlantByID(t.Context(), "alice", 5000); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
 		t.Fatalf("a rejected bulk insert stored something: %v", err)
 	}
 }

@@ -8,22 +8,24 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
 // benchOpenDB opens and migrates a DB on a new file with the default
-// durability (full: every commit fsynced), as plantstore serve does.
-func benchOpenDB(b *testing.B) *sqlite.DB {
+// durability (full: every commit fsynced), as plantstore serve does, and
+// returns it with the plant service over it (the path a request takes).
+func benchOpenDB(b *testing.B) (*sqlite.DB, *service.PlantService) {
 	b.Helper()
 	db := sqlite.NewDB(filepath.Join(b.TempDir(), "bench.db"))
-	if err := db.Open(); err != nil {
+	if err := db.Open(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
 	if _, err := db.Migrate(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return db
+	return db, service.New(db, service.Config{}).Plants
 }
 
 func benchPlant(id int64) *plantstore.Plant {
@@ -34,13 +36,13 @@ func benchPlant(id int64) *plantstore.Plant {
 // BenchmarkCreatePlant creates plants one after another: one durable commit
 // each, so its ns/op is about one fsync.
 func BenchmarkCreatePlant(b *testing.B) {
-	db := benchOpenDB(b)
+	_, svc := benchOpenDB(b)
 	ctx := context.Background()
 	var id int64
 	b.ReportAllocs()
 	for b.Loop() {
 		id++
-		if _, created, err := db.CreatePlant(ctx, benchPlant(id)); err != nil || !created {
+		if _, created, err := svc.CreatePlant(ctx, benchPlant(id)); err != nil || !created {
 			b.Fatalf("create %d: created=%v err=%v", id, created, err)
 		}
 	}
@@ -49,7 +51,7 @@ func BenchmarkCreatePlant(b *testing.B) {
 // BenchmarkCreatePlantParallel creates distinct plants from 64 goroutines
 // at once (on two cores): what group commit can turn into shared fsyncs.
 func BenchmarkCreatePlantParallel(b *testing.B) {
-	db := benchOpenDB(b)
+	_, svc := benchOpenDB(b)
 	ctx := context.Background()
 	var next atomic.Int64
 	b.SetParallelism(32)
@@ -58,7 +60,7 @@ func BenchmarkCreatePlantParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := next.Add(1)
-			if _, created, err := db.CreatePlant(ctx, benchPlant(id)); err != nil || !created {
+			if _, created, err := svc.CreatePlant(ctx, benchPlant(id)); err != nil || !created {
 				b.Errorf("create %d: created=%v err=%v", id, created, err)
 				return
 			}
@@ -69,18 +71,20 @@ func BenchmarkCreatePlantParallel(b *testing.B) {
 // BenchmarkFindPlants reads a page of 100 of one owner's 10,000 plants,
 // starting at a different id each time.
 func BenchmarkFindPlants(b *testing.B) {
-	db := benchOpenDB(b)
+	db, svc := benchOpenDB(b)
 	ctx := context.Background()
 	const n = 10000
 	seed := sqlite.NewDB(db.Path)
 	seed.Durability = sqlite.DurabilityRelaxed // setup only: no fsync per row
-	if err := seed.Open(); err != nil {
+	if err := seed.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
+	batch := make([]*plantstore.Plant, 0, n)
 	for id := int64(1); id <= n; id++ {
-		if _, _, err := seed.CreatePlant(ctx, benchPlant(id)); err != nil {
-			b.Fatal(err)
-		}
+		batch = append(batch, benchPlant(id))
+	}
+	if _, err := service.New(seed, service.Config{}).Plants.ImportPlants(ctx, batch); err != nil {
+		b.Fatal(err)
 	}
 	if err := seed.Close(); err != nil {
 		b.Fatal(err)
@@ -90,7 +94,7 @@ func BenchmarkFindPlants(b *testing.B) {
 	for b.Loop() {
 		after := (i * 7919) % (n - 100)
 		i++
-		plants, _, err := db.FindPlants(ctx, plantstore.PlantFilter{Owner: "bench", After: &after, Limit: 100})
+		plants, _, err := svc.FindPlants(ctx, plantstore.PlantFilter{Owner: "bench", After: &after, Limit: 100})
 		if err != nil || len(plants) != 100 {
 			b.Fatalf("FindPlants after %d: %d plants, err=%v", after, len(plants), err)
 		}

@@ -9,35 +9,29 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// The PlantService contract is tested by the conformance suite
+// The PlantStore contract is tested by the conformance suite
 // (storetest_test.go); this file keeps what is SQLite's own.
 
 func ptr[T any](v T) *T { return &v }
 
-// TestPlantCreatedAtFromNow checks that a plant's CreatedAt is the DB's Now
-// at the create, stored to the nanosecond.
-func TestPlantCreatedAtFromNow(t *testing.T) {
+// TestPlantTimeToTheNanosecond checks that a plant's CreatedAt is stored as
+// given, to the nanosecond (integer Unix nanoseconds), on every read path.
+func TestPlantTimeToTheNanosecond(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow}
-	stored, created, err := db.CreatePlant(ctx, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green")})
-	if err != nil {
-		t.Fatal(err)
+	ev := &plantstore.Event{MessageID: "msg_1", PlantID: 1, Payload: want.WebhookPayload(), CreatedAt: fixedNow}
+	if existing, err := db.InsertPlant(ctx, want, ev); err != nil || existing != nil {
+		t.Fatalf("InsertPlant = %v, %v; want nil, nil", existing, err)
 	}
-	if !created {
-		t.Fatal("created = false, want true")
-	}
-	if diff := cmp.Diff(want, stored); diff != "" {
-		t.Fatalf("returned plant (-want +got):\n%s", diff)
-	}
-	got, err := db.FindPlantByID(ctx, "alice", 1)
+	got, err := db.FindPlant(ctx, "alice", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("stored plant (-want +got):\n%s", diff)
 	}
-	plants, _, err := db.FindPlants(ctx, plantstore.PlantFilter{Owner: "alice", Limit: 10})
+	plants, err := db.ListPlants(ctx, plantstore.PlantFilter{Owner: "alice", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

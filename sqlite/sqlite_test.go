@@ -17,7 +17,7 @@ import (
 	"github.com/plantstore/plantstore/sqlite"
 )
 
-// fixedNow is the time every test DB reports, so stored timestamps are exact.
+// fixedNow is a time with nanoseconds, which SQLite stores exactly.
 var fixedNow = time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
 
 // openDB opens and migrates a DB on a new file in a temporary directory and
@@ -30,8 +30,7 @@ func openDB(t *testing.T) *sqlite.DB {
 func openDBAt(t *testing.T, path string) *sqlite.DB {
 	t.Helper()
 	db := sqlite.NewDB(path)
-	db.Now = func() time.Time { return fixedNow }
-	if err := db.Open(); err != nil {
+	if err := db.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
@@ -57,7 +56,7 @@ func TestOpen(t *testing.T) {
 	t.Run("CreatesDirectory", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "a", "b", "plantstore.db")
 		db := sqlite.NewDB(path)
-		if err := db.Open(); err != nil {
+		if err := db.Open(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
@@ -84,14 +83,14 @@ func TestOpen(t *testing.T) {
 	t.Run("Relaxed", func(t *testing.T) {
 		db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
 		db.Durability = sqlite.DurabilityRelaxed
-		if err := db.Open(); err != nil {
+		if err := db.Open(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
 	})
 
 	t.Run("ErrEmptyPath", func(t *testing.T) {
-		if err := sqlite.NewDB("").Open(); err == nil {
+		if err := sqlite.NewDB("").Open(context.Background()); err == nil {
 			t.Fatal("Open with an empty path: no error")
 		}
 	})
@@ -99,7 +98,7 @@ func TestOpen(t *testing.T) {
 	t.Run("ErrUnknownDurability", func(t *testing.T) {
 		db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
 		db.Durability = "sometimes"
-		if err := db.Open(); err == nil {
+		if err := db.Open(context.Background()); err == nil {
 			db.Close()
 			t.Fatal("Open with an unknown durability: no error")
 		}
@@ -107,7 +106,7 @@ func TestOpen(t *testing.T) {
 
 	t.Run("ErrPathIsDirectory", func(t *testing.T) {
 		db := sqlite.NewDB(t.TempDir())
-		if err := db.Open(); err == nil {
+		if err := db.Open(context.Background()); err == nil {
 			db.Close()
 			t.Fatal("Open on a directory: no error")
 		}
@@ -119,7 +118,7 @@ func TestMigrate(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
-		if err := db.Open(); err != nil {
+		if err := db.Open(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
@@ -206,7 +205,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		for i := range replicas {
 			wg.Go(func() {
 				db := sqlite.NewDB(path)
-				if errs[i] = db.Open(); errs[i] != nil {
+				if errs[i] = db.Open(context.Background()); errs[i] != nil {
 					return
 				}
 				defer db.Close()
@@ -235,22 +234,22 @@ func TestDurability(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plantstore.db")
 
 	db := sqlite.NewDB(path)
-	if err := db.Open(); err != nil {
+	if err := db.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := &plantstore.Plant{Owner: "alice", ID: 7, Name: "Fern", Tag: ptr("green")}
-	stored, _, err := db.CreatePlant(ctx, want)
-	if err != nil {
+	want.CreatedAt = fixedNow
+	if _, err := db.InsertPlant(ctx, want, &plantstore.Event{MessageID: "msg_1", PlantID: 7, Payload: want.WebhookPayload(), CreatedAt: fixedNow}); err != nil {
 		t.Fatal(err)
 	}
 	tok, secret, err := plantstore.NewToken("alice", nil, 0, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CreateToken(ctx, tok); err != nil {
+	if err := db.InsertToken(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -258,11 +257,11 @@ func TestDurability(t *testing.T) {
 	}
 
 	db = openDBAt(t, path)
-	got, err := db.FindPlantByID(ctx, "alice", 7)
+	got, err := db.FindPlant(ctx, "alice", 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(stored, got); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("plant after reopen (-want +got):\n%s", diff)
 	}
 	gotTok, err := db.FindTokenByHash(ctx, plantstore.HashToken(secret))

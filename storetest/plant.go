@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,12 +11,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
-// mustCreate stores p and fails the test unless it was newly created.
-func mustCreate(t *testing.T, s plantstore.Store, p *plantstore.Plant) *plantstore.Plant {
+// The cases of this file run through the service (PlantService).
+
+// mustCreate creates p through the service and fails the test unless it was
+// newly created.
+func mustCreate(t *testing.T, svc *service.Services, p *plantstore.Plant) *plantstore.Plant {
 	t.Helper()
-	stored, created, err := s.CreatePlant(t.Context(), p)
+	stored, created, err := svc.Plants.CreatePlant(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +30,24 @@ func mustCreate(t *testing.T, s plantstore.Store, p *plantstore.Plant) *plantsto
 	return stored
 }
 
-func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
+// listAll returns every plant of owner through the service.
+func listAll(t *testing.T, svc *service.Services, owner string) []*plantstore.Plant {
+	t.Helper()
+	plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: owner, Limit: plantstore.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if more {
+		t.Fatalf("%s has more than %d plants", owner, plantstore.MaxPageSize)
+	}
+	return plants
+}
+
+func testCreatePlant(t *testing.T, bs Backends) {
 	t.Run("OK", func(t *testing.T) {
-		s := open(t)
+		svc := openServices(t, bs)
 		before := time.Now()
-		stored, created, err := s.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green")})
+		stored, created, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green")})
 		after := time.Now()
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +60,7 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		if diff := cmp.Diff(want, stored); diff != "" {
 			t.Fatalf("returned plant (-want +got):\n%s", diff)
 		}
-		got, err := s.FindPlantByID(t.Context(), "alice", 1)
+		got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,9 +70,9 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	t.Run("NoTag", func(t *testing.T) {
-		s := open(t)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		got, err := s.FindPlantByID(t.Context(), "alice", 1)
+		svc := openServices(t, bs)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,9 +82,9 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	t.Run("EmptyTagIsNotNoTag", func(t *testing.T) {
-		s := open(t)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("")})
-		got, err := s.FindPlantByID(t.Context(), "alice", 1)
+		svc := openServices(t, bs)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("")})
+		got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,17 +94,57 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	t.Run("Extremes", func(t *testing.T) {
-		s := open(t)
+		svc := openServices(t, bs)
 		for _, id := range []int64{math.MinInt64, -1, 0, math.MaxInt64} {
 			name := fmt.Sprintf("plant %d 🌿 é", id)
-			mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: id, Name: name})
-			got, err := s.FindPlantByID(t.Context(), "alice", id)
+			mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: id, Name: name})
+			got, err := svc.Plants.FindPlantByID(t.Context(), "alice", id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got, want := got.Name, name; got != want {
 				t.Fatalf("id %d: Name = %q, want %q", id, got, want)
 			}
+		}
+		// The longest name and tag the contract allows, in 4-byte runes.
+		long := &plantstore.Plant{Owner: "alice", ID: 1, Name: strings.Repeat("🌿", plantstore.MaxNameLength), Tag: ptr(strings.Repeat("🌵", plantstore.MaxTagLength))}
+		mustCreate(t, svc, long)
+		got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.SameContent(long) {
+			t.Fatalf("longest plant read back as %q, %v", got.Name, got.Tag)
+		}
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, tt := range []struct {
+			name string
+			p    plantstore.Plant
+		}{
+			{"EmptyName", plantstore.Plant{ID: 1, Name: ""}},
+			{"NameTooLong", plantstore.Plant{ID: 1, Name: strings.Repeat("a", plantstore.MaxNameLength+1)}},
+			{"TagTooLong", plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr(strings.Repeat("a", plantstore.MaxTagLength+1))}},
+			{"NameNotUTF8", plantstore.Plant{ID: 1, Name: "Fern\xff"}},
+			{"TagNotUTF8", plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr("\xc3")}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				svc := openServices(t, bs)
+				tt.p.Owner = "alice"
+				sub := createSubscription(t, svc, "alice")
+				stored, created, err := svc.Plants.CreatePlant(t.Context(), &tt.p)
+				checkCode(t, "CreatePlant", err, plantstore.CodeInvalidBody)
+				if stored != nil || created {
+					t.Fatalf("invalid plant returned %+v, created %v", stored, created)
+				}
+				if got := listAll(t, svc, "alice"); len(got) != 0 {
+					t.Fatalf("%d plants stored after an invalid create, want 0", len(got))
+				}
+				if n, _ := outboxStats(t, svc); n != 0 {
+					t.Fatalf("%d deliveries of subscription %s after an invalid create, want 0", n, sub.ID)
+				}
+			})
 		}
 	})
 
@@ -100,9 +158,9 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 			{"EmptyTag", ptr("")},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				s := open(t)
-				first := mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: tt.tag})
-				stored, created, err := s.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: tt.tag})
+				svc := openServices(t, bs)
+				first := mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: tt.tag})
+				stored, created, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: tt.tag})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -112,11 +170,7 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 				if diff := cmp.Diff(first, stored, equateTime); diff != "" {
 					t.Fatalf("replay returned (-want +got):\n%s", diff)
 				}
-				plants, _, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got, want := len(plants), 1; got != want {
+				if got, want := len(listAll(t, svc, "alice")), 1; got != want {
 					t.Fatalf("%d plants stored, want %d", got, want)
 				}
 			})
@@ -138,17 +192,15 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 			{"TagChanged", plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr("green")}, plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr("red")}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				s := open(t)
+				svc := openServices(t, bs)
 				tt.stored.Owner, tt.retry.Owner = "alice", "alice"
-				first := mustCreate(t, s, &tt.stored)
-				stored, created, err := s.CreatePlant(t.Context(), &tt.retry)
-				if got, want := plantstore.ErrorCode(err), plantstore.CodeConflict; got != want {
-					t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-				}
+				first := mustCreate(t, svc, &tt.stored)
+				stored, created, err := svc.Plants.CreatePlant(t.Context(), &tt.retry)
+				checkCode(t, "conflicting create", err, plantstore.CodeConflict)
 				if stored != nil || created {
 					t.Fatalf("conflict returned plant %+v, created %v", stored, created)
 				}
-				got, err := s.FindPlantByID(t.Context(), "alice", 1)
+				got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -160,11 +212,11 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	t.Run("SameIDTwoOwners", func(t *testing.T) {
-		s := open(t)
-		a := mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		b := mustCreate(t, s, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", Tag: ptr("spiky")})
+		svc := openServices(t, bs)
+		a := mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		b := mustCreate(t, svc, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", Tag: ptr("spiky")})
 		for _, want := range []*plantstore.Plant{a, b} {
-			got, err := s.FindPlantByID(t.Context(), want.Owner, 1)
+			got, err := svc.Plants.FindPlantByID(t.Context(), want.Owner, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,17 +226,17 @@ func testCreatePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		}
 	})
 
-	t.Run("Concurrent", func(t *testing.T) { testCreatePlantConcurrent(t, open) })
+	t.Run("Concurrent", func(t *testing.T) { testCreatePlantConcurrent(t, bs) })
 }
 
 // testCreatePlantConcurrent checks the concurrency rules: n identical
 // creates of one id store one row, all succeed and exactly one reports
 // created; n different creates of one id give one success and n-1 conflicts.
-func testCreatePlantConcurrent(t *testing.T, open func(t *testing.T) plantstore.Store) {
+func testCreatePlantConcurrent(t *testing.T, bs Backends) {
 	const n = 16
 
 	t.Run("Identical", func(t *testing.T) {
-		s := open(t)
+		svc := openServices(t, bs)
 		type result struct {
 			stored  *plantstore.Plant
 			created bool
@@ -196,7 +248,7 @@ func testCreatePlantConcurrent(t *testing.T, open func(t *testing.T) plantstore.
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				p, created, err := s.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 42, Name: "Fern", Tag: ptr("green")})
+				p, created, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 42, Name: "Fern", Tag: ptr("green")})
 				results[i] = result{p, created, err}
 			})
 		}
@@ -222,10 +274,7 @@ func testCreatePlantConcurrent(t *testing.T, open func(t *testing.T) plantstore.
 		if got, want := createdCount, 1; got != want {
 			t.Fatalf("%d creates reported created=true, want %d", got, want)
 		}
-		plants, _, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
+		plants := listAll(t, svc, "alice")
 		if got, want := len(plants), 1; got != want {
 			t.Fatalf("%d rows, want %d", got, want)
 		}
@@ -238,14 +287,14 @@ func testCreatePlantConcurrent(t *testing.T, open func(t *testing.T) plantstore.
 	})
 
 	t.Run("DifferentNames", func(t *testing.T) {
-		s := open(t)
+		svc := openServices(t, bs)
 		errs := make([]error, n)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				_, _, errs[i] = s.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 42, Name: fmt.Sprintf("Fern %d", i)})
+				_, _, errs[i] = svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 42, Name: fmt.Sprintf("Fern %d", i)})
 			})
 		}
 		close(start)
@@ -269,7 +318,7 @@ func testCreatePlantConcurrent(t *testing.T, open func(t *testing.T) plantstore.
 		if got, want := conflicts, n-1; got != want {
 			t.Fatalf("%d conflicts, want %d", got, want)
 		}
-		got, err := s.FindPlantByID(t.Context(), "alice", 42)
+		got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 42)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,12 +328,12 @@ func testCreatePlantConcurrent(t *testing.T, open func(t *testing.T) plantstore.
 	})
 }
 
-func testFindPlantByID(t *testing.T, open func(t *testing.T) plantstore.Store) {
-	s := open(t)
-	mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+func testFindPlantByID(t *testing.T, bs Backends) {
+	svc := openServices(t, bs)
+	mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
 
 	t.Run("OK", func(t *testing.T) {
-		got, err := s.FindPlantByID(t.Context(), "alice", 1)
+		got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,10 +352,8 @@ func testFindPlantByID(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		{"ErrOwnerCase", "Alice", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := s.FindPlantByID(t.Context(), tt.owner, tt.id)
-			if got, want := plantstore.ErrorCode(err), plantstore.CodeNotFound; got != want {
-				t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-			}
+			p, err := svc.Plants.FindPlantByID(t.Context(), tt.owner, tt.id)
+			checkCode(t, "FindPlantByID", err, plantstore.CodeNotFound)
 			if p != nil {
 				t.Fatalf("got plant %+v with an error", p)
 			}
@@ -314,8 +361,8 @@ func testFindPlantByID(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	}
 }
 
-func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
-	s := open(t)
+func testFindPlants(t *testing.T, bs Backends) {
+	svc := openServices(t, bs)
 	// alice has ids 1..10, inserted out of order; even ids are tagged "even",
 	// id 5 is tagged "five". bob has ids 1..3.
 	stored := map[int64]*plantstore.Plant{}
@@ -326,10 +373,10 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		} else if id == 5 {
 			p.Tag = ptr("five")
 		}
-		stored[id] = mustCreate(t, s, p)
+		stored[id] = mustCreate(t, svc, p)
 	}
 	for id := int64(1); id <= 3; id++ {
-		mustCreate(t, s, &plantstore.Plant{Owner: "bob", ID: id, Name: fmt.Sprintf("B%d", id)})
+		mustCreate(t, svc, &plantstore.Plant{Owner: "bob", ID: id, Name: fmt.Sprintf("B%d", id)})
 	}
 
 	for _, tt := range []struct {
@@ -339,6 +386,7 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		wantMore bool
 	}{
 		{"All", plantstore.PlantFilter{Owner: "alice", Limit: 100}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, false},
+		{"DefaultLimit", plantstore.PlantFilter{Owner: "alice"}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, false},
 		{"Limit", plantstore.PlantFilter{Owner: "alice", Limit: 3}, []int64{1, 2, 3}, true},
 		{"LimitOne", plantstore.PlantFilter{Owner: "alice", Limit: 1}, []int64{1}, true},
 		{"LimitMax", plantstore.PlantFilter{Owner: "alice", Limit: plantstore.MaxPageSize}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, false},
@@ -362,15 +410,13 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		{"TagCase", plantstore.PlantFilter{Owner: "alice", Tag: ptr("Even"), Limit: 100}, []int64{}, false},
 		{"TagOtherOwner", plantstore.PlantFilter{Owner: "bob", Tag: ptr("even"), Limit: 100}, []int64{}, false},
 		{"OtherOwner", plantstore.PlantFilter{Owner: "bob", Limit: 100}, []int64{1, 2, 3}, false},
+		{"OwnerCase", plantstore.PlantFilter{Owner: "Alice", Limit: 100}, []int64{}, false},
 		{"UnknownOwner", plantstore.PlantFilter{Owner: "carol", Limit: 100}, []int64{}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			plants, more, err := s.FindPlants(t.Context(), tt.filter)
+			plants, more, err := svc.Plants.FindPlants(t.Context(), tt.filter)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if plants == nil {
-				t.Fatal("FindPlants returned a nil slice, want non-nil")
 			}
 			ids := make([]int64, 0, len(plants))
 			for _, p := range plants {
@@ -389,7 +435,7 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	}
 
 	t.Run("Content", func(t *testing.T) {
-		plants, _, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: ptr(int64(4)), Limit: 2})
+		plants, _, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: ptr(int64(4)), Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +456,7 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 			if pages > 10 {
 				t.Fatal("paging does not end")
 			}
-			plants, more, err := s.FindPlants(t.Context(), f)
+			plants, more, err := svc.Plants.FindPlants(t.Context(), f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -427,14 +473,12 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		}
 	})
 
-	// A limit outside 1..MaxPageSize is the caller's error, not a panic or
-	// a silently clamped page.
+	// A limit outside 1..MaxPageSize (0 means DefaultPageSize) is the
+	// client's error, not a panic or a silently clamped page.
 	t.Run("ErrInvalidLimit", func(t *testing.T) {
-		for _, limit := range []int{0, -1, plantstore.MaxPageSize + 1, math.MinInt, math.MaxInt} {
-			plants, more, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: limit})
-			if got, want := plantstore.ErrorCode(err), plantstore.CodeInvalidQuery; got != want {
-				t.Fatalf("limit %d: ErrorCode(%v) = %d, want %d", limit, err, got, want)
-			}
+		for _, limit := range []int{-1, plantstore.MaxPageSize + 1, math.MinInt, math.MaxInt} {
+			plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: limit})
+			checkCode(t, fmt.Sprintf("limit %d", limit), err, plantstore.CodeInvalidQuery)
 			if len(plants) != 0 || more {
 				t.Fatalf("limit %d: got %d plants, more %v with an error", limit, len(plants), more)
 			}
@@ -442,9 +486,9 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	t.Run("ExtremeIDs", func(t *testing.T) {
-		s := open(t)
+		svc := openServices(t, bs)
 		for _, id := range []int64{math.MaxInt64, 0, math.MinInt64, -1} {
-			mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: id, Name: "x"})
+			mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: id, Name: "x"})
 		}
 		for _, tt := range []struct {
 			name     string
@@ -460,7 +504,7 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 			{"AfterMaxInt64", ptr(int64(math.MaxInt64)), 10, []int64{}, false},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				plants, more, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: tt.after, Limit: tt.limit})
+				plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: tt.after, Limit: tt.limit})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -479,19 +523,19 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	// A page of MaxPageSize: exactly that many plants fill it with nothing
-	// following; one more and more is true.
+	// following; one more and more is true. No limit gives DefaultPageSize.
 	t.Run("MaxPage", func(t *testing.T) {
-		s := open(t)
+		svc := openServices(t, bs)
 		for id := range int64(plantstore.MaxPageSize) {
-			mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: id, Name: "x"})
+			mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: id, Name: "x"})
 		}
-		check := func(t *testing.T, wantMore bool) {
+		check := func(t *testing.T, limit, wantLen int, wantMore bool) {
 			t.Helper()
-			plants, more, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: plantstore.MaxPageSize})
+			plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: limit})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := len(plants), plantstore.MaxPageSize; got != want {
+			if got, want := len(plants), wantLen; got != want {
 				t.Fatalf("%d plants, want %d", got, want)
 			}
 			for i, p := range plants {
@@ -503,79 +547,65 @@ func testFindPlants(t *testing.T, open func(t *testing.T) plantstore.Store) {
 				t.Fatalf("more = %v, want %v", got, want)
 			}
 		}
-		t.Run("Full", func(t *testing.T) { check(t, false) })
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: plantstore.MaxPageSize, Name: "x"})
-		t.Run("OneFollows", func(t *testing.T) { check(t, true) })
+		t.Run("Full", func(t *testing.T) { check(t, plantstore.MaxPageSize, plantstore.MaxPageSize, false) })
+		t.Run("DefaultLimit", func(t *testing.T) { check(t, 0, plantstore.DefaultPageSize, true) })
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: plantstore.MaxPageSize, Name: "x"})
+		t.Run("OneFollows", func(t *testing.T) { check(t, plantstore.MaxPageSize, plantstore.MaxPageSize, true) })
 	})
 }
 
-func testDeletePlant(t *testing.T, open func(t *testing.T) plantstore.Store) {
+func testDeletePlant(t *testing.T, bs Backends) {
 	t.Run("OK", func(t *testing.T) {
-		s := open(t)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Cactus"})
-		if err := s.DeletePlant(t.Context(), "alice", 1); err != nil {
+		svc := openServices(t, bs)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Cactus"})
+		if err := svc.Plants.DeletePlant(t.Context(), "alice", 1); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.FindPlantByID(t.Context(), "alice", 1)
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeNotFound; got != want {
-			t.Fatalf("after delete: ErrorCode(%v) = %d, want %d", err, got, want)
-		}
-		if _, err := s.FindPlantByID(t.Context(), "alice", 2); err != nil {
+		_, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
+		checkCode(t, "FindPlantByID after delete", err, plantstore.CodeNotFound)
+		if _, err := svc.Plants.FindPlantByID(t.Context(), "alice", 2); err != nil {
 			t.Fatalf("the other plant: %v", err)
 		}
-		plants, _, err := s.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := len(plants), 1; got != want {
+		if got, want := len(listAll(t, svc, "alice")), 1; got != want {
 			t.Fatalf("%d plants listed after delete, want %d", got, want)
 		}
 		// The id can be created again, with other content.
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Palm"})
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Palm"})
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		s := open(t)
-		err := s.DeletePlant(t.Context(), "alice", 1)
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeNotFound; got != want {
-			t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-		}
+		svc := openServices(t, bs)
+		checkCode(t, "DeletePlant", svc.Plants.DeletePlant(t.Context(), "alice", 1), plantstore.CodeNotFound)
 	})
 
 	t.Run("ErrTwice", func(t *testing.T) {
-		s := open(t)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		if err := s.DeletePlant(t.Context(), "alice", 1); err != nil {
+		svc := openServices(t, bs)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		if err := svc.Plants.DeletePlant(t.Context(), "alice", 1); err != nil {
 			t.Fatal(err)
 		}
-		err := s.DeletePlant(t.Context(), "alice", 1)
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeNotFound; got != want {
-			t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-		}
+		checkCode(t, "second DeletePlant", svc.Plants.DeletePlant(t.Context(), "alice", 1), plantstore.CodeNotFound)
 	})
 
 	t.Run("ErrOtherOwner", func(t *testing.T) {
-		s := open(t)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		err := s.DeletePlant(t.Context(), "bob", 1)
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeNotFound; got != want {
-			t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-		}
-		if _, err := s.FindPlantByID(t.Context(), "alice", 1); err != nil {
+		svc := openServices(t, bs)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		checkCode(t, "DeletePlant by bob", svc.Plants.DeletePlant(t.Context(), "bob", 1), plantstore.CodeNotFound)
+		if _, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1); err != nil {
 			t.Fatalf("alice's plant after bob's delete: %v", err)
 		}
 	})
 
 	// Deleting one owner's plant leaves another's with the same id.
 	t.Run("SameIDTwoOwners", func(t *testing.T) {
-		s := open(t)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		bob := mustCreate(t, s, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus"})
-		if err := s.DeletePlant(t.Context(), "alice", 1); err != nil {
+		svc := openServices(t, bs)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		bob := mustCreate(t, svc, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus"})
+		if err := svc.Plants.DeletePlant(t.Context(), "alice", 1); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.FindPlantByID(t.Context(), "bob", 1)
+		got, err := svc.Plants.FindPlantByID(t.Context(), "bob", 1)
 		if err != nil {
 			t.Fatalf("bob's plant after alice's delete: %v", err)
 		}

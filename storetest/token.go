@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,319 +10,346 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
-func newToken(t *testing.T, owner string, scopes []string, ttl time.Duration, now time.Time) (*plantstore.Token, string) {
+// The cases of testCreateToken to testCreateFirstToken run through the
+// service (TokenService); testTokenStore calls the backend's TokenStore.
+
+// createToken issues a token through the service.
+func createToken(t *testing.T, svc *service.Services, req plantstore.TokenRequest) (*plantstore.Token, string) {
 	t.Helper()
-	tok, secret, err := plantstore.NewToken(owner, scopes, ttl, now)
+	tok, secret, err := svc.Tokens.CreateToken(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tok, secret
 }
 
-func mustCreateToken(t *testing.T, s plantstore.Store, tok *plantstore.Token) {
+// findTokens lists every token through the service.
+func findTokens(t *testing.T, svc *service.Services) []*plantstore.Token {
 	t.Helper()
-	if err := s.CreateToken(t.Context(), tok); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func findToken(t *testing.T, s plantstore.Store, hash []byte) *plantstore.Token {
-	t.Helper()
-	got, err := s.FindTokenByHash(t.Context(), hash)
+	tokens, err := svc.Tokens.FindTokens(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return tokens
 }
 
-func countTokens(t *testing.T, s plantstore.Store) int {
+// authenticate fails the test unless secret authenticates as want.
+func authenticate(t *testing.T, svc *service.Services, secret string, want *plantstore.Token) {
 	t.Helper()
-	n, err := s.CountTokens(t.Context())
+	got, err := svc.Tokens.Authenticate(t.Context(), secret)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Authenticate: %v", err)
 	}
-	return n
+	if diff := cmp.Diff(want, got, equateTime); diff != "" {
+		t.Fatalf("Authenticate returned (-want +got):\n%s", diff)
+	}
 }
 
-func testCreateToken(t *testing.T, open func(t *testing.T) plantstore.Store) {
+// refused fails the test unless Authenticate refuses secret with
+// CodeTokenInvalid.
+func refused(t *testing.T, svc *service.Services, what, secret string) {
+	t.Helper()
+	tok, err := svc.Tokens.Authenticate(t.Context(), secret)
+	checkCode(t, what, err, plantstore.CodeTokenInvalid)
+	if tok != nil {
+		t.Fatalf("%s: Authenticate returned %+v with an error", what, tok)
+	}
+}
+
+// suppliedSecret is an operator-supplied token secret (not generated).
+const suppliedSecret = "bootstrap-secret-from-a-vault-0123456789"
+
+func testCreateToken(t *testing.T, bs Backends) {
 	for _, tt := range []struct {
-		name   string
-		scopes []string
-		ttl    time.Duration
+		name       string
+		scopes     []string
+		ttl        time.Duration
+		wantScopes []string
 	}{
-		{"OK", []string{plantstore.ScopePlantsRead}, time.Hour},
-		{"DefaultScopesNoExpiry", nil, 0},
+		{"OK", []string{plantstore.ScopePlantsRead}, time.Hour, []string{plantstore.ScopePlantsRead}},
+		{"DefaultScopesNoExpiry", nil, 0, plantstore.DefaultScopes},
+		{"AllScopesSortedOnce", []string{plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite, plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite},
+			0, []string{plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite, plantstore.ScopeWebhooksManage}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := open(t)
-			tok, secret := newToken(t, "alice", tt.scopes, tt.ttl, fixedNow)
-			want := *tok
-			mustCreateToken(t, s, tok)
-			got := findToken(t, s, plantstore.HashToken(secret))
-			if diff := cmp.Diff(&want, got, equateTime); diff != "" {
-				t.Fatalf("stored token (-want +got):\n%s", diff)
+			c := newClock(fixedNow)
+			_, svc := open(t, bs, service.Config{Now: c.Now})
+			tok, secret := createToken(t, svc, plantstore.TokenRequest{Owner: "alice", Scopes: tt.scopes, TTL: tt.ttl})
+			if !strings.HasPrefix(tok.ID, "tok_") || !plantstore.PlausibleToken(secret) {
+				t.Fatalf("token %s with secret %q: want a tok_ id and a plausible secret", tok.ID, secret)
 			}
+			want := &plantstore.Token{ID: tok.ID, Owner: "alice", Scopes: tt.wantScopes, Hash: plantstore.HashToken(secret), CreatedAt: fixedNow}
+			if tt.ttl > 0 {
+				want.ExpiresAt = ptr(fixedNow.Add(tt.ttl))
+			}
+			if diff := cmp.Diff(want, tok, equateTime); diff != "" {
+				t.Fatalf("returned token (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]*plantstore.Token{want}, findTokens(t, svc), equateTime); diff != "" {
+				t.Fatalf("FindTokens (-want +got):\n%s", diff)
+			}
+			authenticate(t, svc, secret, want)
 		})
 	}
 
-	// A token without CreatedAt gets the time of the call.
-	t.Run("CreatedAtFromNow", func(t *testing.T) {
-		s := open(t)
-		tok, _ := newToken(t, "alice", nil, 0, fixedNow)
-		tok.CreatedAt = time.Time{}
-		before := time.Now()
-		mustCreateToken(t, s, tok)
-		after := time.Now()
-		got := findToken(t, s, tok.Hash)
-		checkTimeBetween(t, "CreatedAt", got.CreatedAt, before, after)
-	})
-
-	t.Run("ErrDuplicateHash", func(t *testing.T) {
-		s := open(t)
-		tok, _ := newToken(t, "alice", nil, 0, fixedNow)
-		mustCreateToken(t, s, tok)
-		other, _ := newToken(t, "bob", nil, 0, fixedNow)
-		other.Hash = tok.Hash
-		if err := s.CreateToken(t.Context(), other); err == nil {
-			t.Fatal("a second token with the same hash was stored")
+	t.Run("Distinct", func(t *testing.T) {
+		svc := openServices(t, bs)
+		a, secretA := createToken(t, svc, plantstore.TokenRequest{Owner: "alice"})
+		b, secretB := createToken(t, svc, plantstore.TokenRequest{Owner: "alice"})
+		if a.ID == b.ID || secretA == secretB {
+			t.Fatalf("two tokens share id %s / %s or secret", a.ID, b.ID)
 		}
-		if got, want := findToken(t, s, tok.Hash).ID, tok.ID; got != want {
-			t.Fatalf("the hash finds token %s, want the first one, %s", got, want)
-		}
-		if got, want := countTokens(t, s), 1; got != want {
-			t.Fatalf("CountTokens = %d, want %d", got, want)
-		}
-	})
-}
-
-func testFindTokenByHash(t *testing.T, open func(t *testing.T) plantstore.Store) {
-	s := open(t)
-	tok, _ := newToken(t, "alice", nil, 0, fixedNow)
-	mustCreateToken(t, s, tok)
-
-	t.Run("ErrUnknownHash", func(t *testing.T) {
-		got, err := s.FindTokenByHash(t.Context(), plantstore.HashToken("not-a-token-that-exists-anywhere"))
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeTokenInvalid; got != want {
-			t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-		}
-		if got != nil {
-			t.Fatalf("got token %+v with an error", got)
-		}
-	})
-
-	t.Run("ErrEmptyHash", func(t *testing.T) {
-		_, err := s.FindTokenByHash(t.Context(), nil)
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeTokenInvalid; got != want {
-			t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-		}
-	})
-
-	// The store returns revoked and expired tokens as they are; the HTTP
-	// layer decides what they are worth.
-	t.Run("RevokedAndExpiredFound", func(t *testing.T) {
-		expired, _ := newToken(t, "bob", nil, time.Minute, fixedNow.Add(-time.Hour))
-		revoked, _ := newToken(t, "carol", nil, 0, fixedNow)
-		for _, tok := range []*plantstore.Token{expired, revoked} {
-			mustCreateToken(t, s, tok)
-		}
-		if err := s.RevokeToken(t.Context(), revoked.ID); err != nil {
-			t.Fatal(err)
-		}
-
-		got := findToken(t, s, expired.Hash)
-		if diff := cmp.Diff(expired, got, equateTime); diff != "" {
-			t.Fatalf("expired token (-want +got):\n%s", diff)
-		}
-		if got, want := got.Status(fixedNow), "expired"; got != want {
-			t.Fatalf("expired token: Status = %q, want %q", got, want)
-		}
-
-		got = findToken(t, s, revoked.Hash)
-		if got.RevokedAt == nil {
-			t.Fatal("revoked token: RevokedAt = nil")
-		}
-		want := *revoked
-		want.RevokedAt = got.RevokedAt
-		if diff := cmp.Diff(&want, got, equateTime); diff != "" {
-			t.Fatalf("revoked token (-want +got):\n%s", diff)
-		}
-		if got, want := got.Status(fixedNow), "revoked"; got != want {
-			t.Fatalf("revoked token: Status = %q, want %q", got, want)
-		}
-	})
-}
-
-func testFindTokens(t *testing.T, open func(t *testing.T) plantstore.Store) {
-	t.Run("Empty", func(t *testing.T) {
-		s := open(t)
-		tokens, err := s.FindTokens(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := len(tokens), 0; got != want {
+		if got, want := len(findTokens(t, svc)), 2; got != want {
 			t.Fatalf("%d tokens, want %d", got, want)
+		}
+		authenticate(t, svc, secretA, a)
+		authenticate(t, svc, secretB, b)
+	})
+
+	t.Run("SuppliedSecret", func(t *testing.T) {
+		svc := openServices(t, bs)
+		tok, secret := createToken(t, svc, plantstore.TokenRequest{Owner: "admin", Secret: suppliedSecret, TTL: time.Hour})
+		if got, want := secret, suppliedSecret; got != want {
+			t.Fatalf("secret = %q, want the supplied %q", got, want)
+		}
+		authenticate(t, svc, suppliedSecret, tok)
+
+		// The same secret again is refused; the first token keeps it.
+		if _, _, err := svc.Tokens.CreateToken(t.Context(), plantstore.TokenRequest{Owner: "mallory", Secret: suppliedSecret}); err == nil {
+			t.Fatal("a second token with the same secret was issued")
+		}
+		if got, want := len(findTokens(t, svc)), 1; got != want {
+			t.Fatalf("%d tokens, want %d", got, want)
+		}
+		authenticate(t, svc, suppliedSecret, tok)
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		svc := openServices(t, bs)
+		for _, tt := range []struct {
+			name string
+			req  plantstore.TokenRequest
+		}{
+			{"EmptyOwner", plantstore.TokenRequest{Owner: ""}},
+			{"BlankOwner", plantstore.TokenRequest{Owner: " \t"}},
+			{"UnknownScope", plantstore.TokenRequest{Owner: "alice", Scopes: []string{"plants:eat"}}},
+			{"NegativeTTL", plantstore.TokenRequest{Owner: "alice", TTL: -time.Second}},
+			{"NegativeTTLSupplied", plantstore.TokenRequest{Owner: "alice", TTL: -time.Second, Secret: suppliedSecret}},
+			{"SuppliedTooShort", plantstore.TokenRequest{Owner: "alice", Secret: "short"}},
+			{"SuppliedWithSpace", plantstore.TokenRequest{Owner: "alice", Secret: "with space " + suppliedSecret}},
+			{"SuppliedPrefixNotOurs", plantstore.TokenRequest{Owner: "alice", Secret: plantstore.TokenPrefix + suppliedSecret}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				tok, secret, err := svc.Tokens.CreateToken(t.Context(), tt.req)
+				checkCode(t, "CreateToken", err, plantstore.CodeInvalidBody)
+				if tok != nil || secret != "" {
+					t.Fatalf("CreateToken returned %+v, %q with an error", tok, secret)
+				}
+			})
+		}
+		if got := findTokens(t, svc); len(got) != 0 {
+			t.Fatalf("%d tokens stored by invalid requests, want 0", len(got))
+		}
+	})
+}
+
+func testAuthenticate(t *testing.T, bs Backends) {
+	c := newClock(fixedNow)
+	_, svc := open(t, bs, service.Config{Now: c.Now})
+	active, activeSecret := createToken(t, svc, plantstore.TokenRequest{Owner: "alice"})
+	expiring, expiringSecret := createToken(t, svc, plantstore.TokenRequest{Owner: "bob", TTL: time.Minute})
+	revoked, revokedSecret := createToken(t, svc, plantstore.TokenRequest{Owner: "carol"})
+	if err := svc.Tokens.RevokeToken(t.Context(), revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, unknownSecret, err := plantstore.NewToken("dave", nil, 0, fixedNow) // never stored
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("Active", func(t *testing.T) {
+		c.Set(fixedNow.Add(time.Second))
+		authenticate(t, svc, activeSecret, active)
+	})
+	t.Run("BeforeExpiry", func(t *testing.T) {
+		c.Set(fixedNow.Add(time.Minute - time.Millisecond))
+		authenticate(t, svc, expiringSecret, expiring)
+	})
+	t.Run("ErrExpired", func(t *testing.T) {
+		// A microsecond past ExpiresAt: PostgreSQL may round it up by less.
+		for _, d := range []time.Duration{time.Minute + time.Microsecond, time.Hour} {
+			c.Set(fixedNow.Add(d))
+			refused(t, svc, fmt.Sprintf("expired token %v after its creation", d), expiringSecret)
+		}
+		// An expired token is expired, not gone.
+		authenticate(t, svc, activeSecret, active)
+	})
+	t.Run("ErrRevoked", func(t *testing.T) {
+		c.Set(fixedNow.Add(time.Second))
+		refused(t, svc, "revoked token", revokedSecret)
+	})
+	t.Run("ErrUnknown", func(t *testing.T) {
+		refused(t, svc, "unknown token", unknownSecret)
+		refused(t, svc, "unknown supplied token", suppliedSecret)
+	})
+	t.Run("ErrMalformed", func(t *testing.T) {
+		last := activeSecret[len(activeSecret)-1:]
+		other := "0"
+		if last == "0" {
+			other = "1"
+		}
+		for _, secret := range []string{
+			"",
+			plantstore.TokenPrefix,
+			activeSecret[:len(activeSecret)-1],
+			activeSecret + "0",
+			activeSecret[:len(activeSecret)-1] + other, // checksum wrong
+			"Bearer " + activeSecret,
+			strings.ToUpper(activeSecret),
+		} {
+			refused(t, svc, fmt.Sprintf("secret %q", secret), secret)
+		}
+	})
+}
+
+func testFindTokens(t *testing.T, bs Backends) {
+	t.Run("Empty", func(t *testing.T) {
+		svc := openServices(t, bs)
+		if got := findTokens(t, svc); len(got) != 0 {
+			t.Fatalf("%d tokens, want 0", len(got))
 		}
 	})
 
 	t.Run("OldestFirst", func(t *testing.T) {
-		s := open(t)
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
 		var want []*plantstore.Token
-		// Inserted newest first; listed oldest first. One is revoked and
-		// one expired: all are listed.
+		// Created newest first; listed oldest first. One is revoked and one
+		// expired: all are listed.
 		for i, owner := range []string{"dave", "carol", "bob", "alice"} {
-			created := fixedNow.Add(-time.Duration(i) * time.Minute)
-			ttl := time.Duration(0)
+			c.Set(fixedNow.Add(-time.Duration(i) * time.Minute))
+			req := plantstore.TokenRequest{Owner: owner}
 			if owner == "bob" {
-				ttl = time.Second
+				req.TTL = time.Second
 			}
-			tok, _ := newToken(t, owner, nil, ttl, created)
-			mustCreateToken(t, s, tok)
+			tok, _ := createToken(t, svc, req)
 			want = append([]*plantstore.Token{tok}, want...)
 		}
-		if err := s.RevokeToken(t.Context(), want[0].ID); err != nil {
+		revokedAt := c.Add(time.Hour)
+		if err := svc.Tokens.RevokeToken(t.Context(), want[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.FindTokens(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) > 0 && got[0].RevokedAt != nil {
-			want[0].RevokedAt = got[0].RevokedAt
-		}
-		if diff := cmp.Diff(want, got, equateTime); diff != "" {
+		want[0].RevokedAt = &revokedAt
+		if diff := cmp.Diff(want, findTokens(t, svc), equateTime); diff != "" {
 			t.Fatalf("tokens (-want +got):\n%s", diff)
-		}
-		if got[0].RevokedAt == nil {
-			t.Fatal("revoked token listed with RevokedAt = nil")
 		}
 	})
 }
 
-func testRevokeToken(t *testing.T, open func(t *testing.T) plantstore.Store) {
+func testRevokeToken(t *testing.T, bs Backends) {
 	t.Run("OK", func(t *testing.T) {
-		s := open(t)
-		tok, _ := newToken(t, "alice", nil, 0, fixedNow)
-		other, _ := newToken(t, "bob", nil, 0, fixedNow)
-		mustCreateToken(t, s, tok)
-		mustCreateToken(t, s, other)
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		tok, secret := createToken(t, svc, plantstore.TokenRequest{Owner: "alice"})
+		c.Add(time.Second) // oldest first is the order of FindTokens
+		other, otherSecret := createToken(t, svc, plantstore.TokenRequest{Owner: "bob"})
+		authenticate(t, svc, secret, tok)
 
-		before := time.Now()
-		if err := s.RevokeToken(t.Context(), tok.ID); err != nil {
+		at := c.Add(time.Minute)
+		if err := svc.Tokens.RevokeToken(t.Context(), tok.ID); err != nil {
 			t.Fatal(err)
 		}
-		after := time.Now()
-		got := findToken(t, s, tok.Hash)
-		if got.RevokedAt == nil {
-			t.Fatal("RevokedAt = nil after RevokeToken")
+		want := *tok
+		want.RevokedAt = &at
+		if diff := cmp.Diff([]*plantstore.Token{&want, other}, findTokens(t, svc), equateTime); diff != "" {
+			t.Fatalf("tokens after revoking one (-want +got):\n%s", diff)
 		}
-		first := *got.RevokedAt
-		checkTimeBetween(t, "RevokedAt", first, before, after)
-		if got, want := got.Active(after), false; got != want {
-			t.Fatalf("Active = %v, want %v", got, want)
-		}
+		refused(t, svc, "revoked token", secret)
 
-		// A second revoke, at a later time, succeeds and keeps the first time.
-		waitPast(first)
-		if err := s.RevokeToken(t.Context(), tok.ID); err != nil {
+		// A second revoke, later, succeeds and keeps the first time.
+		c.Add(time.Hour)
+		if err := svc.Tokens.RevokeToken(t.Context(), tok.ID); err != nil {
 			t.Fatalf("second revoke: %v", err)
 		}
-		got = findToken(t, s, tok.Hash)
-		if got.RevokedAt == nil {
-			t.Fatal("RevokedAt = nil after the second RevokeToken")
+		if diff := cmp.Diff([]*plantstore.Token{&want, other}, findTokens(t, svc), equateTime); diff != "" {
+			t.Fatalf("tokens after the second revoke (-want +got):\n%s", diff)
 		}
-		if got, want := *got.RevokedAt, first; !got.Equal(want) {
-			t.Fatalf("RevokedAt after second revoke = %v, want %v", got, want)
-		}
-
 		// The other token is untouched.
-		if got := findToken(t, s, other.Hash); got.RevokedAt != nil {
-			t.Fatalf("other token RevokedAt = %v, want nil", got.RevokedAt)
-		}
+		authenticate(t, svc, otherSecret, other)
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
-		s := open(t)
-		err := s.RevokeToken(t.Context(), "tok_0000000000000000")
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeNotFound; got != want {
-			t.Fatalf("ErrorCode(%v) = %d, want %d", err, got, want)
-		}
+		svc := openServices(t, bs)
+		checkCode(t, "RevokeToken", svc.Tokens.RevokeToken(t.Context(), "tok_0000000000000000"), plantstore.CodeNotFound)
 	})
 }
 
-func testCountTokens(t *testing.T, open func(t *testing.T) plantstore.Store) {
-	s := open(t)
-	for i := range 4 {
-		if got, want := countTokens(t, s), i; got != want {
-			t.Fatalf("CountTokens = %d, want %d", got, want)
-		}
-		tok, _ := newToken(t, "alice", nil, time.Minute, fixedNow)
-		mustCreateToken(t, s, tok)
-		if i == 1 {
-			if err := s.RevokeToken(t.Context(), tok.ID); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	// Revoked and expired ones count.
-	if got, want := countTokens(t, s), 4; got != want {
-		t.Fatalf("CountTokens = %d, want %d", got, want)
-	}
-}
-
-func testCreateFirstToken(t *testing.T, open func(t *testing.T) plantstore.Store) {
+func testCreateFirstToken(t *testing.T, bs Backends) {
 	t.Run("OK", func(t *testing.T) {
-		s := open(t)
-		first, _ := newToken(t, "admin", nil, 0, fixedNow)
-		want := *first
-		created, err := s.CreateFirstToken(t.Context(), first)
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		first, secret, created, err := svc.Tokens.CreateFirstToken(t.Context(), plantstore.TokenRequest{Owner: "admin"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := created, true; got != want {
 			t.Fatalf("created = %v, want %v", got, want)
 		}
-		if diff := cmp.Diff(&want, findToken(t, s, first.Hash), equateTime); diff != "" {
-			t.Fatalf("stored token (-want +got):\n%s", diff)
+		want := &plantstore.Token{ID: first.ID, Owner: "admin", Scopes: plantstore.DefaultScopes, Hash: plantstore.HashToken(secret), CreatedAt: fixedNow}
+		if diff := cmp.Diff(want, first, equateTime); diff != "" {
+			t.Fatalf("returned token (-want +got):\n%s", diff)
 		}
+		if diff := cmp.Diff([]*plantstore.Token{want}, findTokens(t, svc), equateTime); diff != "" {
+			t.Fatalf("FindTokens (-want +got):\n%s", diff)
+		}
+		authenticate(t, svc, secret, want)
 
 		// Afterwards it stores nothing.
-		second, _ := newToken(t, "admin", nil, 0, fixedNow)
-		created, err = s.CreateFirstToken(t.Context(), second)
+		second, secret2, created, err := svc.Tokens.CreateFirstToken(t.Context(), plantstore.TokenRequest{Owner: "admin", Secret: suppliedSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := created, false; got != want {
-			t.Fatalf("second call: created = %v, want %v", got, want)
+		if created || second != nil || secret2 != "" {
+			t.Fatalf("second call: created = %v, token %+v, secret %q; want false, nil, empty", created, second, secret2)
 		}
-		if got, want := countTokens(t, s), 1; got != want {
-			t.Fatalf("CountTokens = %d, want %d", got, want)
+		if got, want := len(findTokens(t, svc)), 1; got != want {
+			t.Fatalf("%d tokens, want %d", got, want)
 		}
-		_, err = s.FindTokenByHash(t.Context(), second.Hash)
-		if got, want := plantstore.ErrorCode(err), plantstore.CodeTokenInvalid; got != want {
-			t.Fatalf("second token lookup: ErrorCode(%v) = %d, want %d", err, got, want)
+		refused(t, svc, "the second token's secret", suppliedSecret)
+	})
+
+	// An operator's bootstrap token from a secrets manager.
+	t.Run("SuppliedSecret", func(t *testing.T) {
+		svc := openServices(t, bs)
+		tok, secret, created, err := svc.Tokens.CreateFirstToken(t.Context(), plantstore.TokenRequest{Owner: "admin", Secret: suppliedSecret})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !created || secret != suppliedSecret {
+			t.Fatalf("created = %v, secret %q; want true, the supplied one", created, secret)
+		}
+		authenticate(t, svc, suppliedSecret, tok)
 	})
 
 	// Any token, revoked ones included, means the first one exists.
 	t.Run("NotWhenRevokedTokenExists", func(t *testing.T) {
-		s := open(t)
-		tok, _ := newToken(t, "alice", nil, 0, fixedNow)
-		mustCreateToken(t, s, tok)
-		if err := s.RevokeToken(t.Context(), tok.ID); err != nil {
+		svc := openServices(t, bs)
+		tok, _ := createToken(t, svc, plantstore.TokenRequest{Owner: "alice"})
+		if err := svc.Tokens.RevokeToken(t.Context(), tok.ID); err != nil {
 			t.Fatal(err)
 		}
-		admin, _ := newToken(t, "admin", nil, 0, fixedNow)
-		created, err := s.CreateFirstToken(t.Context(), admin)
+		_, _, created, err := svc.Tokens.CreateFirstToken(t.Context(), plantstore.TokenRequest{Owner: "admin"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := created, false; got != want {
 			t.Fatalf("created = %v, want %v", got, want)
 		}
-		if got, want := countTokens(t, s), 1; got != want {
-			t.Fatalf("CountTokens = %d, want %d", got, want)
+		if got, want := len(findTokens(t, svc)), 1; got != want {
+			t.Fatalf("%d tokens, want %d", got, want)
 		}
 	})
 
@@ -329,11 +357,9 @@ func testCreateFirstToken(t *testing.T, open func(t *testing.T) plantstore.Store
 	// one does.
 	t.Run("Concurrent", func(t *testing.T) {
 		const n = 8
-		s := open(t)
+		svc := openServices(t, bs)
 		tokens := make([]*plantstore.Token, n)
-		for i := range n {
-			tokens[i], _ = newToken(t, fmt.Sprintf("admin%d", i), nil, 0, fixedNow)
-		}
+		secrets := make([]string, n)
 		created := make([]bool, n)
 		errs := make([]error, n)
 		start := make(chan struct{})
@@ -341,7 +367,7 @@ func testCreateFirstToken(t *testing.T, open func(t *testing.T) plantstore.Store
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				created[i], errs[i] = s.CreateFirstToken(t.Context(), tokens[i])
+				tokens[i], secrets[i], created[i], errs[i] = svc.Tokens.CreateFirstToken(t.Context(), plantstore.TokenRequest{Owner: fmt.Sprintf("admin%d", i)})
 			})
 		}
 		close(start)
@@ -362,15 +388,219 @@ func testCreateFirstToken(t *testing.T, open func(t *testing.T) plantstore.Store
 		if winner < 0 {
 			t.Fatal("no call reports created")
 		}
-		if got, want := countTokens(t, s), 1; got != want {
-			t.Fatalf("CountTokens = %d, want %d", got, want)
-		}
-		all, err := s.FindTokens(t.Context())
-		if err != nil {
-			t.Fatal(err)
+		all := findTokens(t, svc)
+		if got, want := len(all), 1; got != want {
+			t.Fatalf("%d tokens, want %d", got, want)
 		}
 		if got, want := all[0].ID, tokens[winner].ID; got != want {
 			t.Fatalf("stored token %s, want the winner's %s", got, want)
 		}
+		authenticate(t, svc, secrets[winner], tokens[winner])
+	})
+}
+
+// newToken makes a token for the row-store cases.
+func newToken(t *testing.T, owner string, ttl time.Duration, now time.Time) *plantstore.Token {
+	t.Helper()
+	tok, _, err := plantstore.NewToken(owner, nil, ttl, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func insertToken(t *testing.T, b plantstore.Backend, tok *plantstore.Token) {
+	t.Helper()
+	if err := b.InsertToken(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func findTokenByHash(t *testing.T, b plantstore.Backend, hash []byte) *plantstore.Token {
+	t.Helper()
+	tok, err := b.FindTokenByHash(t.Context(), hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func listTokens(t *testing.T, b plantstore.Backend) []*plantstore.Token {
+	t.Helper()
+	tokens, err := b.ListTokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens
+}
+
+// testTokenStore calls the backend's TokenStore directly.
+func testTokenStore(t *testing.T, bs Backends) {
+	t.Run("StoredAsGiven", func(t *testing.T) {
+		b := bs.Open(t)
+		expiring := newToken(t, "alice", 0, fixedNow)
+		expiring.Scopes = []string{plantstore.ScopePlantsRead}
+		expiring.CreatedAt = fixedNow.In(elsewhere)
+		expiring.ExpiresAt = ptr(fixedNow.Add(90 * time.Minute).In(elsewhere))
+		forever := newToken(t, "bob", 0, fixedNow.Add(time.Second))
+		forever.Scopes = []string{plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite, plantstore.ScopeWebhooksManage}
+		insertToken(t, b, expiring)
+		insertToken(t, b, forever)
+		for _, want := range []*plantstore.Token{expiring, forever} {
+			if diff := cmp.Diff(want, findTokenByHash(t, b, want.Hash), equateTime); diff != "" {
+				t.Fatalf("FindTokenByHash (-want +got):\n%s", diff)
+			}
+		}
+		if diff := cmp.Diff([]*plantstore.Token{expiring, forever}, listTokens(t, b), equateTime); diff != "" {
+			t.Fatalf("ListTokens (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("ErrDuplicateHash", func(t *testing.T) {
+		b := bs.Open(t)
+		tok := newToken(t, "alice", 0, fixedNow)
+		insertToken(t, b, tok)
+		other := newToken(t, "bob", 0, fixedNow)
+		other.Hash = tok.Hash
+		checkIs(t, "InsertToken with a taken hash", b.InsertToken(t.Context(), other), plantstore.ErrExists)
+		if diff := cmp.Diff([]*plantstore.Token{tok}, listTokens(t, b), equateTime); diff != "" {
+			t.Fatalf("ListTokens (-want +got):\n%s", diff)
+		}
+		if got, want := findTokenByHash(t, b, tok.Hash).ID, tok.ID; got != want {
+			t.Fatalf("the hash finds token %s, want the first one, %s", got, want)
+		}
+	})
+
+	t.Run("ErrDuplicateID", func(t *testing.T) {
+		b := bs.Open(t)
+		tok := newToken(t, "alice", 0, fixedNow)
+		insertToken(t, b, tok)
+		other := newToken(t, "bob", 0, fixedNow)
+		other.ID = tok.ID
+		checkIs(t, "InsertToken with a taken id", b.InsertToken(t.Context(), other), plantstore.ErrExists)
+		if diff := cmp.Diff([]*plantstore.Token{tok}, listTokens(t, b), equateTime); diff != "" {
+			t.Fatalf("ListTokens (-want +got):\n%s", diff)
+		}
+		_, err := b.FindTokenByHash(t.Context(), other.Hash)
+		checkIs(t, "FindTokenByHash of the refused token", err, plantstore.ErrNotFound)
+	})
+
+	t.Run("FindTokenByHash", func(t *testing.T) {
+		b := bs.Open(t)
+		ctx := t.Context()
+		insertToken(t, b, newToken(t, "alice", 0, fixedNow))
+		for _, tt := range []struct {
+			name string
+			hash []byte
+		}{
+			{"ErrUnknownHash", plantstore.HashToken("not-a-token-that-exists-anywhere")},
+			{"ErrNilHash", nil},
+			{"ErrEmptyHash", []byte{}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				tok, err := b.FindTokenByHash(ctx, tt.hash)
+				checkIs(t, "FindTokenByHash", err, plantstore.ErrNotFound)
+				if tok != nil {
+					t.Fatalf("got token %+v with an error", tok)
+				}
+			})
+		}
+
+		// Revoked and expired tokens are found as they are: what they are
+		// worth is the service's decision.
+		t.Run("RevokedAndExpired", func(t *testing.T) {
+			expired := newToken(t, "bob", time.Minute, fixedNow.Add(-time.Hour))
+			revoked := newToken(t, "carol", 0, fixedNow)
+			insertToken(t, b, expired)
+			insertToken(t, b, revoked)
+			at := fixedNow.Add(time.Minute)
+			if err := b.RevokeToken(ctx, revoked.ID, at); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(expired, findTokenByHash(t, b, expired.Hash), equateTime); diff != "" {
+				t.Fatalf("expired token (-want +got):\n%s", diff)
+			}
+			want := *revoked
+			want.RevokedAt = &at
+			if diff := cmp.Diff(&want, findTokenByHash(t, b, revoked.Hash), equateTime); diff != "" {
+				t.Fatalf("revoked token (-want +got):\n%s", diff)
+			}
+		})
+	})
+
+	t.Run("RevokeToken", func(t *testing.T) {
+		b := bs.Open(t)
+		ctx := t.Context()
+		tok := newToken(t, "alice", 0, fixedNow)
+		other := newToken(t, "bob", 0, fixedNow)
+		insertToken(t, b, tok)
+		insertToken(t, b, other)
+
+		first := fixedNow.Add(time.Minute).In(elsewhere)
+		if err := b.RevokeToken(ctx, tok.ID, first); err != nil {
+			t.Fatal(err)
+		}
+		got := findTokenByHash(t, b, tok.Hash)
+		if got.RevokedAt == nil {
+			t.Fatal("RevokedAt = nil after RevokeToken")
+		}
+		checkTime(t, "RevokedAt", *got.RevokedAt, first)
+
+		// Revoking again, later or earlier, keeps the first time.
+		for _, at := range []time.Time{first.Add(time.Hour), first.Add(-time.Hour)} {
+			if err := b.RevokeToken(ctx, tok.ID, at); err != nil {
+				t.Fatalf("revoke again at %v: %v", at, err)
+			}
+			got := findTokenByHash(t, b, tok.Hash)
+			if got.RevokedAt == nil {
+				t.Fatal("RevokedAt = nil after a second RevokeToken")
+			}
+			checkTime(t, fmt.Sprintf("RevokedAt after a revoke at %v", at), *got.RevokedAt, first)
+		}
+		if got := findTokenByHash(t, b, other.Hash); got.RevokedAt != nil {
+			t.Fatalf("other token RevokedAt = %v, want nil", got.RevokedAt)
+		}
+		checkIs(t, "RevokeToken of an unknown id", b.RevokeToken(ctx, "tok_0000000000000000", first), plantstore.ErrNotFound)
+	})
+
+	t.Run("ListTokens", func(t *testing.T) {
+		b := bs.Open(t)
+		if got := listTokens(t, b); len(got) != 0 {
+			t.Fatalf("%d tokens in a new backend, want 0", len(got))
+		}
+		var want []*plantstore.Token
+		for i := range 4 {
+			tok := newToken(t, fmt.Sprintf("owner%d", i), 0, fixedNow.Add(-time.Duration(i)*time.Microsecond*1500))
+			insertToken(t, b, tok)
+			want = append([]*plantstore.Token{tok}, want...)
+		}
+		if diff := cmp.Diff(want, listTokens(t, b), equateTime); diff != "" {
+			t.Fatalf("ListTokens, oldest first (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("InsertFirstToken", func(t *testing.T) {
+		b := bs.Open(t)
+		ctx := t.Context()
+		first := newToken(t, "admin", 0, fixedNow.In(elsewhere))
+		inserted, err := b.InsertFirstToken(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inserted {
+			t.Fatal("InsertFirstToken into an empty table: inserted = false")
+		}
+		second := newToken(t, "admin", 0, fixedNow)
+		if inserted, err = b.InsertFirstToken(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		if inserted {
+			t.Fatal("second InsertFirstToken: inserted = true")
+		}
+		if diff := cmp.Diff([]*plantstore.Token{first}, listTokens(t, b), equateTime); diff != "" {
+			t.Fatalf("ListTokens (-want +got):\n%s", diff)
+		}
+		_, err = b.FindTokenByHash(ctx, second.Hash)
+		checkIs(t, "FindTokenByHash of the second token", err, plantstore.ErrNotFound)
 	})
 }

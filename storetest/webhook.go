@@ -2,7 +2,8 @@ package storetest
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,187 +11,275 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
-// newSubscription stores a subscription of owner created at createdAt,
-// disabled if disabled.
-func newSubscription(t *testing.T, s plantstore.Store, owner string, createdAt time.Time, disabled bool) *plantstore.Subscription {
+// The cases of this file run through the service (WebhookService, and
+// OutboxService as the dispatcher sees it).
+
+// createSubscription creates a subscription of owner through the service.
+func createSubscription(t *testing.T, svc *service.Services, owner string) *plantstore.Subscription {
 	t.Helper()
-	sub, err := plantstore.NewSubscription(owner, "https://example.com/hooks/"+owner, "desc of "+owner, createdAt)
+	sub, err := svc.Webhooks.CreateSubscription(t.Context(), owner, "https://example.com/hooks/"+owner, "desc of "+owner)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if disabled {
-		sub.DisabledAt = ptr(createdAt.Add(time.Second))
-	}
-	if err := s.CreateSubscription(t.Context(), sub); err != nil {
 		t.Fatal(err)
 	}
 	return sub
 }
 
-func outboxPending(t *testing.T, s plantstore.Store) (int, time.Time) {
+// outboxStats returns the pending deliveries and the creation time of the
+// oldest, through the service.
+func outboxStats(t *testing.T, svc *service.Services) (int, time.Time) {
 	t.Helper()
-	n, oldest, err := s.OutboxStats(t.Context())
+	n, oldest, err := svc.Outbox.OutboxStats(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n, oldest
 }
 
-func claim(t *testing.T, s plantstore.Store, now time.Time, lease time.Duration, limit int) []*plantstore.Task {
+// claim leases due tasks through the service.
+func claim(t *testing.T, svc *service.Services, now time.Time, lease time.Duration, limit int) []*plantstore.Task {
 	t.Helper()
-	tasks, err := s.ClaimTasks(t.Context(), now, lease, limit)
+	tasks, err := svc.Outbox.ClaimTasks(t.Context(), now, lease, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tasks
 }
 
-func checkCode(t *testing.T, what string, err error, want int32) {
+// complete records an attempt through the service.
+func complete(t *testing.T, svc *service.Services, task *plantstore.Task, r plantstore.AttemptResult) {
 	t.Helper()
-	if got := plantstore.ErrorCode(err); got != want {
-		t.Fatalf("%s: error %v (code %d), want code %d", what, err, got, want)
+	if err := svc.Outbox.CompleteTask(t.Context(), task, r); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func testSubscriptions(t *testing.T, open func(t *testing.T) plantstore.Store) {
-	t.Run("CRUDAndOwnership", func(t *testing.T) {
-		s := open(t)
-		ctx := t.Context()
-		second := newSubscription(t, s, "alice", fixedNow.Add(time.Hour), false)
-		first := newSubscription(t, s, "alice", fixedNow, true)
-		newSubscription(t, s, "bob", fixedNow, false)
+// findAttempts lists a subscription's attempts through the service.
+func findAttempts(t *testing.T, svc *service.Services, owner, id string) []*plantstore.Attempt {
+	t.Helper()
+	attempts, err := svc.Webhooks.FindAttempts(t.Context(), owner, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attempts
+}
 
-		got, err := s.FindSubscriptionByID(ctx, "alice", first.ID)
-		if err != nil {
-			t.Fatal(err)
+// findSubscription returns the owner's subscription through the service.
+func findSubscription(t *testing.T, svc *service.Services, owner, id string) *plantstore.Subscription {
+	t.Helper()
+	sub, err := svc.Webhooks.FindSubscriptionByID(t.Context(), owner, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func testSubscriptions(t *testing.T, bs Backends) {
+	t.Run("CRUDAndOwnership", func(t *testing.T) {
+		c := newClock(fixedNow.Add(time.Hour))
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		ctx := t.Context()
+		second := createSubscription(t, svc, "alice")
+		c.Set(fixedNow)
+		first := createSubscription(t, svc, "alice")
+		createSubscription(t, svc, "bob")
+
+		if !strings.HasPrefix(first.ID, "whk_") || !strings.HasPrefix(first.Secret, "whsec_") || first.ID == second.ID || first.Secret == second.Secret {
+			t.Fatalf("subscriptions %s (secret %q) and %s: want distinct whk_ ids and whsec_ secrets", first.ID, first.Secret, second.ID)
 		}
-		if diff := cmp.Diff(first, got, equateTime); diff != "" {
+		want := &plantstore.Subscription{ID: first.ID, Owner: "alice", URL: "https://example.com/hooks/alice",
+			Description: "desc of alice", Secret: first.Secret, CreatedAt: fixedNow}
+		if diff := cmp.Diff(want, first, equateTime); diff != "" {
+			t.Fatalf("CreateSubscription returned (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(first, findSubscription(t, svc, "alice", first.ID), equateTime); diff != "" {
 			t.Fatalf("FindSubscriptionByID (-want +got):\n%s", diff)
 		}
-		list, err := s.FindSubscriptions(ctx, "alice")
+		list, err := svc.Webhooks.FindSubscriptions(ctx, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]*plantstore.Subscription{first, second}, list, equateTime); diff != "" {
 			t.Fatalf("FindSubscriptions, oldest first (-want +got):\n%s", diff)
 		}
-		if list, err := s.FindSubscriptions(ctx, "carol"); err != nil || len(list) != 0 {
+		if list, err := svc.Webhooks.FindSubscriptions(ctx, "carol"); err != nil || len(list) != 0 {
 			t.Fatalf("FindSubscriptions(carol) = %v, %v; want none", list, err)
 		}
 
-		// Another owner sees none of alice's subscriptions.
-		_, err = s.FindSubscriptionByID(ctx, "bob", first.ID)
-		checkCode(t, "FindSubscriptionByID by bob", err, plantstore.CodeWebhookNotFound)
-		_, err = s.FindAttempts(ctx, "bob", first.ID, 10)
-		checkCode(t, "FindAttempts by bob", err, plantstore.CodeWebhookNotFound)
-		_, err = s.RotateSecret(ctx, "bob", first.ID, "whsec_x", fixedNow)
-		checkCode(t, "RotateSecret by bob", err, plantstore.CodeWebhookNotFound)
-		checkCode(t, "DeleteSubscription by bob", s.DeleteSubscription(ctx, "bob", first.ID), plantstore.CodeWebhookNotFound)
-
-		attempts, err := s.FindAttempts(ctx, "alice", first.ID, 10)
-		if err != nil {
-			t.Fatal(err)
+		// Another owner sees none of alice's subscriptions, and an unknown
+		// id is nobody's.
+		for _, tt := range []struct{ owner, id string }{{"bob", first.ID}, {"Alice", first.ID}, {"alice", "whk_0000000000000000"}} {
+			what := fmt.Sprintf("%s's %s", tt.owner, tt.id)
+			_, err = svc.Webhooks.FindSubscriptionByID(ctx, tt.owner, tt.id)
+			checkCode(t, "FindSubscriptionByID of "+what, err, plantstore.CodeWebhookNotFound)
+			_, err = svc.Webhooks.FindAttempts(ctx, tt.owner, tt.id)
+			checkCode(t, "FindAttempts of "+what, err, plantstore.CodeWebhookNotFound)
+			_, err = svc.Webhooks.RotateSecret(ctx, tt.owner, tt.id)
+			checkCode(t, "RotateSecret of "+what, err, plantstore.CodeWebhookNotFound)
+			checkCode(t, "DeleteSubscription of "+what, svc.Webhooks.DeleteSubscription(ctx, tt.owner, tt.id), plantstore.CodeWebhookNotFound)
 		}
-		if len(attempts) != 0 {
+		if diff := cmp.Diff(first, findSubscription(t, svc, "alice", first.ID), equateTime); diff != "" {
+			t.Fatalf("alice's subscription after the others' calls (-want +got):\n%s", diff)
+		}
+
+		if attempts := findAttempts(t, svc, "alice", first.ID); len(attempts) != 0 {
 			t.Fatalf("FindAttempts of a new subscription = %v, want none", attempts)
 		}
 
-		if err := s.DeleteSubscription(ctx, "alice", first.ID); err != nil {
+		if err := svc.Webhooks.DeleteSubscription(ctx, "alice", first.ID); err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.FindSubscriptionByID(ctx, "alice", first.ID)
+		_, err = svc.Webhooks.FindSubscriptionByID(ctx, "alice", first.ID)
 		checkCode(t, "FindSubscriptionByID after delete", err, plantstore.CodeWebhookNotFound)
-		checkCode(t, "DeleteSubscription twice", s.DeleteSubscription(ctx, "alice", first.ID), plantstore.CodeWebhookNotFound)
-		list, err = s.FindSubscriptions(ctx, "alice")
+		checkCode(t, "DeleteSubscription twice", svc.Webhooks.DeleteSubscription(ctx, "alice", first.ID), plantstore.CodeWebhookNotFound)
+		list, err = svc.Webhooks.FindSubscriptions(ctx, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := len(list), 1; got != want {
-			t.Fatalf("%d subscriptions after delete, want %d", got, want)
+		if diff := cmp.Diff([]*plantstore.Subscription{second}, list, equateTime); diff != "" {
+			t.Fatalf("FindSubscriptions after delete (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("Longest", func(t *testing.T) {
+		svc := openServices(t, bs)
+		url := "https://example.com/" + strings.Repeat("p", plantstore.MaxWebhookURLLength-len("https://example.com/"))
+		desc := strings.Repeat("🌿", plantstore.MaxWebhookDescriptionLength)
+		sub, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", url, desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := findSubscription(t, svc, "alice", sub.ID)
+		if got.URL != url || got.Description != desc {
+			t.Fatalf("read back URL of %d bytes and description %q, want what was stored", len(got.URL), got.Description)
+		}
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		svc := openServices(t, bs)
+		for _, tt := range []struct {
+			name, url, desc string
+		}{
+			{"EmptyURL", "", ""},
+			{"Relative", "/hooks", ""},
+			{"Scheme", "ftp://example.com/hooks", ""},
+			{"NoHost", "https:///hooks", ""},
+			{"UserInfo", "https://user:pw@example.com/hooks", ""},
+			{"Space", "https://example.com/a b", ""},
+			{"URLTooLong", "https://example.com/" + strings.Repeat("p", plantstore.MaxWebhookURLLength), ""},
+			{"DescriptionTooLong", "https://example.com/hooks", strings.Repeat("d", plantstore.MaxWebhookDescriptionLength+1)},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				sub, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", tt.url, tt.desc)
+				checkCode(t, "CreateSubscription", err, plantstore.CodeInvalidBody)
+				if sub != nil {
+					t.Fatalf("CreateSubscription returned %+v with an error", sub)
+				}
+			})
+		}
+		if list, err := svc.Webhooks.FindSubscriptions(t.Context(), "alice"); err != nil || len(list) != 0 {
+			t.Fatalf("FindSubscriptions after invalid creates = %v, %v; want none", list, err)
 		}
 	})
 
 	t.Run("RotateSecret", func(t *testing.T) {
-		s := open(t)
-		sub := newSubscription(t, s, "alice", fixedNow, false)
-		until := fixedNow.Add(plantstore.SecretRotationGrace)
-		got, err := s.RotateSecret(t.Context(), "alice", sub.ID, "whsec_new", until)
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		ctx := t.Context()
+		sub := createSubscription(t, svc, "alice")
+		other := createSubscription(t, svc, "bob")
+
+		at := c.Add(time.Hour)
+		got, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got.Secret == sub.Secret || !strings.HasPrefix(got.Secret, "whsec_") {
+			t.Fatalf("new secret %q, want a fresh whsec_ secret", got.Secret)
+		}
 		want := *sub
-		want.Secret, want.PreviousSecret, want.PreviousSecretUntil = "whsec_new", sub.Secret, &until
+		want.Secret, want.PreviousSecret, want.PreviousSecretUntil = got.Secret, sub.Secret, ptr(at.Add(plantstore.SecretRotationGrace))
 		if diff := cmp.Diff(&want, got, equateTime); diff != "" {
 			t.Fatalf("RotateSecret returned (-want +got):\n%s", diff)
 		}
-		stored, err := s.FindSubscriptionByID(t.Context(), "alice", sub.ID)
+		if diff := cmp.Diff(&want, findSubscription(t, svc, "alice", sub.ID), equateTime); diff != "" {
+			t.Fatalf("stored after rotation (-want +got):\n%s", diff)
+		}
+
+		// A second rotation keeps the secret it replaces, not the first one.
+		at2 := c.Add(time.Hour)
+		got2, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(&want, stored, equateTime); diff != "" {
-			t.Fatalf("stored after rotation (-want +got):\n%s", diff)
+		want2 := *sub
+		want2.Secret, want2.PreviousSecret, want2.PreviousSecretUntil = got2.Secret, got.Secret, ptr(at2.Add(plantstore.SecretRotationGrace))
+		if diff := cmp.Diff(&want2, got2, equateTime); diff != "" {
+			t.Fatalf("second RotateSecret returned (-want +got):\n%s", diff)
 		}
-		_, err = s.RotateSecret(t.Context(), "alice", "whk_unknown", "whsec_x", until)
-		checkCode(t, "RotateSecret of an unknown id", err, plantstore.CodeWebhookNotFound)
+		// bob's is untouched.
+		if diff := cmp.Diff(other, findSubscription(t, svc, "bob", other.ID), equateTime); diff != "" {
+			t.Fatalf("bob's subscription (-want +got):\n%s", diff)
+		}
 	})
 }
 
-func testOutbox(t *testing.T, open func(t *testing.T) plantstore.Store) {
+func testOutbox(t *testing.T, bs Backends) {
 	t.Run("FanOut", func(t *testing.T) {
-		s := open(t)
+		b, svc := open(t, bs, service.Config{})
 		ctx := t.Context()
-		a := newSubscription(t, s, "alice", fixedNow, false)
-		b := newSubscription(t, s, "alice", fixedNow.Add(time.Second), false)
-		newSubscription(t, s, "alice", fixedNow.Add(2*time.Second), true) // disabled: no delivery
-		if n, oldest := outboxPending(t, s); n != 0 || !oldest.IsZero() {
+		a := createSubscription(t, svc, "alice")
+		a2 := createSubscription(t, svc, "alice")
+		insertSubscription(t, b, "alice", fixedNow, ptr(fixedNow.Add(time.Second))) // disabled: no delivery
+		if n, oldest := outboxStats(t, svc); n != 0 || !oldest.IsZero() {
 			t.Fatalf("OutboxStats of an empty outbox = %d, %v; want 0, zero time", n, oldest)
 		}
 
-		before := time.Now()
-		stored := mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 7, Name: "Fern", Tag: ptr("green")})
-		after := time.Now()
-		// Neither a replay, nor a conflict, nor another owner's create
-		// (bob has no subscription) writes to the outbox.
-		if _, created, err := s.CreatePlant(ctx, &plantstore.Plant{Owner: "alice", ID: 7, Name: "Fern", Tag: ptr("green")}); err != nil || created {
+		stored := mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 7, Name: "Fern", Tag: ptr("green")})
+		// Neither a replay, nor a conflict, nor an invalid plant, nor
+		// another owner's create (bob has no subscription) writes to the
+		// outbox.
+		if _, created, err := svc.Plants.CreatePlant(ctx, &plantstore.Plant{Owner: "alice", ID: 7, Name: "Fern", Tag: ptr("green")}); err != nil || created {
 			t.Fatalf("replay: created = %v, err = %v", created, err)
 		}
-		_, _, err := s.CreatePlant(ctx, &plantstore.Plant{Owner: "alice", ID: 7, Name: "Moss"})
+		_, _, err := svc.Plants.CreatePlant(ctx, &plantstore.Plant{Owner: "alice", ID: 7, Name: "Moss"})
 		checkCode(t, "conflicting create", err, plantstore.CodeConflict)
-		mustCreate(t, s, &plantstore.Plant{Owner: "bob", ID: 7, Name: "Fern"})
+		_, _, err = svc.Plants.CreatePlant(ctx, &plantstore.Plant{Owner: "alice", ID: 8, Name: ""})
+		checkCode(t, "invalid create", err, plantstore.CodeInvalidBody)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "bob", ID: 7, Name: "Fern"})
 
-		n, oldest := outboxPending(t, s)
+		n, oldest := outboxStats(t, svc)
 		if got, want := n, 2; got != want {
 			t.Fatalf("%d pending deliveries, want %d (one per enabled subscription)", got, want)
 		}
-		checkTimeBetween(t, "oldest pending", oldest, before, after)
+		checkTime(t, "oldest pending", oldest, stored.CreatedAt)
 
-		now := time.Now()
-		tasks := claim(t, s, now, time.Minute, 10)
+		tasks := claim(t, svc, time.Now(), time.Minute, 10)
 		if got, want := len(tasks), 2; got != want {
 			t.Fatalf("claimed %d tasks, want %d", got, want)
 		}
-		sort.Slice(tasks, func(i, j int) bool { return tasks[i].SubscriptionID < tasks[j].SubscriptionID })
-		subs := []*plantstore.Subscription{a, b}
-		sort.Slice(subs, func(i, j int) bool { return subs[i].ID < subs[j].ID })
+		slices.SortFunc(tasks, func(x, y *plantstore.Task) int { return strings.Compare(x.SubscriptionID, y.SubscriptionID) })
+		subs := []*plantstore.Subscription{a, a2}
+		slices.SortFunc(subs, func(x, y *plantstore.Subscription) int { return strings.Compare(x.ID, y.ID) })
 		if tasks[0].MessageID == "" || tasks[0].MessageID != tasks[1].MessageID {
 			t.Fatalf("message ids %q and %q, want one shared id", tasks[0].MessageID, tasks[1].MessageID)
 		}
 		for i, task := range tasks {
-			checkTimeBetween(t, "task CreatedAt", task.CreatedAt, before, after)
 			want := &plantstore.Task{
 				MessageID:      tasks[0].MessageID,
 				SubscriptionID: subs[i].ID,
 				Owner:          "alice",
 				PlantID:        7,
 				Payload:        stored.WebhookPayload(),
+				Attempts:       0,
+				CreatedAt:      stored.CreatedAt,
+				Subscription:   subs[i],
 				URL:            subs[i].URL,
 				Secrets:        []string{subs[i].Secret},
-				Attempts:       0,
-				CreatedAt:      task.CreatedAt,
 			}
-			if diff := cmp.Diff(want, task); diff != "" {
+			if diff := cmp.Diff(want, task, equateTime); diff != "" {
 				t.Fatalf("task %d (-want +got):\n%s", i, diff)
 			}
 		}
@@ -200,65 +289,85 @@ func testOutbox(t *testing.T, open func(t *testing.T) plantstore.Store) {
 	})
 
 	t.Run("SecretsDuringRotation", func(t *testing.T) {
-		s := open(t)
-		sub := newSubscription(t, s, "alice", fixedNow, false)
-		now := time.Now()
-		if _, err := s.RotateSecret(t.Context(), "alice", sub.ID, "whsec_new", now.Add(time.Hour)); err != nil {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		sub := createSubscription(t, svc, "alice")
+		rotated, err := svc.Webhooks.RotateSecret(t.Context(), "alice", sub.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		tasks := claim(t, s, time.Now(), time.Minute, 10)
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		tasks := claim(t, svc, fixedNow.Add(time.Hour), time.Minute, 10)
 		if len(tasks) != 1 {
 			t.Fatalf("claimed %d tasks, want 1", len(tasks))
 		}
-		if diff := cmp.Diff([]string{"whsec_new", sub.Secret}, tasks[0].Secrets); diff != "" {
+		if diff := cmp.Diff([]string{rotated.Secret, sub.Secret}, tasks[0].Secrets); diff != "" {
 			t.Fatalf("Secrets during the grace period (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(rotated, tasks[0].Subscription, equateTime); diff != "" {
+			t.Fatalf("Subscription of the task (-want +got):\n%s", diff)
+		}
+		// After the grace period (and the lease) only the new one signs.
+		tasks = claim(t, svc, fixedNow.Add(plantstore.SecretRotationGrace+time.Minute), time.Minute, 10)
+		if len(tasks) != 1 {
+			t.Fatalf("claimed %d tasks after the grace period, want 1", len(tasks))
+		}
+		if diff := cmp.Diff([]string{rotated.Secret}, tasks[0].Secrets); diff != "" {
+			t.Fatalf("Secrets after the grace period (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("Lease", func(t *testing.T) {
-		s := open(t)
-		newSubscription(t, s, "alice", fixedNow, false)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		now := time.Now()
-		if got := claim(t, s, now.Add(-time.Hour), time.Minute, 10); len(got) != 0 {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		createSubscription(t, svc, "alice")
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		if got := claim(t, svc, fixedNow.Add(-time.Millisecond), time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks not yet due, want 0", len(got))
 		}
-		first := claim(t, s, now, time.Minute, 10)
+		now := fixedNow.Add(time.Millisecond)
+		first := claim(t, svc, now, time.Minute, 10)
 		if len(first) != 1 {
 			t.Fatalf("claimed %d tasks, want 1", len(first))
 		}
-		if got := claim(t, s, now.Add(30*time.Second), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, now.Add(30*time.Second), time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks during the lease, want 0", len(got))
 		}
-		again := claim(t, s, now.Add(time.Minute+time.Millisecond), time.Minute, 10)
+		again := claim(t, svc, now.Add(time.Minute+time.Millisecond), time.Minute, 10)
 		if len(again) != 1 || again[0].MessageID != first[0].MessageID {
 			t.Fatalf("after the lease claimed %v, want the same delivery again", again)
 		}
-		if n, _ := outboxPending(t, s); n != 1 {
+		if got, want := again[0].Attempts, 0; got != want {
+			t.Fatalf("Attempts = %d after an expired lease, want %d (no attempt recorded)", got, want)
+		}
+		if n, _ := outboxStats(t, svc); n != 1 {
 			t.Fatalf("%d pending while leased, want 1", n)
+		}
+		if got := claim(t, svc, now, time.Minute, 0); len(got) != 0 {
+			t.Fatalf("claimed %d tasks with limit 0, want 0", len(got))
 		}
 	})
 
 	t.Run("CompleteTask", func(t *testing.T) {
-		s := open(t)
+		c := newClock(fixedNow)
+		b, svc := open(t, bs, service.Config{Now: c.Now})
 		ctx := t.Context()
-		sub := newSubscription(t, s, "alice", fixedNow, false)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Fern"})
-		now := time.Now()
-		task := claim(t, s, now, time.Minute, 10)[0]
+		sub := createSubscription(t, svc, "alice")
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Fern"})
+		now := fixedNow.Add(time.Second)
+		task := claim(t, svc, now, time.Minute, 10)[0]
 
 		retryAt := now.Add(time.Hour)
-		first := plantstore.AttemptResult{AttemptedAt: now, StatusCode: 500, Duration: 1500 * time.Microsecond,
-			State: plantstore.DeliveryPending, NextAttemptAt: &retryAt}
-		if err := s.CompleteTask(ctx, task, first); err != nil {
-			t.Fatal(err)
-		}
+		complete(t, svc, task, plantstore.AttemptResult{AttemptedAt: now, StatusCode: 500, Duration: 1500 * time.Microsecond,
+			State: plantstore.DeliveryPending, NextAttemptAt: &retryAt})
 		// Released, but not due before its next attempt.
-		if got := claim(t, s, now.Add(30*time.Minute), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, now.Add(30*time.Minute), time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks before the retry time, want 0", len(got))
 		}
-		retry := claim(t, s, retryAt.Add(time.Millisecond), time.Minute, 10)
+		if n, _ := outboxStats(t, svc); n != 1 {
+			t.Fatalf("%d pending awaiting a retry, want 1", n)
+		}
+		retry := claim(t, svc, retryAt.Add(time.Millisecond), time.Minute, 10)
 		if len(retry) != 1 || retry[0].MessageID != task.MessageID {
 			t.Fatalf("at the retry time claimed %v, want the delivery", retry)
 		}
@@ -266,82 +375,69 @@ func testOutbox(t *testing.T, open func(t *testing.T) plantstore.Store) {
 			t.Fatalf("Attempts = %d, want %d", got, want)
 		}
 		secondAt := retryAt.Add(2 * time.Millisecond)
-		second := plantstore.AttemptResult{AttemptedAt: secondAt, Error: "connection refused", Duration: 2 * time.Millisecond,
-			State: plantstore.DeliveryFailed}
-		if err := s.CompleteTask(ctx, retry[0], plantstore.AttemptResult{AttemptedAt: secondAt, StatusCode: 204,
-			Duration: time.Millisecond, State: plantstore.DeliverySucceeded}); err != nil {
-			t.Fatal(err)
-		}
+		complete(t, svc, retry[0], plantstore.AttemptResult{AttemptedAt: secondAt, StatusCode: 204,
+			Duration: time.Millisecond, State: plantstore.DeliverySucceeded})
 		// Completing a delivery no longer pending changes nothing.
-		if err := s.CompleteTask(ctx, retry[0], second); err != nil {
-			t.Fatalf("CompleteTask of a completed delivery: %v", err)
-		}
-		if n, oldest := outboxPending(t, s); n != 0 || !oldest.IsZero() {
+		complete(t, svc, retry[0], plantstore.AttemptResult{AttemptedAt: secondAt.Add(time.Second), Error: "connection refused",
+			Duration: 2 * time.Millisecond, State: plantstore.DeliveryFailed})
+		if n, oldest := outboxStats(t, svc); n != 0 || !oldest.IsZero() {
 			t.Fatalf("OutboxStats after success = %d, %v; want 0, zero time", n, oldest)
 		}
-		if got := claim(t, s, secondAt.Add(time.Hour), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, secondAt.Add(time.Hour), time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks after success, want 0", len(got))
 		}
 
-		attempts, err := s.FindAttempts(ctx, "alice", sub.ID, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
 		want := []*plantstore.Attempt{
 			{MessageID: task.MessageID, PlantID: 3, Attempt: 2, AttemptedAt: secondAt, StatusCode: 204,
 				Duration: time.Millisecond, State: plantstore.DeliverySucceeded, SubscriptionID: sub.ID},
 			{MessageID: task.MessageID, PlantID: 3, Attempt: 1, AttemptedAt: now, StatusCode: 500,
 				Duration: 1500 * time.Microsecond, State: plantstore.DeliveryPending, NextAttemptAt: &retryAt, SubscriptionID: sub.ID},
 		}
-		if diff := cmp.Diff(want, attempts, equateTime); diff != "" {
+		if diff := cmp.Diff(want, findAttempts(t, svc, "alice", sub.ID), equateTime); diff != "" {
 			t.Fatalf("FindAttempts, newest first (-want +got):\n%s", diff)
 		}
-		limited, err := s.FindAttempts(ctx, "alice", sub.ID, 1)
+		limited, err := b.ListAttempts(ctx, "alice", sub.ID, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want[:1], limited, equateTime); diff != "" {
-			t.Fatalf("FindAttempts with limit 1 (-want +got):\n%s", diff)
+			t.Fatalf("ListAttempts with limit 1 (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("ErrorWithoutStatus", func(t *testing.T) {
-		s := open(t)
-		sub := newSubscription(t, s, "alice", fixedNow, false)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Fern"})
-		now := time.Now()
-		task := claim(t, s, now, time.Minute, 10)[0]
-		if err := s.CompleteTask(t.Context(), task, plantstore.AttemptResult{AttemptedAt: now, Error: "timeout",
-			Duration: 15 * time.Second, State: plantstore.DeliveryFailed}); err != nil {
-			t.Fatal(err)
-		}
-		attempts, err := s.FindAttempts(t.Context(), "alice", sub.ID, 10)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		sub := createSubscription(t, svc, "alice")
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Fern"})
+		now := fixedNow.Add(time.Second)
+		task := claim(t, svc, now, time.Minute, 10)[0]
+		complete(t, svc, task, plantstore.AttemptResult{AttemptedAt: now, Error: "timeout",
+			Duration: 15 * time.Second, State: plantstore.DeliveryFailed})
 		want := []*plantstore.Attempt{{MessageID: task.MessageID, PlantID: 3, Attempt: 1, AttemptedAt: now, Error: "timeout",
 			Duration: 15 * time.Second, State: plantstore.DeliveryFailed, SubscriptionID: sub.ID}}
-		if diff := cmp.Diff(want, attempts, equateTime); diff != "" {
+		if diff := cmp.Diff(want, findAttempts(t, svc, "alice", sub.ID), equateTime); diff != "" {
 			t.Fatalf("FindAttempts (-want +got):\n%s", diff)
 		}
-		if n, _ := outboxPending(t, s); n != 0 {
+		if n, _ := outboxStats(t, svc); n != 0 {
 			t.Fatalf("%d pending after failure, want 0", n)
 		}
 	})
 
 	t.Run("Disable", func(t *testing.T) {
-		s := open(t)
-		ctx := t.Context()
-		gone := newSubscription(t, s, "alice", fixedNow, false)
-		other := newSubscription(t, s, "alice", fixedNow.Add(time.Second), false)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy"})
-		if n, _ := outboxPending(t, s); n != 4 {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		gone := createSubscription(t, svc, "alice")
+		c.Add(time.Second)
+		other := createSubscription(t, svc, "alice")
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy"})
+		if n, _ := outboxStats(t, svc); n != 4 {
 			t.Fatalf("%d pending, want 4", n)
 		}
-		now := time.Now()
+		now := fixedNow.Add(time.Minute)
 		var task *plantstore.Task
-		for _, tk := range claim(t, s, now, time.Minute, 10) {
+		for _, tk := range claim(t, svc, now, time.Minute, 10) {
 			if tk.SubscriptionID == gone.ID {
 				task = tk
 				break
@@ -350,74 +446,77 @@ func testOutbox(t *testing.T, open func(t *testing.T) plantstore.Store) {
 		if task == nil {
 			t.Fatal("no task claimed for the subscription")
 		}
-		before := time.Now()
-		if err := s.CompleteTask(ctx, task, plantstore.AttemptResult{AttemptedAt: now, StatusCode: 410,
-			State: plantstore.DeliveryFailed, Disable: true}); err != nil {
-			t.Fatal(err)
+		attemptedAt := now.Add(time.Second)
+		c.Set(now.Add(time.Hour)) // the service's clock is not the disabling time
+		complete(t, svc, task, plantstore.AttemptResult{AttemptedAt: attemptedAt, StatusCode: 410,
+			State: plantstore.DeliveryFailed, Disable: true})
+		want := *gone
+		want.DisabledAt = &attemptedAt
+		if diff := cmp.Diff(&want, findSubscription(t, svc, "alice", gone.ID), equateTime); diff != "" {
+			t.Fatalf("subscription after a 410 (-want +got):\n%s", diff)
 		}
-		after := time.Now()
-		got, err := s.FindSubscriptionByID(ctx, "alice", gone.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.DisabledAt == nil {
-			t.Fatal("DisabledAt = nil after a 410, want set")
-		}
-		checkTimeBetween(t, "DisabledAt", *got.DisabledAt, before, after)
 		// Its other delivery failed; the other subscription's two remain.
-		if n, _ := outboxPending(t, s); n != 2 {
+		if n, _ := outboxStats(t, svc); n != 2 {
 			t.Fatalf("%d pending after disabling, want 2", n)
 		}
-		for _, tk := range claim(t, s, now.Add(time.Hour), time.Minute, 10) {
+		for _, tk := range claim(t, svc, now.Add(time.Hour), time.Minute, 10) {
 			if tk.SubscriptionID != other.ID {
 				t.Fatalf("claimed a task of the disabled subscription: %+v", tk)
 			}
 		}
 		// A disabled subscription gets no new deliveries.
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Moss"})
-		if n, _ := outboxPending(t, s); n != 3 {
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Moss"})
+		if n, _ := outboxStats(t, svc); n != 3 {
 			t.Fatalf("%d pending after a create, want 3", n)
+		}
+		wantAttempts := []*plantstore.Attempt{{MessageID: task.MessageID, PlantID: task.PlantID, Attempt: 1, AttemptedAt: attemptedAt,
+			StatusCode: 410, State: plantstore.DeliveryFailed, SubscriptionID: gone.ID}}
+		if diff := cmp.Diff(wantAttempts, findAttempts(t, svc, "alice", gone.ID), equateTime); diff != "" {
+			t.Fatalf("attempts of the disabled subscription (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("DeleteSubscription", func(t *testing.T) {
-		s := open(t)
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
 		ctx := t.Context()
-		sub := newSubscription(t, s, "alice", fixedNow, false)
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		mustCreate(t, s, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy"})
-		now := time.Now()
-		tasks := claim(t, s, now, time.Minute, 1)
+		sub := createSubscription(t, svc, "alice")
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy"})
+		now := fixedNow.Add(time.Second)
+		tasks := claim(t, svc, now, time.Minute, 1)
 		if len(tasks) != 1 {
 			t.Fatalf("claimed %d tasks with limit 1, want 1", len(tasks))
 		}
-		if err := s.DeleteSubscription(ctx, "alice", sub.ID); err != nil {
+		if err := svc.Webhooks.DeleteSubscription(ctx, "alice", sub.ID); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := outboxPending(t, s); n != 0 {
+		if n, _ := outboxStats(t, svc); n != 0 {
 			t.Fatalf("%d pending after delete, want 0", n)
 		}
 		// The dispatcher finishing a task of the deleted subscription.
-		if err := s.CompleteTask(ctx, tasks[0], plantstore.AttemptResult{AttemptedAt: now, StatusCode: 200,
+		if err := svc.Outbox.CompleteTask(ctx, tasks[0], plantstore.AttemptResult{AttemptedAt: now, StatusCode: 200,
 			State: plantstore.DeliverySucceeded}); err != nil {
 			t.Fatalf("CompleteTask after delete: %v", err)
 		}
-		if got := claim(t, s, now.Add(time.Hour), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, now.Add(time.Hour), time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks after delete, want 0", len(got))
 		}
+		_, err := svc.Webhooks.FindAttempts(ctx, "alice", sub.ID)
+		checkCode(t, "FindAttempts after delete", err, plantstore.CodeWebhookNotFound)
 	})
 
 	t.Run("ConcurrentCreatesAndClaims", func(t *testing.T) {
-		const n = 50
-		s := open(t)
-		sub := newSubscription(t, s, "alice", fixedNow, false)
+		const n, claimers = 50, 4
+		svc := openServices(t, bs)
+		sub := createSubscription(t, svc, "alice")
 		// Concurrent creates: on backends with group commit these share
 		// transactions, whose path must write the outbox too.
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
 			wg.Go(func() {
-				_, _, errs[i] = s.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: fmt.Sprintf("plant %d", i)})
+				_, _, errs[i] = svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: fmt.Sprintf("plant %d", i)})
 			})
 		}
 		wg.Wait()
@@ -426,19 +525,19 @@ func testOutbox(t *testing.T, open func(t *testing.T) plantstore.Store) {
 				t.Fatalf("create %d: %v", i, err)
 			}
 		}
-		if got, _ := outboxPending(t, s); got != n {
+		if got, _ := outboxStats(t, svc); got != n {
 			t.Fatalf("%d pending, want %d", got, n)
 		}
 
 		now := time.Now()
-		claimed := make([][]*plantstore.Task, 2)
-		claimErrs := make([]error, 2)
+		claimed := make([][]*plantstore.Task, claimers)
+		claimErrs := make([]error, claimers)
 		start := make(chan struct{})
-		for w := range 2 {
+		for w := range claimers {
 			wg.Go(func() {
 				<-start
 				for {
-					tasks, err := s.ClaimTasks(t.Context(), now, time.Hour, 3)
+					tasks, err := svc.Outbox.ClaimTasks(t.Context(), now, time.Hour, 3)
 					if err != nil {
 						claimErrs[w] = err
 						return

@@ -21,7 +21,9 @@ import (
 )
 
 // memOutbox is an in-memory plantstore.OutboxService, a test double of the
-// dispatcher's dependency (the stores have their own conformance tests).
+// dispatcher's dependency (service.OutboxService implements it over the row
+// stores, which have their own conformance tests). Its tasks carry URL and
+// Secrets as the service sets them.
 type memOutbox struct {
 	mu       sync.Mutex
 	entries  []*memEntry

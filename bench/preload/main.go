@@ -1,9 +1,9 @@
 // Command preload fills a plantstore database with plants of one owner for
 // the growth benchmark, directly through the storage layer rather than over
-// HTTP: it opens the database with the store (sqlite.NewDB or
-// postgres.NewDB), applies the migrations, then inserts ids from..to with
-// the store's BulkInsertPlants in big batches (SQLite: one transaction per
-// batch; PostgreSQL: COPY).
+// HTTP: it opens the backend (sqlite.NewDB or postgres.NewDB), applies the
+// migrations, then imports ids from..to through the plant service's
+// ImportPlants in big batches (one transaction each), which skips ids that
+// exist already.
 //
 //	preload --db /tmp/p.db --owner admin --from 1 --to 1000000
 //	preload --db 'postgres://postgres@127.0.0.1:5433/plantstore?sslmode=disable' --owner admin --to 1000000
@@ -22,6 +22,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/postgres"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -38,7 +39,7 @@ func main() {
 	flag.StringVar(&o.owner, "owner", "admin", "owner of the plants (the owner of the token the benchmark uses)")
 	flag.Int64Var(&o.from, "from", 1, "first id")
 	flag.Int64Var(&o.to, "to", 0, "last id (inclusive); nothing to do when to < from")
-	flag.Int64Var(&o.batch, "batch", 50000, "rows per transaction (SQLite) or per COPY (PostgreSQL)")
+	flag.Int64Var(&o.batch, "batch", 50000, "rows per transaction")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
 	if o.db == "" || o.owner == "" || o.batch < 1 {
@@ -48,69 +49,74 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	start := time.Now()
-	var err error
-	if strings.HasPrefix(o.db, "postgres://") || strings.HasPrefix(o.db, "postgresql://") {
-		err = loadPostgres(ctx, o)
-	} else {
-		err = loadSQLite(ctx, o)
-	}
+	n, err := preload(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "preload:", err)
 		os.Exit(1)
 	}
-	n := max(0, o.to-o.from+1)
 	el := time.Since(start)
 	fmt.Fprintf(os.Stderr, "preload: %d plants (ids %d..%d, owner %s) in %s (%.0f rows/s)\n",
 		n, o.from, o.to, o.owner, el.Round(time.Millisecond), float64(n)/el.Seconds())
 }
 
-// bulkStore is what both stores offer for loading.
-type bulkStore interface {
-	BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) error
-	Migrate(ctx context.Context) (int, error)
-	Close() error
+// isPostgres reports whether db is a PostgreSQL URL rather than a file path.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-func loadSQLite(ctx context.Context, o options) error {
-	store := sqlite.NewDB(o.db)
+// openBackend returns the backend for o.db, not yet opened, set up for bulk
+// loading.
+func openBackend(o options) plantstore.Backend {
+	if isPostgres(o.db) {
+		db := postgres.NewDB(o.db)
+		db.Config.OpTimeout = 10 * time.Minute // one statement per batch
+		db.Config.StatementTimeout = 10 * time.Minute
+		return db
+	}
+	db := sqlite.NewDB(o.db)
 	// The preload need not survive a power cut, only be complete when it
 	// exits (Close checkpoints nothing, but the WAL is on disk).
-	store.Durability = sqlite.DurabilityRelaxed
-	if err := store.Open(); err != nil {
-		return err
-	}
-	return load(ctx, store, o)
+	db.Durability = sqlite.DurabilityRelaxed
+	return db
 }
 
-func loadPostgres(ctx context.Context, o options) error {
-	store := postgres.NewDB(o.db)
-	store.Config.OpTimeout = 10 * time.Minute // one COPY per batch
-	store.Config.StatementTimeout = 10 * time.Minute
-	if err := store.Open(ctx); err != nil {
-		return err
+// preload opens and migrates the backend, imports the plants and returns
+// how many it stored; on PostgreSQL it then refreshes the planner's
+// statistics.
+func preload(ctx context.Context, o options) (int64, error) {
+	db := openBackend(o)
+	if err := db.Open(ctx); err != nil {
+		return 0, err
 	}
-	if err := load(ctx, store, o); err != nil {
-		return err
+	n, err := load(ctx, db, o)
+	if err != nil {
+		return 0, err
+	}
+	if !isPostgres(o.db) {
+		return n, nil
 	}
 	// Fresh statistics, as autovacuum would give a table this size later.
 	conn, err := pgx.Connect(ctx, o.db)
 	if err != nil {
-		return fmt.Errorf("postgres: connect: %w", err)
+		return 0, fmt.Errorf("postgres: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, `ANALYZE plants`); err != nil {
-		return fmt.Errorf("postgres: analyze: %w", err)
+		return 0, fmt.Errorf("postgres: analyze: %w", err)
 	}
-	return nil
+	return n, nil
 }
 
-// load migrates, then inserts ids from..to through the store's bulk insert,
-// o.batch plants per transaction.
-func load(ctx context.Context, store bulkStore, o options) error {
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		return err
+// load migrates, then imports ids from..to through the plant service,
+// o.batch plants per transaction, and closes db. It returns how many plants
+// it stored (ids that existed already are skipped).
+func load(ctx context.Context, db plantstore.Backend, o options) (int64, error) {
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		return 0, err
 	}
+	plants := service.New(db, service.Config{}).Plants
+	var stored int64
 	batch := make([]*plantstore.Plant, 0, o.batch)
 	for lo := o.from; lo <= o.to; lo += o.batch {
 		hi := min(o.to, lo+o.batch-1)
@@ -118,11 +124,13 @@ func load(ctx context.Context, store bulkStore, o options) error {
 		for id := lo; id <= hi; id++ {
 			batch = append(batch, &plantstore.Plant{Owner: o.owner, ID: id, Name: plantName(id), Tag: plantTag(id)})
 		}
-		if err := store.BulkInsertPlants(ctx, batch); err != nil {
-			return fmt.Errorf("ids %d..%d: %w", lo, hi, err)
+		n, err := plants.ImportPlants(ctx, batch)
+		if err != nil {
+			return stored, fmt.Errorf("ids %d..%d: %w", lo, hi, err)
 		}
+		stored += int64(n)
 	}
-	return store.Close()
+	return stored, db.Close()
 }
 
 func plantName(id int64) string { return "plant " + strconv.FormatInt(id, 10) }

@@ -25,10 +25,6 @@ type AddPlantRequestEntityTooLarge Error
 
 func (*AddPlantRequestEntityTooLarge) addPlantRes() {}
 
-type AddPlantServiceUnavailable Error
-
-func (*AddPlantServiceUnavailable) addPlantRes() {}
-
 type AddPlantUnsupportedMediaType Error
 
 func (*AddPlantUnsupportedMediaType) addPlantRes() {}
@@ -70,10 +66,6 @@ type CreateWebhookRequestEntityTooLarge Error
 
 func (*CreateWebhookRequestEntityTooLarge) createWebhookRes() {}
 
-type CreateWebhookServiceUnavailable Error
-
-func (*CreateWebhookServiceUnavailable) createWebhookRes() {}
-
 type CreateWebhookUnsupportedMediaType Error
 
 func (*CreateWebhookUnsupportedMediaType) createWebhookRes() {}
@@ -95,10 +87,6 @@ type DeletePlantNotFound Error
 
 func (*DeletePlantNotFound) deletePlantRes() {}
 
-type DeletePlantServiceUnavailable Error
-
-func (*DeletePlantServiceUnavailable) deletePlantRes() {}
-
 type DeleteWebhookBadRequest Error
 
 func (*DeleteWebhookBadRequest) deleteWebhookRes() {}
@@ -115,10 +103,6 @@ func (*DeleteWebhookNoContent) deleteWebhookRes() {}
 type DeleteWebhookNotFound Error
 
 func (*DeleteWebhookNotFound) deleteWebhookRes() {}
-
-type DeleteWebhookServiceUnavailable Error
-
-func (*DeleteWebhookServiceUnavailable) deleteWebhookRes() {}
 
 // Ref: #/components/schemas/Delivery
 type Delivery struct {
@@ -306,6 +290,8 @@ func (s *Error) SetMessage(val string) {
 	s.Message = val
 }
 
+func (*Error) listWebhooksRes() {}
+
 // ForbiddenHeaders wraps Error with response headers.
 type ForbiddenHeaders struct {
 	WWWAuthenticate OptString
@@ -355,10 +341,6 @@ type GetPlantNotFound Error
 
 func (*GetPlantNotFound) getPlantRes() {}
 
-type GetPlantServiceUnavailable Error
-
-func (*GetPlantServiceUnavailable) getPlantRes() {}
-
 type GetWebhookBadRequest Error
 
 func (*GetWebhookBadRequest) getWebhookRes() {}
@@ -370,10 +352,6 @@ func (*GetWebhookInternalServerError) getWebhookRes() {}
 type GetWebhookNotFound Error
 
 func (*GetWebhookNotFound) getWebhookRes() {}
-
-type GetWebhookServiceUnavailable Error
-
-func (*GetWebhookServiceUnavailable) getWebhookRes() {}
 
 type ListPlantsBadRequest Error
 
@@ -411,10 +389,6 @@ func (s *ListPlantsOKHeaders) SetResponse(val []Plant) {
 
 func (*ListPlantsOKHeaders) listPlantsRes() {}
 
-type ListPlantsServiceUnavailable Error
-
-func (*ListPlantsServiceUnavailable) listPlantsRes() {}
-
 type ListWebhookDeliveriesBadRequest Error
 
 func (*ListWebhookDeliveriesBadRequest) listWebhookDeliveriesRes() {}
@@ -431,21 +405,9 @@ type ListWebhookDeliveriesOKApplicationJSON []Delivery
 
 func (*ListWebhookDeliveriesOKApplicationJSON) listWebhookDeliveriesRes() {}
 
-type ListWebhookDeliveriesServiceUnavailable Error
-
-func (*ListWebhookDeliveriesServiceUnavailable) listWebhookDeliveriesRes() {}
-
-type ListWebhooksInternalServerError Error
-
-func (*ListWebhooksInternalServerError) listWebhooksRes() {}
-
 type ListWebhooksOKApplicationJSON []Webhook
 
 func (*ListWebhooksOKApplicationJSON) listWebhooksRes() {}
-
-type ListWebhooksServiceUnavailable Error
-
-func (*ListWebhooksServiceUnavailable) listWebhooksRes() {}
 
 // Merged schema.
 // Ref: #/components/schemas/NewPlant
@@ -902,10 +864,6 @@ type RotateWebhookSecretNotFound Error
 
 func (*RotateWebhookSecretNotFound) rotateWebhookSecretRes() {}
 
-type RotateWebhookSecretServiceUnavailable Error
-
-func (*RotateWebhookSecretServiceUnavailable) rotateWebhookSecretRes() {}
-
 // TooManyRequestsHeaders wraps Error with response headers.
 type TooManyRequestsHeaders struct {
 	RetryAfter OptInt
@@ -979,6 +937,43 @@ func (*UnauthorizedHeaders) listPlantsRes()            {}
 func (*UnauthorizedHeaders) listWebhookDeliveriesRes() {}
 func (*UnauthorizedHeaders) listWebhooksRes()          {}
 func (*UnauthorizedHeaders) rotateWebhookSecretRes()   {}
+
+// UnavailableHeaders wraps Error with response headers.
+type UnavailableHeaders struct {
+	RetryAfter OptInt
+	Response   Error
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *UnavailableHeaders) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// GetResponse returns the value of Response.
+func (s *UnavailableHeaders) GetResponse() Error {
+	return s.Response
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *UnavailableHeaders) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+// SetResponse sets the value of Response.
+func (s *UnavailableHeaders) SetResponse(val Error) {
+	s.Response = val
+}
+
+func (*UnavailableHeaders) addPlantRes()              {}
+func (*UnavailableHeaders) createWebhookRes()         {}
+func (*UnavailableHeaders) deletePlantRes()           {}
+func (*UnavailableHeaders) deleteWebhookRes()         {}
+func (*UnavailableHeaders) getPlantRes()              {}
+func (*UnavailableHeaders) getWebhookRes()            {}
+func (*UnavailableHeaders) listPlantsRes()            {}
+func (*UnavailableHeaders) listWebhookDeliveriesRes() {}
+func (*UnavailableHeaders) listWebhooksRes()          {}
+func (*UnavailableHeaders) rotateWebhookSecretRes()   {}
 
 // Ref: #/components/schemas/Webhook
 type Webhook struct {

@@ -10,8 +10,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/postgres"
+	"github.com/plantstore/plantstore/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated flag table of docs/configuration.md")
@@ -163,6 +168,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrShutdownTimeoutFromEnv", map[string]string{"PLANTSTORE_SHUTDOWN_TIMEOUT": "soon"}, nil, []string{"--shutdown-timeout", "PLANTSTORE_SHUTDOWN_TIMEOUT", `"soon"`}},
 		{"ErrTokenCacheTTL", nil, []string{"--token-cache-ttl", "2h"}, []string{"--token-cache-ttl"}},
 		{"ErrLogLevel", nil, []string{"--log-level", "loud"}, []string{"--log-level"}},
+		{"ErrDBTimeoutZero", nil, []string{"--db-timeout", "0"}, []string{"--db-timeout", "positive"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := tempDBPath(t)
@@ -182,6 +188,29 @@ func TestInvalidConfig(t *testing.T) {
 			}
 			if _, err := os.Stat(path); err == nil {
 				t.Errorf("the database was created before the settings were checked")
+			}
+		})
+	}
+}
+
+// TestDBTimeout: --db-timeout bounds one storage call on both backends.
+func TestDBTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		db   string
+		got  func(plantstore.Backend) time.Duration
+	}{
+		{"SQLite", tempDBPath(t), func(b plantstore.Backend) time.Duration { return b.(*sqlite.DB).OpTimeout }},
+		{"PostgreSQL", "postgres://127.0.0.1:1/plants", func(b plantstore.Backend) time.Duration { return b.(*postgres.DB).Config.OpTimeout }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := dbFlags{DB: tt.db, DBMaxConns: 1, DBStatementTimeout: time.Second, DBTimeout: 3 * time.Second}
+			b, err := f.backend()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := tt.got(b), 3*time.Second; got != want {
+				t.Errorf("OpTimeout = %v, want %v", got, want)
 			}
 		})
 	}

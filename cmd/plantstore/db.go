@@ -9,19 +9,13 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/postgres"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
-// store is a storage backend as the commands use it.
-type store interface {
-	plantstore.Store
-	Migrate(ctx context.Context) (int, error)
-	SchemaStatus(ctx context.Context) (current, known int64, err error)
-}
-
 var (
-	_ store = (*sqlite.DB)(nil)
-	_ store = (*postgres.DB)(nil)
+	_ plantstore.Backend = (*sqlite.DB)(nil)
+	_ plantstore.Backend = (*postgres.DB)(nil)
 )
 
 // dbFlags selects the database; every command takes them.
@@ -29,7 +23,7 @@ type dbFlags struct {
 	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path (created on first use), or a postgres:// URL."`
 	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
 	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
-	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"PostgreSQL: limit for one storage call, waiting for a connection included; past it the request gets 503."`
+	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call, waiting for a connection (PostgreSQL) or for the write lock (SQLite) included; past it the request gets 503."`
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
@@ -56,7 +50,19 @@ func displayDB(db string) string {
 }
 
 // connect opens the database without looking at its schema.
-func (f *dbFlags) connect(ctx context.Context) (store, error) {
+func (f *dbFlags) connect(ctx context.Context) (plantstore.Backend, error) {
+	db, err := f.backend()
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Open(ctx); err != nil {
+		return nil, storageError(err)
+	}
+	return db, nil
+}
+
+// backend returns the backend the flags select, not yet opened.
+func (f *dbFlags) backend() (plantstore.Backend, error) {
 	switch {
 	case f.DB == "":
 		return nil, fmt.Errorf("--db: a database path or postgres:// URL is required")
@@ -69,26 +75,29 @@ func (f *dbFlags) connect(ctx context.Context) (store, error) {
 		db.Config.StatementTimeout = f.DBStatementTimeout
 		db.Config.OpTimeout = f.DBTimeout
 		db.OnCommit = f.onCommit
-		if err := db.Open(ctx); err != nil {
-			return nil, err
-		}
 		return db, nil
+	case f.DBTimeout <= 0:
+		return nil, fmt.Errorf("--db-timeout must be positive")
 	}
 	db := sqlite.NewDB(f.DB)
 	if f.durability != "" {
 		db.Durability = f.durability
 	}
+	db.OpTimeout = f.DBTimeout
 	db.OnCommit = f.onCommit
-	if err := db.Open(); err != nil {
-		return nil, err
-	}
 	return db, nil
 }
+
+// storageError gives an error of the backend's own calls (Open, Migrate,
+// SchemaStatus; the services map the others) the message a client gets for
+// a storage failure (service.Unavailable), which main prints followed by
+// the cause.
+func storageError(err error) error { return service.Unavailable(err) }
 
 // open opens the database. With migrate it applies pending migrations;
 // without, it refuses a schema that is not exactly the one this binary
 // knows. Either way it refuses a schema newer than this binary knows.
-func (f *dbFlags) open(ctx context.Context, migrate bool) (store, error) {
+func (f *dbFlags) open(ctx context.Context, migrate bool) (plantstore.Backend, error) {
 	db, err := f.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -100,15 +109,15 @@ func (f *dbFlags) open(ctx context.Context, migrate bool) (store, error) {
 	return db, nil
 }
 
-func (f *dbFlags) prepare(ctx context.Context, db store, migrate bool) error {
+func (f *dbFlags) prepare(ctx context.Context, db plantstore.Backend, migrate bool) error {
 	if migrate {
 		_, err := db.Migrate(ctx)
-		return err
+		return storageError(err)
 	}
 	current, known, err := db.SchemaStatus(ctx)
 	switch {
 	case err != nil:
-		return err
+		return storageError(err)
 	case current > known:
 		return &plantstore.SchemaTooNewError{Current: current, Known: known}
 	case current < known:
@@ -131,11 +140,11 @@ func (c *migrateCmd) Run(ctx context.Context, e *env) error {
 	defer db.Close()
 	n, err := db.Migrate(ctx)
 	if err != nil {
-		return err
+		return storageError(err)
 	}
 	current, _, err := db.SchemaStatus(ctx)
 	if err != nil {
-		return err
+		return storageError(err)
 	}
 	fmt.Fprintf(e.stderr, "plantstore: applied %d migration(s); schema version is %d\n", n, current)
 	return nil

@@ -17,13 +17,13 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	plantstorehttp "github.com/plantstore/plantstore/http"
-	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/service"
 )
 
 // plantsServer is an in-process server over a SQLite file for the `plants`
 // client commands, with a token of owner "alice".
 type plantsServer struct {
-	db    *sqlite.DB
+	svc   *service.Services
 	url   string
 	token string
 }
@@ -34,9 +34,11 @@ func openPlantsServer(t *testing.T) *plantsServer {
 	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	svc := service.New(db, service.Config{})
 	s := plantstorehttp.NewServer()
 	s.Addr = "127.0.0.1:0"
-	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
+	s.PlantService, s.TokenService, s.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
+	s.Storage = db
 	s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := s.Open(); err != nil {
 		t.Fatal(err)
@@ -48,14 +50,11 @@ func openPlantsServer(t *testing.T) *plantsServer {
 			t.Errorf("close server: %v", err)
 		}
 	})
-	tok, secret, err := plantstore.NewToken("alice", nil, 0, time.Now())
+	_, secret, err := svc.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CreateToken(context.Background(), tok); err != nil {
-		t.Fatal(err)
-	}
-	return &plantsServer{db: db, url: s.URL(), token: secret}
+	return &plantsServer{svc: svc, url: s.URL(), token: secret}
 }
 
 // plants runs `plantstore plants ARGS` against the server, with the server
@@ -72,7 +71,7 @@ func (ps *plantsServer) stored(t *testing.T) []client.Plant {
 	var out []client.Plant
 	var after *int64
 	for {
-		page, more, err := ps.db.FindPlants(context.Background(),
+		page, more, err := ps.svc.Plants.FindPlants(context.Background(),
 			plantstore.PlantFilter{Owner: "alice", After: after, Limit: plantstore.MaxPageSize})
 		if err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -76,11 +77,23 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer db.Close()
-	if err := c.bootstrap(ctx, db, e); err != nil {
+
+	// One clock for the services, the dispatcher and the transport. The
+	// dispatcher exists first so the plant service can wake it after a
+	// commit; it gets its outbox from the services.
+	now := time.Now
+	dispatcher := c.dispatcher(logger, registry)
+	svc := service.New(db, service.Config{
+		Now:           now,
+		Notify:        dispatcher.Notify,
+		TokenCacheTTL: c.TokenCacheTTL,
+		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
+	})
+	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
+	if err := c.bootstrap(ctx, svc.Tokens, e); err != nil {
 		return err
 	}
 
-	dispatcher := c.dispatcher(db, logger, registry)
 	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
 	dispatched := make(chan error, 1)
 	go func() { dispatched <- dispatcher.Run(dctx) }()
@@ -91,12 +104,12 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 
 	s := plantstorehttp.NewServer()
 	s.Addr = c.Addr
-	s.PlantService, s.TokenService, s.WebhookService, s.Storage = db, db, db, db
-	s.OnPlantCreated = dispatcher.Notify
+	s.PlantService, s.TokenService, s.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
+	s.Storage = db
 	s.Logger = logger
+	s.Now = now
 	s.Registry = registry
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
-	s.TokenCacheTTL = c.TokenCacheTTL
 	s.AuthFailureLimit = c.AuthFailureLimit
 	s.JWT = jwtVerifier
 	if err := s.Open(); err != nil {
@@ -174,15 +187,14 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	return v, nil
 }
 
-// dispatcher builds the webhook dispatcher for db.
-func (c *serveCmd) dispatcher(db store, logger *slog.Logger, reg prometheus.Registerer) *webhook.Dispatcher {
+// dispatcher builds the webhook dispatcher; the caller sets its Outbox.
+func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *webhook.Dispatcher {
 	scale := float64(c.WebhookFirstRetry) / float64(webhook.DefaultSchedule[0])
 	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
 	for i, d := range webhook.DefaultSchedule {
 		schedule[i] = time.Duration(float64(d) * scale)
 	}
 	return &webhook.Dispatcher{
-		Outbox:         db,
 		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
 		Logger:         logger,
 		Metrics:        webhook.NewMetrics(reg),
@@ -195,21 +207,16 @@ func (c *serveCmd) dispatcher(db store, logger *slog.Logger, reg prometheus.Regi
 
 // bootstrap creates the first token when there is none, so that
 // `plantstore serve` alone gives a usable service.
-func (c *serveCmd) bootstrap(ctx context.Context, db store, e *env) error {
+func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService, e *env) error {
 	if !c.BootstrapAdmin && c.BootstrapToken == "" {
 		return nil
 	}
-	var tok *plantstore.Token
-	secret := c.BootstrapToken
-	var err error
-	if secret != "" {
-		if tok, err = plantstore.NewTokenFromSecret(secret, "admin", nil, time.Now()); err != nil {
-			return fmt.Errorf("--bootstrap-token: %w", cliError(err))
-		}
-	} else if tok, secret, err = plantstore.NewToken("admin", nil, 0, time.Now()); err != nil {
-		return err
-	}
-	if created, err := db.CreateFirstToken(ctx, tok); err != nil || !created {
+	tok, secret, created, err := tokens.CreateFirstToken(ctx, plantstore.TokenRequest{Owner: "admin", Secret: c.BootstrapToken})
+	switch {
+	case err != nil && c.BootstrapToken != "" && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody:
+		// The supplied secret is refused before any storage call.
+		return fmt.Errorf("--bootstrap-token: %w", cliError(err))
+	case err != nil || !created:
 		return err
 	}
 	if c.BootstrapToken != "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
 // tokenCmd is `plantstore token`.
@@ -37,12 +38,9 @@ func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
 	for _, s := range c.Scope {
 		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
 	}
-	tok, secret, err := plantstore.NewToken(c.Owner, scopes, c.TTL, time.Now())
+	_, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: c.TTL})
 	if err != nil {
 		return cliError(err)
-	}
-	if err := db.CreateToken(ctx, tok); err != nil {
-		return err
 	}
 	_, err = fmt.Fprintln(e.stdout, secret)
 	return err
@@ -71,7 +69,7 @@ func (c *tokenListCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer db.Close()
-	tokens, err := db.FindTokens(ctx)
+	tokens, err := tokenService(db).FindTokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -110,17 +108,24 @@ func (c *tokenRevokeCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer db.Close()
-	if err := db.RevokeToken(ctx, c.ID); err != nil {
+	if err := tokenService(db).RevokeToken(ctx, c.ID); err != nil {
 		return cliError(err)
 	}
 	fmt.Fprintf(e.stderr, "plantstore: revoked %s\n", c.ID)
 	return nil
 }
 
-// cliError shows a domain error's message without its code.
+// tokenService is the token service over db, for one command.
+func tokenService(db plantstore.Backend) plantstore.TokenService {
+	return service.New(db, service.Config{}).Tokens
+}
+
+// cliError shows a domain error's message without its code. One with a
+// cause (storage unavailable) is returned as it is, for main to show the
+// message with the cause.
 func cliError(err error) error {
 	var e *plantstore.Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e.Err == nil {
 		return fmt.Errorf("%s", e.Message)
 	}
 	return err

@@ -1,0 +1,35 @@
+package plantstore
+
+import "context"
+
+// Backend is a storage backend: the row stores and their lifecycle. The
+// sqlite and postgres packages implement it; storetest holds the
+// conformance suite both pass; cmd/, bench/ and the tests use nothing else.
+//
+// A backend owns its driver code, transactions, group commit, retries and
+// timeouts, and nothing else: every business rule (validation, replay and
+// conflict, messages, ids and secrets, the clock) is the service layer's.
+// Every timestamp it stores comes from its caller.
+type Backend interface {
+	PlantStore
+	TokenStore
+	WebhookStore
+	OutboxStore
+
+	// Open connects (SQLite: opens or creates the file) and checks that
+	// the storage answers. It does not migrate.
+	Open(ctx context.Context) error
+	// Migrate applies pending schema migrations, each in its own
+	// transaction, under a lock so that processes starting at once take
+	// turns, and returns how many it applied. It refuses a schema newer
+	// than this binary knows (*SchemaTooNewError).
+	Migrate(ctx context.Context) (applied int, err error)
+	// SchemaStatus returns the schema version of the database and the
+	// newest one this binary knows.
+	SchemaStatus(ctx context.Context) (current, known int64, err error)
+	// Ping checks that the storage answers; ErrUnavailable when it does not.
+	Ping(ctx context.Context) error
+	// Close commits the writes already queued, then releases the
+	// resources. Writes that arrive later fail.
+	Close() error
+}

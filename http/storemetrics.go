@@ -1,0 +1,49 @@
+package http
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the layers below the transport, which import no metrics
+// library: each observer registers its metrics on a registry and returns
+// the hook to give the storage or the services (cmd/plantstore wires them).
+
+// CommitObserver registers the storage's group-commit metrics on reg and
+// returns the function to give the backend as its OnCommit hook.
+func CommitObserver(reg prometheus.Registerer) func(writes int, took time.Duration) {
+	writes := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "plantstore_store_batch_writes",
+		Help:    "Writes per group commit (one transaction, one fsync).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
+	})
+	took := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "plantstore_store_commit_seconds",
+		Help:    "Time to apply and commit one group-commit batch.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
+	reg.MustRegister(writes, took)
+	return func(n int, d time.Duration) {
+		writes.Observe(float64(n))
+		took.Observe(d.Seconds())
+	}
+}
+
+// TokenCacheObserver registers the token cache's metric on reg and returns
+// the function to give the token service (service.Config.OnTokenCache).
+func TokenCacheObserver(reg prometheus.Registerer) func(hit bool) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantstore_token_cache_total",
+		Help: "Bearer token checks by token cache result (hit: no database lookup).",
+	}, []string{"result"})
+	reg.MustRegister(c)
+	hit, miss := c.WithLabelValues("hit"), c.WithLabelValues("miss")
+	return func(h bool) {
+		if h {
+			hit.Inc()
+		} else {
+			miss.Inc()
+		}
+	}
+}

@@ -1,0 +1,127 @@
+// Package mock holds hand-written fakes of the plantstore service
+// interfaces, in the style of wtf's mock package: every method calls the Fn
+// field of the same name, which a test sets to what it needs (a method whose
+// Fn is nil panics, so a test cannot pass through a call it did not expect).
+// The http tests use them to make a service fail in a chosen way instead of
+// breaking a real database.
+package mock
+
+import (
+	"context"
+
+	"github.com/plantstore/plantstore"
+)
+
+var (
+	_ plantstore.PlantService   = (*PlantService)(nil)
+	_ plantstore.TokenService   = (*TokenService)(nil)
+	_ plantstore.WebhookService = (*WebhookService)(nil)
+)
+
+// PlantService is a fake plantstore.PlantService.
+type PlantService struct {
+	CreatePlantFn   func(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error)
+	FindPlantByIDFn func(ctx context.Context, owner string, id int64) (*plantstore.Plant, error)
+	FindPlantsFn    func(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error)
+	DeletePlantFn   func(ctx context.Context, owner string, id int64) error
+	ImportPlantsFn  func(ctx context.Context, plants []*plantstore.Plant) (int, error)
+}
+
+// CreatePlant calls CreatePlantFn.
+func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
+	return s.CreatePlantFn(ctx, p)
+}
+
+// FindPlantByID calls FindPlantByIDFn.
+func (s *PlantService) FindPlantByID(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
+	return s.FindPlantByIDFn(ctx, owner, id)
+}
+
+// FindPlants calls FindPlantsFn.
+func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error) {
+	return s.FindPlantsFn(ctx, f)
+}
+
+// DeletePlant calls DeletePlantFn.
+func (s *PlantService) DeletePlant(ctx context.Context, owner string, id int64) error {
+	return s.DeletePlantFn(ctx, owner, id)
+}
+
+// ImportPlants calls ImportPlantsFn.
+func (s *PlantService) ImportPlants(ctx context.Context, plants []*plantstore.Plant) (int, error) {
+	return s.ImportPlantsFn(ctx, plants)
+}
+
+// TokenService is a fake plantstore.TokenService.
+type TokenService struct {
+	CreateTokenFn      func(ctx context.Context, req plantstore.TokenRequest) (*plantstore.Token, string, error)
+	CreateFirstTokenFn func(ctx context.Context, req plantstore.TokenRequest) (*plantstore.Token, string, bool, error)
+	FindTokensFn       func(ctx context.Context) ([]*plantstore.Token, error)
+	RevokeTokenFn      func(ctx context.Context, id string) error
+	AuthenticateFn     func(ctx context.Context, secret string) (*plantstore.Token, error)
+}
+
+// CreateToken calls CreateTokenFn.
+func (s *TokenService) CreateToken(ctx context.Context, req plantstore.TokenRequest) (*plantstore.Token, string, error) {
+	return s.CreateTokenFn(ctx, req)
+}
+
+// CreateFirstToken calls CreateFirstTokenFn.
+func (s *TokenService) CreateFirstToken(ctx context.Context, req plantstore.TokenRequest) (*plantstore.Token, string, bool, error) {
+	return s.CreateFirstTokenFn(ctx, req)
+}
+
+// FindTokens calls FindTokensFn.
+func (s *TokenService) FindTokens(ctx context.Context) ([]*plantstore.Token, error) {
+	return s.FindTokensFn(ctx)
+}
+
+// RevokeToken calls RevokeTokenFn.
+func (s *TokenService) RevokeToken(ctx context.Context, id string) error {
+	return s.RevokeTokenFn(ctx, id)
+}
+
+// Authenticate calls AuthenticateFn.
+func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
+	return s.AuthenticateFn(ctx, secret)
+}
+
+// WebhookService is a fake plantstore.WebhookService.
+type WebhookService struct {
+	CreateSubscriptionFn   func(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error)
+	FindSubscriptionsFn    func(ctx context.Context, owner string) ([]*plantstore.Subscription, error)
+	FindSubscriptionByIDFn func(ctx context.Context, owner, id string) (*plantstore.Subscription, error)
+	DeleteSubscriptionFn   func(ctx context.Context, owner, id string) error
+	RotateSecretFn         func(ctx context.Context, owner, id string) (*plantstore.Subscription, error)
+	FindAttemptsFn         func(ctx context.Context, owner, id string) ([]*plantstore.Attempt, error)
+}
+
+// CreateSubscription calls CreateSubscriptionFn.
+func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error) {
+	return s.CreateSubscriptionFn(ctx, owner, url, description)
+}
+
+// FindSubscriptions calls FindSubscriptionsFn.
+func (s *WebhookService) FindSubscriptions(ctx context.Context, owner string) ([]*plantstore.Subscription, error) {
+	return s.FindSubscriptionsFn(ctx, owner)
+}
+
+// FindSubscriptionByID calls FindSubscriptionByIDFn.
+func (s *WebhookService) FindSubscriptionByID(ctx context.Context, owner, id string) (*plantstore.Subscription, error) {
+	return s.FindSubscriptionByIDFn(ctx, owner, id)
+}
+
+// DeleteSubscription calls DeleteSubscriptionFn.
+func (s *WebhookService) DeleteSubscription(ctx context.Context, owner, id string) error {
+	return s.DeleteSubscriptionFn(ctx, owner, id)
+}
+
+// RotateSecret calls RotateSecretFn.
+func (s *WebhookService) RotateSecret(ctx context.Context, owner, id string) (*plantstore.Subscription, error) {
+	return s.RotateSecretFn(ctx, owner, id)
+}
+
+// FindAttempts calls FindAttemptsFn.
+func (s *WebhookService) FindAttempts(ctx context.Context, owner, id string) ([]*plantstore.Attempt, error) {
+	return s.FindAttemptsFn(ctx, owner, id)
+}

@@ -1,0 +1,98 @@
+// Package service implements the plantstore services once, over any
+// backend's row stores: validation, page limits, the replay/conflict
+// decision and its messages, webhook events (message id, payload) and waking
+// the dispatcher after their commit, token and subscription issuance and
+// rotation, token checks with their cache, and one injected clock for every
+// timestamp. It imports only the root package; the row stores it calls
+// (plantstore.PlantStore, ...) hold nothing but storage code.
+package service
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// Config holds what the services share.
+type Config struct {
+	// Now is the clock of every timestamp the services set (creation,
+	// revocation, rotation, attempts); nil: time.Now.
+	Now func() time.Time
+	// Notify, if set, is called after a commit that wrote webhook events:
+	// it wakes the dispatcher. It must not block.
+	Notify func()
+	// TokenCacheTTL is how long a verified token is trusted without a
+	// storage lookup, and so the bound on how late a revocation takes
+	// effect; zero turns the cache off (revocation is then immediate).
+	TokenCacheTTL time.Duration
+	// OnTokenCache, if set, is told the result of each token cache lookup
+	// (hit: no storage lookup) while the cache is on.
+	OnTokenCache func(hit bool)
+}
+
+// Services are the services over one backend.
+type Services struct {
+	Plants   *PlantService
+	Tokens   *TokenService
+	Webhooks *WebhookService
+	Outbox   *OutboxService
+}
+
+// Backend is what New needs of a backend: its row stores.
+type Backend interface {
+	plantstore.PlantStore
+	plantstore.TokenStore
+	plantstore.WebhookStore
+	plantstore.OutboxStore
+}
+
+// New returns the services over b's row stores.
+func New(b Backend, c Config) *Services {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	notify := c.Notify
+	if notify == nil {
+		notify = func() {}
+	}
+	return &Services{
+		Plants:   &PlantService{store: b, now: now, notify: notify},
+		Tokens:   &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache},
+		Webhooks: &WebhookService{store: b, now: now},
+		Outbox:   &OutboxService{store: b, now: now},
+	}
+}
+
+// Compile-time checks that the services implement the root interfaces.
+var (
+	_ plantstore.PlantService   = (*PlantService)(nil)
+	_ plantstore.TokenService   = (*TokenService)(nil)
+	_ plantstore.WebhookService = (*WebhookService)(nil)
+	_ plantstore.OutboxService  = (*OutboxService)(nil)
+)
+
+// Unavailable returns the error a client gets when the storage cannot
+// serve: for an err that is (or wraps) plantstore.ErrUnavailable, a
+// CodeStorageUnavailable *plantstore.Error (503) that keeps err as its
+// cause, for the log; any other err unchanged. The services map every row
+// store error through it; cmd/ maps the backend's own calls (Open, Migrate)
+// with it too.
+func Unavailable(err error) error {
+	var domain *plantstore.Error
+	if !errors.Is(err, plantstore.ErrUnavailable) || errors.As(err, &domain) {
+		return err
+	}
+	return &plantstore.Error{Code: plantstore.CodeStorageUnavailable, Message: "storage is not available; retry later", Err: err}
+}
+
+// storeError turns a row store's error into the service's: ErrUnavailable
+// as Unavailable does; anything else is internal (500), with op for context.
+func storeError(op string, err error) error {
+	if errors.Is(err, plantstore.ErrUnavailable) {
+		return Unavailable(err)
+	}
+	return fmt.Errorf("service: %s: %w", op, err)
+}
