@@ -37,9 +37,9 @@ func TestWebhooksAPI(t *testing.T) {
 		return ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: tok, Body: body})
 	}
 
-	created := decodeWebhook(t, post(tok, `{"url":"https://example.com/hook","description":"inventory"}`), 201)
+	created := decodeWebhook(t, post(tok, `{"url":"http://127.0.0.1:9/hook","description":"inventory"}`), 201)
 	if !strings.HasPrefix(created.ID, "whk_") || created.Secret == nil || !strings.HasPrefix(*created.Secret, "whsec_") ||
-		created.URL != "https://example.com/hook" || !created.Enabled || created.Description == nil || *created.Description != "inventory" {
+		created.URL != "http://127.0.0.1:9/hook" || !created.Enabled || created.Description == nil || *created.Description != "inventory" {
 		t.Fatalf("created = %+v", created)
 	}
 	t.Run("GetHidesSecret", func(t *testing.T) {
@@ -82,15 +82,15 @@ func TestWebhooksAPI(t *testing.T) {
 	})
 	for name, body := range map[string]string{
 		"Relative":        `{"url":"/hook"}`,
-		"FTP":             `{"url":"ftp://example.com/x"}`,
+		"FTP":             `{"url":"ftp://127.0.0.1/x"}`,
 		"NoHost":          `{"url":"http:///x"}`,
-		"UserInfo":        `{"url":"https://u:p@example.com/x"}`,
+		"UserInfo":        `{"url":"http://u:p@127.0.0.1:9/x"}`,
 		"Missing":         `{"description":"x"}`,
 		"Null":            `{"url":null}`,
 		"Number":          `{"url":5}`,
 		"Empty":           `{"url":""}`,
-		"TooLong":         `{"url":"https://example.com/` + strings.Repeat("a", 2100) + `"}`,
-		"LongDescription": `{"url":"https://example.com/","description":"` + strings.Repeat("d", 257) + `"}`,
+		"TooLong":         `{"url":"http://127.0.0.1:9/` + strings.Repeat("a", 2100) + `"}`,
+		"LongDescription": `{"url":"http://127.0.0.1:9/","description":"` + strings.Repeat("d", 257) + `"}`,
 	} {
 		t.Run("ErrInvalid/"+name, func(t *testing.T) {
 			mustError(t, post(tok, body), 400, plantstore.CodeInvalidBody)
@@ -102,7 +102,7 @@ func TestWebhooksAPI(t *testing.T) {
 	t.Run("ErrScope", func(t *testing.T) {
 		plants := ts.Token(t, "alice")
 		mustError(t, ts.Get(t, plants, "/webhooks"), 403, plantstore.CodeInsufficientScope)
-		mustError(t, post(plants, `{"url":"https://example.com/x"}`), 403, plantstore.CodeInsufficientScope)
+		mustError(t, post(plants, `{"url":"http://127.0.0.1:9/x"}`), 403, plantstore.CodeInsufficientScope)
 	})
 	t.Run("Delete", func(t *testing.T) {
 		if resp := ts.Do(t, Request{Method: "DELETE", Path: "/webhooks/" + created.ID, Token: tok}); resp.Status != 204 {

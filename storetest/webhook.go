@@ -20,7 +20,7 @@ import (
 // createSubscription creates a subscription of owner through the service.
 func createSubscription(t *testing.T, svc *service.Services, owner string) *plantstore.Subscription {
 	t.Helper()
-	sub, err := svc.Webhooks.CreateSubscription(t.Context(), owner, "https://example.com/hooks/"+owner, "desc of "+owner)
+	sub, err := svc.Webhooks.CreateSubscription(t.Context(), owner, "http://127.0.0.1:9/hooks/"+owner, "desc of "+owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func testSubscriptions(t *testing.T, bs Backends) {
 		if !strings.HasPrefix(first.ID, "whk_") || !strings.HasPrefix(first.Secret, "whsec_") || first.ID == second.ID || first.Secret == second.Secret {
 			t.Fatalf("subscriptions %s (secret %q) and %s: want distinct whk_ ids and whsec_ secrets", first.ID, first.Secret, second.ID)
 		}
-		want := &plantstore.Subscription{ID: first.ID, Owner: "alice", URL: "https://example.com/hooks/alice",
+		want := &plantstore.Subscription{ID: first.ID, Owner: "alice", URL: "http://127.0.0.1:9/hooks/alice",
 			Description: "desc of alice", Secret: first.Secret, CreatedAt: fixedNow}
 		if diff := cmp.Diff(want, first, equateTime); diff != "" {
 			t.Fatalf("CreateSubscription returned (-want +got):\n%s", diff)
@@ -145,7 +145,7 @@ func testSubscriptions(t *testing.T, bs Backends) {
 
 	t.Run("Longest", func(t *testing.T) {
 		svc := openServices(t, bs)
-		url := "https://example.com/" + strings.Repeat("p", plantstore.MaxWebhookURLLength-len("https://example.com/"))
+		url := "http://127.0.0.1:9/" + strings.Repeat("p", plantstore.MaxWebhookURLLength-len("http://127.0.0.1:9/"))
 		desc := strings.Repeat("🌿", plantstore.MaxWebhookDescriptionLength)
 		sub, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", url, desc)
 		if err != nil {
@@ -164,12 +164,12 @@ func testSubscriptions(t *testing.T, bs Backends) {
 		}{
 			{"EmptyURL", "", ""},
 			{"Relative", "/hooks", ""},
-			{"Scheme", "ftp://example.com/hooks", ""},
+			{"Scheme", "ftp://127.0.0.1/hooks", ""},
 			{"NoHost", "https:///hooks", ""},
-			{"UserInfo", "https://user:pw@example.com/hooks", ""},
-			{"Space", "https://example.com/a b", ""},
-			{"URLTooLong", "https://example.com/" + strings.Repeat("p", plantstore.MaxWebhookURLLength), ""},
-			{"DescriptionTooLong", "https://example.com/hooks", strings.Repeat("d", plantstore.MaxWebhookDescriptionLength+1)},
+			{"UserInfo", "http://user:pw@127.0.0.1:9/hooks", ""},
+			{"Space", "http://127.0.0.1:9/a b", ""},
+			{"URLTooLong", "http://127.0.0.1:9/" + strings.Repeat("p", plantstore.MaxWebhookURLLength), ""},
+			{"DescriptionTooLong", "http://127.0.0.1:9/hooks", strings.Repeat("d", plantstore.MaxWebhookDescriptionLength+1)},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				sub, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", tt.url, tt.desc)

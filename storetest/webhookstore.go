@@ -22,7 +22,7 @@ var ignoreTaskDispatch = cmpopts.IgnoreFields(plantstore.Task{}, "URL", "Secrets
 // disabled at disabledAt unless it is nil.
 func insertSubscription(t *testing.T, b plantstore.Backend, owner string, createdAt time.Time, disabledAt *time.Time) *plantstore.Subscription {
 	t.Helper()
-	sub, err := plantstore.NewSubscription(owner, "https://example.com/hooks/"+owner, "desc of "+owner, createdAt)
+	sub, err := plantstore.NewSubscription(owner, "http://127.0.0.1:9/hooks/"+owner, "desc of "+owner, createdAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +88,11 @@ func testWebhookStore(t *testing.T, bs Backends) {
 			sub.CreatedAt = createdAt
 			return sub
 		}
-		plain := newSub("http://192.0.2.1:8080/h?x=1&y=%20", "", fixedNow.In(elsewhere))
-		disabled := newSub("https://example.com/hooks", "desc", fixedNow.Add(time.Second))
+		plain := newSub("http://127.0.0.2:8080/h?x=1&y=%20", "", fixedNow.In(elsewhere))
+		disabled := newSub("http://127.0.0.1:9/hooks", "desc", fixedNow.Add(time.Second))
 		disabled.DisabledAt = ptr(fixedNow.Add(time.Minute).In(elsewhere))
 		// Every field set: rotated, then disabled.
-		full := newSub("https://example.com/rotated", "rotated 🌿", fixedNow.Add(2*time.Second))
+		full := newSub("http://127.0.0.1:9/rotated", "rotated 🌿", fixedNow.Add(2*time.Second))
 		full.PreviousSecret, full.PreviousSecretUntil = "whsec_previous", ptr(fixedNow.Add(time.Hour).In(elsewhere))
 		full.DisabledAt = ptr(fixedNow.Add(3 * time.Second).In(elsewhere))
 		subs := []*plantstore.Subscription{plain, disabled, full}
@@ -129,7 +129,7 @@ func testWebhookStore(t *testing.T, bs Backends) {
 	t.Run("ErrDuplicateID", func(t *testing.T) {
 		b := bs.Open(t)
 		sub := insertSubscription(t, b, "alice", fixedNow, nil)
-		other, err := plantstore.NewSubscription("bob", "https://example.com/bob", "", fixedNow)
+		other, err := plantstore.NewSubscription("bob", "http://127.0.0.1:9/bob", "", fixedNow)
 		if err != nil {
 			t.Fatal(err)
 		}
