@@ -96,12 +96,13 @@ type PlantService interface {
 type PlantStore interface {
 	// InsertPlant stores p (CreatedAt set by the caller) and, in the same
 	// transaction, ev's outbox rows: one pending delivery per enabled
-	// subscription of p.Owner. When the owner has a plant with p.ID already
-	// it writes nothing and returns that plant. The lookup and the insert
-	// are atomic: of concurrent inserts of one key, one stores and the
-	// others get its row. It returns ErrContended when the key kept
-	// changing under it (created and deleted concurrently).
-	InsertPlant(ctx context.Context, p *Plant, ev *Event) (existing *Plant, err error)
+	// subscription of p.Owner; it returns how many it wrote. When the owner
+	// has a plant with p.ID already it writes nothing and returns that
+	// plant. The lookup and the insert are atomic: of concurrent inserts of
+	// one key, one stores and the others get its row. It returns
+	// ErrContended when the key kept changing under it (created and
+	// deleted concurrently).
+	InsertPlant(ctx context.Context, p *Plant, ev *Event) (existing *Plant, deliveries int, err error)
 	// FindPlant returns the owner's plant or ErrNotFound.
 	FindPlant(ctx context.Context, owner string, id int64) (*Plant, error)
 	// ListPlants returns at most f.Limit plants matching f, by id ascending.

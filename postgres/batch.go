@@ -60,8 +60,9 @@ type writeOp struct {
 	existing *plantstore.Plant // a create's: the row that had its key
 	err      error             // unwrapped: ErrNotFound, ErrContended, or a failure
 
-	inserted bool // a create's insert stored the row
-	vanished bool // a create's key was taken, but its row gone at the lookup
+	inserted   bool // a create's insert stored the row
+	deliveries int  // a create's outbox rows
+	vanished   bool // a create's key was taken, but its row gone at the lookup
 }
 
 func (op *writeOp) name() string {
@@ -72,7 +73,7 @@ func (op *writeOp) name() string {
 }
 
 func (op *writeOp) reset() {
-	op.existing, op.err, op.inserted, op.vanished = nil, nil, false, false
+	op.existing, op.err, op.inserted, op.vanished, op.deliveries = nil, nil, false, false, 0
 }
 
 // write queues op for group commit and waits for its outcome, within
@@ -190,7 +191,10 @@ func followUps(ops []*writeOp) *pgx.Batch {
 		switch ev := op.event; {
 		case op.del:
 		case op.inserted && ev != nil:
-			b.Queue(qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt, op.plant.Owner)
+			b.Queue(qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt, op.plant.Owner).Exec(func(tag pgconn.CommandTag) error {
+				op.deliveries = int(tag.RowsAffected())
+				return nil
+			})
 		case !op.inserted:
 			b.Queue(qFindPlant, op.plant.Owner, op.plant.ID).Query(func(rows pgx.Rows) (err error) {
 				op.existing, err = pgx.CollectOneRow(rows, scanPlant)

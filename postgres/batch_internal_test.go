@@ -62,7 +62,7 @@ func remove(t *testing.T, owner string, id int64) *writeOp {
 
 func mustInsert(t *testing.T, db *DB, p *plantstore.Plant) {
 	t.Helper()
-	if existing, err := db.InsertPlant(t.Context(), p, event(t, p)); err != nil || existing != nil {
+	if existing, _, err := db.InsertPlant(t.Context(), p, event(t, p)); err != nil || existing != nil {
 		t.Fatalf("InsertPlant(%+v) = %+v, %v; want it stored", p, existing, err)
 	}
 }
@@ -196,9 +196,9 @@ func TestCommit_FailingWriteAlone(t *testing.T) {
 func TestApply_Outbox(t *testing.T) {
 	db := openBatchDB(t)
 	for _, sub := range []*plantstore.Subscription{
-		{ID: "whk_1", Owner: "alice", URL: "https://example.com/1", Secret: "whsec_1", CreatedAt: fixedNow},
-		{ID: "whk_2", Owner: "alice", URL: "https://example.com/2", Secret: "whsec_2", CreatedAt: fixedNow},
-		{ID: "whk_3", Owner: "alice", URL: "https://example.com/3", Secret: "whsec_3", CreatedAt: fixedNow, DisabledAt: &fixedNow},
+		{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9/1", Secret: "whsec_1", CreatedAt: fixedNow},
+		{ID: "whk_2", Owner: "alice", URL: "http://127.0.0.1:9/2", Secret: "whsec_2", CreatedAt: fixedNow},
+		{ID: "whk_3", Owner: "alice", URL: "http://127.0.0.1:9/3", Secret: "whsec_3", CreatedAt: fixedNow, DisabledAt: &fixedNow},
 	} {
 		if err := db.InsertSubscription(t.Context(), sub); err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func TestWrite_LeftBeforeTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, err := db.InsertPlant(ctx, p, event(t, p)); !errors.Is(err, context.Canceled) {
+	if _, _, err := db.InsertPlant(ctx, p, event(t, p)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("InsertPlant with a cancelled context: err = %v, want context.Canceled", err)
 	}
 	if _, err := db.FindPlant(t.Context(), "alice", 1); !errors.Is(err, plantstore.ErrNotFound) {
@@ -282,7 +282,7 @@ func TestGroupCommit_Batches(t *testing.T) {
 	for i := range committers {
 		held := &plantstore.Plant{Owner: "alice", ID: 0, Name: "Held", CreatedAt: fixedNow}
 		wg.Go(func() {
-			if _, err := db.InsertPlant(t.Context(), held, event(t, held)); err != nil {
+			if _, _, err := db.InsertPlant(t.Context(), held, event(t, held)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -299,7 +299,7 @@ func TestGroupCommit_Batches(t *testing.T) {
 	for i := range queued {
 		wg.Go(func() {
 			p := &plantstore.Plant{Owner: "bob", ID: int64(i % 10), Name: "Ivy", CreatedAt: fixedNow}
-			_, results[i] = db.InsertPlant(t.Context(), p, event(t, p))
+			_, _, results[i] = db.InsertPlant(t.Context(), p, event(t, p))
 		})
 	}
 	waitFor(t, "writes queued", func() bool { return db.queue.Queued() == queued })

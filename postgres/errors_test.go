@@ -31,7 +31,7 @@ func TestBulkInsertPlants_SkipsExisting(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, err := db.InsertPlant(ctx, fern, nil); err != nil {
+	if _, _, err := db.InsertPlant(ctx, fern, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{
@@ -108,7 +108,7 @@ func TestErrExists(t *testing.T) {
 			t.Fatalf("InsertToken of a taken %s: err = %v, want ErrExists", name, err)
 		}
 	}
-	sub := &plantstore.Subscription{ID: "whk_1", Owner: "alice", URL: "https://example.com", Secret: "whsec_1", CreatedAt: fixedNow}
+	sub := &plantstore.Subscription{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9", Secret: "whsec_1", CreatedAt: fixedNow}
 	if err := db.InsertSubscription(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestUnavailable(t *testing.T) {
 		call func(ctx context.Context) error
 	}{
 		{"Ping", db.Ping},
-		{"InsertPlant", func(ctx context.Context) error { _, err := db.InsertPlant(ctx, fern, nil); return err }},
+		{"InsertPlant", func(ctx context.Context) error { _, _, err := db.InsertPlant(ctx, fern, nil); return err }},
 		{"FindPlant", func(ctx context.Context) error { _, err := db.FindPlant(ctx, "alice", 1); return err }},
 		{"ListPlants", func(ctx context.Context) error {
 			_, err := db.ListPlants(ctx, plantstore.PlantFilter{Owner: "alice", Limit: 10})
@@ -184,7 +184,7 @@ func TestUnavailable_OpTimeout(t *testing.T) {
 	}
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
 	start := time.Now()
-	_, err = db.InsertPlant(t.Context(), p, nil)
+	_, _, err = db.InsertPlant(t.Context(), p, nil)
 	took := time.Since(start)
 	if !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant behind a lock: err = %v, want ErrUnavailable", err)
@@ -199,7 +199,7 @@ func TestUnavailable_Closed(t *testing.T) {
 	db := MustOpenDB(t)
 	db.Close()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, err := db.InsertPlant(t.Context(), p, nil); !errors.Is(err, plantstore.ErrUnavailable) {
+	if _, _, err := db.InsertPlant(t.Context(), p, nil); !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant after Close: err = %v, want ErrUnavailable", err)
 	}
 }

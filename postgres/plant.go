@@ -10,15 +10,15 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// InsertPlant stores p with ev's outbox rows, or returns the owner's plant
-// with p.ID when there is one. It joins the group commit (see batch.go) and
-// returns once its transaction is committed.
-func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
+// InsertPlant stores p with ev's outbox rows and says how many it wrote, or
+// returns the owner's plant with p.ID when there is one. It joins the group
+// commit (see batch.go) and returns once its transaction is committed.
+func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, int, error) {
 	op := &writeOp{plant: p, event: ev}
 	if err := db.write(ctx, op); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return op.existing, nil
+	return op.existing, op.deliveries, nil
 }
 
 // DeletePlant deletes the owner's plant with id. It joins the group commit.

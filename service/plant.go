@@ -19,7 +19,9 @@ type PlantService struct {
 // CreatePlant validates p and stores it with its webhook event, or
 // recognises an idempotent replay (same content: the stored plant,
 // created=false) or a conflict (CodeConflict). The store makes the lookup
-// and the insert atomic; the decision and its message are made here.
+// and the insert atomic; the decision and its message are made here. The
+// dispatcher is woken only when the event was written for at least one
+// subscription.
 func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
 	if err := p.Validate(); err != nil {
 		return nil, false, err
@@ -32,7 +34,7 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	stored := *p
 	stored.CreatedAt = now
 	ev := &plantstore.Event{MessageID: msgID, PlantID: p.ID, Payload: p.WebhookPayload(), CreatedAt: now}
-	existing, err := s.store.InsertPlant(ctx, &stored, ev)
+	existing, deliveries, err := s.store.InsertPlant(ctx, &stored, ev)
 	switch {
 	case errors.Is(err, plantstore.ErrContended):
 		return nil, false, &plantstore.Error{Code: plantstore.CodeConflict,
@@ -40,7 +42,9 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	case err != nil:
 		return nil, false, storeError("create plant", err)
 	case existing == nil:
-		s.notify()
+		if deliveries > 0 {
+			s.notify() // the dispatcher has something to deliver
+		}
 		return &stored, true, nil
 	case !existing.SameContent(p):
 		return nil, false, plantstore.Errorf(plantstore.CodeConflict, "plant %d already exists with a different name or tag", p.ID)

@@ -20,8 +20,9 @@ type Config struct {
 	// Now is the clock of every timestamp the services set (creation,
 	// revocation, rotation, attempts); nil: time.Now.
 	Now func() time.Time
-	// Notify, if set, is called after a commit that wrote webhook events:
-	// it wakes the dispatcher. It must not block.
+	// Notify, if set, is called after a commit that wrote webhook
+	// deliveries (not after a create whose owner has no subscription): it
+	// wakes the dispatcher. It must not block.
 	Notify func()
 	// TokenCacheTTL is how long a verified token is trusted without a
 	// storage lookup, and so the bound on how late a revocation takes

@@ -112,7 +112,7 @@ func TestNotify(t *testing.T) {
 				t.Fatalf("after %s: Notify called %d times, want %d", what, got, want)
 			}
 		}
-		if _, err := svc.Webhooks.CreateSubscription(ctx, "alice", "https://example.com/hooks", ""); err != nil {
+		if _, err := svc.Webhooks.CreateSubscription(ctx, "alice", "http://127.0.0.1:9/hooks", ""); err != nil {
 			t.Fatal(err)
 		}
 		check("a subscription", 0)
@@ -148,11 +148,27 @@ func TestNotify(t *testing.T) {
 		}
 	})
 
+	// A create whose owner has no subscription wrote no delivery: there is
+	// nothing to wake the dispatcher for.
+	t.Run("NoSubscriber", func(t *testing.T) {
+		var calls atomic.Int32
+		svc := service.New(MustOpenDB(t), service.Config{Notify: func() { calls.Add(1) }})
+		if _, created, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern"}); err != nil || !created {
+			t.Fatalf("create: created %v, err %v", created, err)
+		}
+		if got := calls.Load(); got != 0 {
+			t.Fatalf("Notify called %d times for an owner without subscriptions, want 0", got)
+		}
+	})
+
 	// Of identical concurrent creates, only the one that stored notifies.
 	t.Run("ConcurrentIdentical", func(t *testing.T) {
 		const n = 16
 		var calls atomic.Int32
 		svc := service.New(MustOpenDB(t), service.Config{Notify: func() { calls.Add(1) }})
+		if _, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", "http://127.0.0.1:9/hooks", ""); err != nil {
+			t.Fatal(err)
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
@@ -180,7 +196,7 @@ func TestClock(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("Plants", func(t *testing.T) {
-		sub, err := svc.Webhooks.CreateSubscription(ctx, "alice", "https://example.com/hooks", "")
+		sub, err := svc.Webhooks.CreateSubscription(ctx, "alice", "http://127.0.0.1:9/hooks", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +410,7 @@ func TestCompleteTask(t *testing.T) {
 	setup := func(t *testing.T, c *clock) (*service.Services, *plantstore.Task, *plantstore.Subscription) {
 		t.Helper()
 		svc := service.New(MustOpenDB(t), service.Config{Now: c.Now})
-		sub, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", "https://example.com/hooks", "")
+		sub, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", "http://127.0.0.1:9/hooks", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,12 +11,13 @@ import (
 
 const plantColumns = `owner, id, name, tag, created_at`
 
-// InsertPlant stores p with ev's outbox rows, or returns the owner's plant
-// with p.ID when there is one. The insert and the lookup share one write
+// InsertPlant stores p with ev's outbox rows and says how many it wrote, or
+// returns the owner's plant with p.ID when there is one. The insert and the lookup share one write
 // transaction, and writes are serialised, so concurrent inserts of one key
 // cannot both store.
-func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
+func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, int, error) {
 	var existing *plantstore.Plant
+	deliveries := 0
 	err := db.update(ctx, "insert plant", func(ctx context.Context, tx *Tx) error {
 		res, err := tx.exec(ctx, qInsertPlant, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
 		if err != nil {
@@ -25,7 +26,12 @@ func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantsto
 		if n, err := res.RowsAffected(); err != nil {
 			return wrap("insert plant", err)
 		} else if n == 1 {
-			_, err := tx.exec(ctx, qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), p.Owner)
+			res, err := tx.exec(ctx, qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), p.Owner)
+			if err != nil {
+				return wrap("webhook outbox", err)
+			}
+			n, err := res.RowsAffected()
+			deliveries = int(n)
 			return wrap("webhook outbox", err)
 		}
 		existing, err = scanPlant(tx.queryRow(ctx, qFindPlant, p.Owner, p.ID))
@@ -35,9 +41,9 @@ func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantsto
 		return wrap("find plant", err)
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return existing, nil
+	return existing, deliveries, nil
 }
 
 // FindPlant returns the owner's plant with id.

@@ -27,7 +27,7 @@ func newEvent(t *testing.T, p *plantstore.Plant, at time.Time) *plantstore.Event
 func mustInsert(t *testing.T, b plantstore.Backend, p *plantstore.Plant) *plantstore.Event {
 	t.Helper()
 	ev := newEvent(t, p, p.CreatedAt)
-	existing, err := b.InsertPlant(t.Context(), p, ev)
+	existing, _, err := b.InsertPlant(t.Context(), p, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +67,15 @@ func testPlantStore(t *testing.T, bs Backends) {
 		p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.In(elsewhere)}
 		// The event's time differs from the plant's, to tell them apart.
 		ev := newEvent(t, p, fixedNow.Add(time.Second).In(elsewhere))
-		existing, err := b.InsertPlant(ctx, p, ev)
+		existing, deliveries, err := b.InsertPlant(ctx, p, ev)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if existing != nil {
 			t.Fatalf("InsertPlant of a new key returned %+v, want nil", existing)
+		}
+		if got, want := deliveries, 1; got != want {
+			t.Fatalf("InsertPlant wrote %d deliveries, want %d", got, want)
 		}
 		if diff := cmp.Diff(p, findPlant(t, b, "alice", 1), equateTime); diff != "" {
 			t.Fatalf("stored plant (-want +got):\n%s", diff)
@@ -96,7 +99,10 @@ func testPlantStore(t *testing.T, bs Backends) {
 		}
 
 		// bob has no subscription: his plant gets no delivery.
-		mustInsert(t, b, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: fixedNow})
+		cactus := &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: fixedNow}
+		if _, deliveries, err := b.InsertPlant(ctx, cactus, newEvent(t, cactus, fixedNow)); err != nil || deliveries != 0 {
+			t.Fatalf("bob's InsertPlant = %d deliveries, %v; want 0, nil", deliveries, err)
+		}
 		if n, _ := storeOutboxStats(t, b); n != 1 {
 			t.Fatalf("%d pending deliveries after bob's insert, want 1", n)
 		}
@@ -114,9 +120,12 @@ func testPlantStore(t *testing.T, bs Backends) {
 			{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow.Add(time.Hour)},
 			{Owner: "alice", ID: 1, Name: "Moss", Tag: ptr("soft"), CreatedAt: fixedNow.Add(2 * time.Hour)},
 		} {
-			existing, err := b.InsertPlant(ctx, p, newEvent(t, p, p.CreatedAt))
+			existing, deliveries, err := b.InsertPlant(ctx, p, newEvent(t, p, p.CreatedAt))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if deliveries != 0 {
+				t.Fatalf("InsertPlant of a taken key wrote %d deliveries", deliveries)
 			}
 			if diff := cmp.Diff(first, existing, equateTime); diff != "" {
 				t.Fatalf("InsertPlant(%+v) returned (-want +got):\n%s", p, diff)

@@ -69,7 +69,7 @@ func testUnavailable(t *testing.T, bs Backends) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		newSub, err := plantstore.NewSubscription("bob", "https://example.com/bob", "", fixedNow)
+		newSub, err := plantstore.NewSubscription("bob", "http://127.0.0.1:9/bob", "", fixedNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func testUnavailable(t *testing.T, bs Backends) {
 			name  string
 			write func() error
 		}{
-			{"InsertPlant", func() error { _, err := b.InsertPlant(ctx, moss, newEvent(t, moss, fixedNow)); return err }},
+			{"InsertPlant", func() error { _, _, err := b.InsertPlant(ctx, moss, newEvent(t, moss, fixedNow)); return err }},
 			{"BulkInsertPlants", func() error {
 				_, err := b.BulkInsertPlants(ctx, []*plantstore.Plant{{Owner: "alice", ID: 5, Name: "Palm", CreatedAt: fixedNow}})
 				return err
