@@ -13,6 +13,7 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -35,10 +36,11 @@ type Queue[T any] struct {
 }
 
 type item[T any] struct {
-	ctx  context.Context
-	op   T
-	err  error // set when the op was skipped
-	done chan struct{}
+	ctx      context.Context
+	deadline time.Time // zero: none
+	op       T
+	err      error // set when the op was skipped
+	done     chan struct{}
 }
 
 // Config configures a Queue.
@@ -78,7 +80,15 @@ func New[T any](c Config[T]) *Queue[T] {
 // ErrClosed after Close, and ctx's error when ctx ended before the op was
 // queued or before its batch began (the op was then not applied).
 func (q *Queue[T]) Do(ctx context.Context, op T) error {
-	it := &item[T]{ctx: ctx, op: op, done: make(chan struct{})}
+	return q.DoBy(ctx, time.Time{}, op)
+}
+
+// DoBy is Do with a deadline (zero: none) that bounds, like ctx, the wait
+// for room in the queue and for the op's batch to begin: past it the op is
+// not applied and DoBy returns context.DeadlineExceeded. A deadline value
+// costs nothing per call, where a context.WithTimeout allocates.
+func (q *Queue[T]) DoBy(ctx context.Context, deadline time.Time, op T) error {
+	it := &item[T]{ctx: ctx, deadline: deadline, op: op, done: make(chan struct{})}
 	// The read lock keeps Close from completing while a write is being
 	// queued, so every queued write is seen by the committers' final drain.
 	q.closeMu.RLock()
@@ -88,13 +98,34 @@ func (q *Queue[T]) Do(ctx context.Context, op T) error {
 	}
 	select {
 	case q.items <- it:
-	case <-ctx.Done():
-		q.closeMu.RUnlock()
-		return ctx.Err()
+	default:
+		if err := q.wait(it); err != nil {
+			q.closeMu.RUnlock()
+			return err
+		}
 	}
 	q.closeMu.RUnlock()
 	<-it.done
 	return it.err
+}
+
+// wait queues it when the queue is full: until there is room, its context
+// ends or its deadline passes.
+func (q *Queue[T]) wait(it *item[T]) error {
+	var expired <-chan time.Time
+	if !it.deadline.IsZero() {
+		t := time.NewTimer(time.Until(it.deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case q.items <- it:
+		return nil
+	case <-it.ctx.Done():
+		return it.ctx.Err()
+	case <-expired:
+		return context.DeadlineExceeded
+	}
 }
 
 // Close applies the writes already queued, then stops the committers.
@@ -126,6 +157,14 @@ func (q *Queue[T]) loop() {
 			}
 		}
 		batch = append(batch[:0], first)
+		if len(q.items) == 0 {
+			// Alone in the queue: let the goroutines that are ready to run
+			// queue their writes first (a request being decoded on another
+			// goroutine), so that a fast commit (no fsync to wait for) does
+			// not leave batches of one. No timer: when nothing else is
+			// runnable, Gosched returns at once.
+			runtime.Gosched()
+		}
 	fill:
 		for len(batch) < q.max {
 			select {
@@ -136,12 +175,16 @@ func (q *Queue[T]) loop() {
 			}
 		}
 		ops = ops[:0]
+		now := time.Now()
 		for _, it := range batch {
-			if err := it.ctx.Err(); err != nil {
-				it.err = err // the caller left before its turn: skip it
-				continue
+			switch {
+			case it.ctx.Err() != nil:
+				it.err = it.ctx.Err() // the caller left before its turn: skip it
+			case !it.deadline.IsZero() && now.After(it.deadline):
+				it.err = context.DeadlineExceeded // it waited too long
+			default:
+				ops = append(ops, it.op)
 			}
-			ops = append(ops, it.op)
 		}
 		if len(ops) > 0 {
 			start := time.Now()

@@ -140,3 +140,40 @@ func TestQueue_Close(t *testing.T) {
 		t.Fatalf("write after Close: err = %v, want ErrClosed", err)
 	}
 }
+
+// A write whose deadline passed while it waited behind a batch is not
+// applied and gets context.DeadlineExceeded.
+func TestQueue_Deadline(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var applied []int
+	q := groupcommit.New(groupcommit.Config[*op]{Apply: func(batch []*op) {
+		for _, o := range batch {
+			applied = append(applied, o.n)
+			if o.n == 0 {
+				close(started)
+				<-release
+			}
+		}
+	}})
+	defer q.Close()
+	first := make(chan error, 1)
+	go func() { first <- q.Do(context.Background(), &op{n: 0}) }()
+	<-started
+	late := make(chan error, 1)
+	go func() { late <- q.DoBy(context.Background(), time.Now().Add(20*time.Millisecond), &op{n: 1}) }()
+	time.Sleep(50 * time.Millisecond) // op 1's deadline passes while op 0's batch runs
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-late; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("late write: err = %v, want context.DeadlineExceeded", err)
+	}
+	if len(applied) != 1 {
+		t.Fatalf("applied %v, want only op 0", applied)
+	}
+	// With room and time, DoBy applies the write.
+	if err := q.DoBy(context.Background(), time.Now().Add(time.Second), &op{n: 2}); err != nil {
+		t.Fatal(err)
+	}
+}
