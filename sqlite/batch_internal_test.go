@@ -303,3 +303,207 @@ func TestBulkInsertPlants(t *testing.T) {
 		t.Fatalf("a rejected bulk insert stored something: %v", err)
 	}
 }
+
+// createOrDelete queues a create (name != "") or a delete of alice's plant
+// id and reports its outcome.
+type outcome struct {
+	created bool
+	code    int32
+}
+
+// TestGroupCommit_CreateDeleteSameID: a batch holding a create, a delete
+// and a create again of one id behaves as if the writes ran one by one in
+// queue order: stored, deleted, stored with the second content.
+func TestGroupCommit_CreateDeleteSameID(t *testing.T) {
+	db, batches := openTestDB(t)
+	svc := plants(db)
+	release := holdCommitter(t, db)
+	steps := []struct {
+		name string // "" deletes
+		want outcome
+	}{
+		{"Fern", outcome{created: true}},
+		{"", outcome{}},
+		{"", outcome{code: plantstore.CodeNotFound}},
+		{"Moss", outcome{created: true}},
+		{"Moss", outcome{}}, // a replay of the previous one
+		{"Ivy", outcome{code: plantstore.CodeConflict}},
+	}
+	got := make([]outcome, len(steps))
+	var wg sync.WaitGroup
+	for i, st := range steps {
+		wg.Go(func() {
+			if st.name == "" {
+				got[i] = outcome{code: plantstore.ErrorCode(svc.DeletePlant(context.Background(), "alice", 7))}
+				return
+			}
+			_, created, err := svc.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: 7, Name: st.name})
+			got[i] = outcome{created: created, code: plantstore.ErrorCode(err)}
+		})
+		queued(db, i+1)
+	}
+	release()
+	wg.Wait()
+	if fmt.Sprint(*batches) != fmt.Sprint([]int{1, len(steps)}) {
+		t.Fatalf("batch sizes = %v, want [1 %d]", *batches, len(steps))
+	}
+	for i, st := range steps {
+		if got[i] != st.want {
+			t.Errorf("write %d (%q): %+v, want %+v", i, st.name, got[i], st.want)
+		}
+	}
+	p, err := svc.FindPlantByID(context.Background(), "alice", 7)
+	if err != nil || p.Name != "Moss" {
+		t.Fatalf("stored: %+v, %v; want Moss", p, err)
+	}
+}
+
+// TestGroupCommit_ErrorInTheMiddle: an unexpected error of a write in the
+// middle of a batch (a statement the database refuses, after the write had
+// already written a row) rolls the batch back and runs each write alone:
+// the writes before and after it commit, the bad one fails and keeps
+// nothing.
+func TestGroupCommit_ErrorInTheMiddle(t *testing.T) {
+	db, batches := openTestDB(t)
+	svc := plants(db)
+	release := holdCommitter(t, db)
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			if i == 2 {
+				errs[i] = db.update(context.Background(), "bad", func(ctx context.Context, tx *Tx) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 99, 'half', 0)`); err != nil {
+						return err
+					}
+					_, err := tx.ExecContext(ctx, `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 1, NULL, 0)`) // NOT NULL
+					return err
+				})
+				return
+			}
+			_, _, errs[i] = svc.CreatePlant(context.Background(), &plantstore.Plant{Owner: "alice", ID: int64(i), Name: "ok"})
+		})
+		queued(db, i+1)
+	}
+	release()
+	wg.Wait()
+	if fmt.Sprint(*batches) != "[1 5]" {
+		t.Fatalf("batch sizes = %v, want [1 5]", *batches)
+	}
+	for i, err := range errs {
+		if (i == 2) != (err != nil) {
+			t.Fatalf("errors = %v, want only write 2's", errs)
+		}
+	}
+	for _, id := range []int64{0, 1, 3, 4} {
+		if _, err := svc.FindPlantByID(context.Background(), "alice", id); err != nil {
+			t.Fatalf("plant %d: %v", id, err)
+		}
+	}
+	if _, err := svc.FindPlantByID(context.Background(), "alice", 99); plantstore.ErrorCode(err) != plantstore.CodeNotFound {
+		t.Fatalf("the failed write's first row was kept: %v", err)
+	}
+}
+
+// TestGroupCommit_RunChunks: a run of creates longer than a chunk, with
+// duplicate keys inside and across chunks, stores each key once (the first
+// create of it) and answers every later one with the stored row.
+func TestGroupCommit_RunChunks(t *testing.T) {
+	db, _ := openTestDB(t)
+	ops := make([]*writeOp, 0, 300)
+	for i := range 300 {
+		id := int64(i % 200) // ids 0..99 twice
+		ops = append(ops, &writeOp{kind: opInsertPlant, plant: &plantstore.Plant{Owner: "alice", ID: id, Name: fmt.Sprint("p", i), CreatedAt: time.Unix(0, int64(i))},
+			event: &plantstore.Event{MessageID: fmt.Sprint("msg_", i), PlantID: id}})
+	}
+	db.commit(ops)
+	for i, w := range ops {
+		first := i < 200
+		if w.err != nil || w.inserted != first || (w.existing == nil) == !first {
+			t.Fatalf("op %d: inserted %v, existing %v, err %v; want inserted %v", i, w.inserted, w.existing, w.err, first)
+		}
+		if !first && w.existing.Name != fmt.Sprint("p", i-200) {
+			t.Fatalf("op %d ran into %q, want p%d", i, w.existing.Name, i-200)
+		}
+	}
+	if got := []int{chunk(1), chunk(3), chunk(256), chunk(300), chunk(1000)}; fmt.Sprint(got) != "[1 2 256 256 256]" {
+		t.Fatalf("chunks = %v", got)
+	}
+}
+
+// TestSubscriptionCounts: the cache of each owner's enabled subscriptions
+// that lets a create skip the outbox statement stays exact: through the
+// store's own subscription writes, a disabling delivery, a rolled-back
+// transaction, and writes by another connection to the same file.
+func TestSubscriptionCounts(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTestDB(t)
+	id := int64(0)
+	create := func() int {
+		t.Helper()
+		id++
+		p := &plantstore.Plant{Owner: "alice", ID: id, Name: "p", CreatedAt: time.Now()}
+		_, n, err := db.InsertPlant(ctx, p, &plantstore.Event{MessageID: fmt.Sprint("msg_", id), PlantID: id, Payload: p.WebhookPayload(), CreatedAt: p.CreatedAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	sub := func(sid string) *plantstore.Subscription {
+		return &plantstore.Subscription{ID: sid, Owner: "alice", URL: "http://127.0.0.1:9/h", Secret: "whsec_x", CreatedAt: time.Now()}
+	}
+	check := func(what string, want int) {
+		t.Helper()
+		if got := create(); got != want {
+			t.Fatalf("after %s: a create wrote %d deliveries, want %d", what, got, want)
+		}
+	}
+	check("nothing", 0) // caches alice: 0
+	if err := db.InsertSubscription(ctx, sub("whk_1")); err != nil {
+		t.Fatal(err)
+	}
+	check("a subscription", 1)
+	if err := db.InsertSubscription(ctx, sub("whk_2")); err != nil {
+		t.Fatal(err)
+	}
+	check("two", 2)
+	if err := db.DeleteSubscription(ctx, "alice", "whk_1"); err != nil {
+		t.Fatal(err)
+	}
+	check("a delete", 1)
+
+	// A delivery answered 410 disables whk_2.
+	tasks, err := db.ClaimDeliveries(ctx, time.Now(), time.Now().Add(time.Minute), 100)
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+	}
+	if err := db.CompleteDelivery(ctx, tasks[0], plantstore.AttemptResult{AttemptedAt: time.Now(), StatusCode: 410, State: plantstore.DeliveryFailed, Disable: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("a disable", 0)
+
+	// A transaction that writes a subscription and then fails is rolled
+	// back: its count change must not stay.
+	bad := db.update(ctx, "bad", func(ctx context.Context, tx *Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_subscriptions (id, owner, url, secret, created_at) VALUES ('whk_3', 'alice', 'http://127.0.0.1:9/h', 's', 0)`); err != nil {
+			return err
+		}
+		db.subs.add("alice", 1)
+		return errors.New("fails after writing")
+	})
+	if bad == nil {
+		t.Fatal("the failing write succeeded")
+	}
+	check("a rolled-back subscription", 0)
+
+	// Another connection (another process, in real life) adds one.
+	other := NewDB(db.Path)
+	if err := other.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.InsertSubscription(ctx, sub("whk_4")); err != nil {
+		t.Fatal(err)
+	}
+	check("another connection's subscription", 1)
+}

@@ -23,6 +23,13 @@ ORDER BY d.next_attempt_at LIMIT ?2`
 // A due delivery whose subscription is disabled or gone is marked failed
 // and not returned.
 func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*plantstore.Task, error) {
+	// Most polls find nothing due: ask the read pool first, so that an idle
+	// dispatcher does not take the write lock (and a place in the group
+	// commit) twice a second. A delivery that falls due right after is
+	// claimed at the next poll.
+	if due, err := db.anyDue(ctx, now); err != nil || !due {
+		return nil, err
+	}
 	var tasks []*plantstore.Task
 	err := db.update(ctx, "claim webhook deliveries", func(ctx context.Context, tx *Tx) error {
 		tasks = nil
@@ -64,6 +71,22 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, li
 		return nil, err
 	}
 	return tasks, nil
+}
+
+// anyDue reports whether a delivery is due at now, on the read pool.
+func (db *DB) anyDue(ctx context.Context, now time.Time) (bool, error) {
+	ctx, cancel := db.readContext(ctx)
+	defer cancel()
+	st, err := db.readStmt(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+		WHERE state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1))`)
+	if err != nil {
+		return false, wrap("claim webhook deliveries", err)
+	}
+	var due bool
+	if err := st.QueryRowContext(ctx, now.UnixNano()).Scan(&due); err != nil {
+		return false, wrap("claim webhook deliveries", err)
+	}
+	return due, nil
 }
 
 // scanClaim scans a row of qClaim; live is false when the subscription is
@@ -116,8 +139,13 @@ func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plants
 		if !r.Disable {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_subscriptions SET disabled_at = ? WHERE id = ? AND disabled_at IS NULL`,
-			r.AttemptedAt.UnixNano(), t.SubscriptionID); err != nil {
+		var owner string
+		err = tx.QueryRowContext(ctx, `UPDATE webhook_subscriptions SET disabled_at = ? WHERE id = ? AND disabled_at IS NULL RETURNING owner`,
+			r.AttemptedAt.UnixNano(), t.SubscriptionID).Scan(&owner)
+		switch {
+		case err == nil:
+			db.subs.add(owner, -1)
+		case !errors.Is(err, sql.ErrNoRows): // already disabled, or gone
 			return wrap("disable webhook", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL

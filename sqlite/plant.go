@@ -12,38 +12,127 @@ import (
 const plantColumns = `owner, id, name, tag, created_at`
 
 // InsertPlant stores p with ev's outbox rows and says how many it wrote, or
-// returns the owner's plant with p.ID when there is one. The insert and the lookup share one write
-// transaction, and writes are serialised, so concurrent inserts of one key
+// returns the owner's plant with p.ID when there is one. It joins the group
+// commit: consecutive creates of a batch share one multi-row INSERT (see
+// insertPlants). Writes are serialised, so concurrent inserts of one key
 // cannot both store.
 func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, int, error) {
-	var existing *plantstore.Plant
-	deliveries := 0
-	err := db.update(ctx, "insert plant", func(ctx context.Context, tx *Tx) error {
-		res, err := tx.exec(ctx, qInsertPlant, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
-		if err != nil {
-			return wrap("insert plant", err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return wrap("insert plant", err)
-		} else if n == 1 {
-			res, err := tx.exec(ctx, qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), p.Owner)
-			if err != nil {
-				return wrap("webhook outbox", err)
-			}
-			n, err := res.RowsAffected()
-			deliveries = int(n)
-			return wrap("webhook outbox", err)
-		}
-		existing, err = scanPlant(tx.queryRow(ctx, qFindPlant, p.Owner, p.ID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return plantstore.ErrContended // cannot happen: writes are serialised
-		}
-		return wrap("find plant", err)
-	})
-	if err != nil {
-		return nil, 0, err
+	w := opPool.Get().(*writeOp)
+	*w = writeOp{kind: opInsertPlant, plant: p, event: ev}
+	if err := db.do(ctx, w); err != nil {
+		return nil, 0, wrap("insert plant", err) // w may still be queued: not recycled
 	}
-	return existing, deliveries, nil
+	existing, deliveries, err := w.existing, w.deliveries, w.err
+	*w = writeOp{}
+	opPool.Put(w)
+	return existing, deliveries, err
+}
+
+// maxChunk bounds the rows of one multi-row INSERT; chunks are powers of
+// two, so at most 9 such statements are ever prepared.
+const maxChunk = 256
+
+// chunk is the size of the next chunk of a run of n creates: the largest
+// power of two not above n or maxChunk.
+func chunk(n int) int {
+	c := 1
+	for c*2 <= n && c*2 <= maxChunk {
+		c *= 2
+	}
+	return c
+}
+
+// insertPlantsSQL is the multi-row INSERT of n plants. RETURNING names
+// the rows it stored (those whose key was free), in no particular order.
+func insertPlantsSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`(?,?,?,?,?)`)
+	}
+	b.WriteString(` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`)
+	return b.String()
+}
+
+// insertPlants applies a run of consecutive creates of a batch: one
+// multi-row INSERT ... ON CONFLICT DO NOTHING per chunk, then for each
+// create either the stored row it ran into (its key was taken, possibly by
+// an earlier create of the same run: rows are inserted in order) or, when
+// its owner has an enabled subscription, its outbox rows. Per-batch work is
+// one statement per chunk plus one per conflict or subscribed create.
+func (db *DB) insertPlants(ctx context.Context, tx *Tx, run []*writeOp) error {
+	for len(run) > 0 {
+		n := chunk(len(run))
+		if err := db.insertChunk(ctx, tx, run[:n]); err != nil {
+			return err
+		}
+		run = run[n:]
+	}
+	return nil
+}
+
+func (db *DB) insertChunk(ctx context.Context, tx *Tx, ops []*writeOp) error {
+	args := make([]any, 0, 5*len(ops))
+	for _, w := range ops {
+		p := w.plant
+		args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
+	}
+	rows, err := tx.query(ctx, insertPlantsSQL(len(ops)), args...)
+	if err != nil {
+		return err
+	}
+	var id int64
+	var owner sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&id, &owner); err != nil {
+			rows.Close()
+			return err
+		}
+		// The first create of the chunk with this key is the one stored.
+		for _, w := range ops {
+			if !w.inserted && w.plant.ID == id && w.plant.Owner == string(owner) {
+				w.inserted = true
+				break
+			}
+		}
+	}
+	if err := errors.Join(rows.Close(), rows.Err()); err != nil {
+		return err
+	}
+	for _, w := range ops {
+		if !w.inserted {
+			p, err := scanPlant(tx.queryRow(ctx, qFindPlant, w.plant.Owner, w.plant.ID))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				w.err = plantstore.ErrContended // cannot happen: writes are serialised
+			case err != nil:
+				return err
+			}
+			w.existing = p
+			continue
+		}
+		subs, err := db.subs.count(ctx, tx, w.plant.Owner)
+		if err != nil {
+			return err
+		}
+		if subs == 0 {
+			continue
+		}
+		ev := w.event
+		res, err := tx.exec(ctx, qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), w.plant.Owner)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		w.deliveries = int(n)
+	}
+	return nil
 }
 
 // FindPlant returns the owner's plant with id.
@@ -112,15 +201,13 @@ func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 	return plants, nil
 }
 
-// DeletePlant deletes the owner's plant with id.
+// DeletePlant deletes the owner's plant with id. It joins the group commit.
 func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
-	return db.update(ctx, "delete plant", func(ctx context.Context, tx *Tx) error {
-		res, err := tx.exec(ctx, qDeletePlant, owner, id)
-		if err != nil {
-			return wrap("delete plant", err)
-		}
-		return mustAffect(res, "delete plant")
-	})
+	w := &writeOp{kind: opDeletePlant, plant: &plantstore.Plant{Owner: owner, ID: id}}
+	if err := db.do(ctx, w); err != nil {
+		return wrap("delete plant", err)
+	}
+	return w.err
 }
 
 // mustAffect returns plantstore.ErrNotFound when res changed no row.
@@ -150,21 +237,29 @@ func scanPlant(s scanner) (*plantstore.Plant, error) {
 }
 
 // BulkInsertPlants stores plants in one write transaction, skipping ids that
-// exist, with no outbox rows, and returns how many it stored.
+// exist, with no outbox rows, and returns how many it stored: multi-row
+// INSERT ... ON CONFLICT DO NOTHING statements of up to maxChunk rows.
 func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) (int, error) {
 	stored := 0
 	err := db.update(ctx, "bulk insert plants", func(ctx context.Context, tx *Tx) error {
 		stored = 0
-		for _, p := range plants {
-			res, err := tx.exec(ctx, qInsertPlant, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
+		for rest := plants; len(rest) > 0; {
+			n := min(len(rest), maxChunk)
+			args := make([]any, 0, 5*n)
+			for _, p := range rest[:n] {
+				args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
+			}
+			q := strings.TrimSuffix(insertPlantsSQL(n), ` RETURNING id, owner`)
+			res, err := tx.ExecContext(ctx, q, args...)
 			if err != nil {
 				return wrap("bulk insert plants", err)
 			}
-			n, err := res.RowsAffected()
+			k, err := res.RowsAffected()
 			if err != nil {
 				return wrap("bulk insert plants", err)
 			}
-			stored += int(n)
+			stored += int(k)
+			rest = rest[n:]
 		}
 		return nil
 	})

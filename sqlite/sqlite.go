@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver (errors_cgo.go reads its errors)
@@ -76,12 +75,15 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 
-	// Prepared statements: the write connection's are prepared in Open for
-	// the queries of the hot write path (the committer holds the only write
-	// connection, so nothing can be prepared on it later); the read pool's
-	// are prepared on first use.
-	writeStmts atomic.Pointer[map[string]*sql.Stmt]
+	// Prepared statements: the write connection's are prepared by the
+	// committer before each batch (see prepare) and only it uses them;
+	// the read pool's are prepared on first use.
+	writeStmts map[string]*sql.Stmt
 	readStmts  sync.Map // query -> *sql.Stmt
+
+	// subs counts each owner's enabled subscriptions, for the committer
+	// only (see subscriptionCounts).
+	subs subscriptionCounts
 
 	queue *groupcommit.Queue[*writeOp]
 }
@@ -162,7 +164,7 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := db.write.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
-	db.prepareWrites()
+	db.writeStmts = make(map[string]*sql.Stmt)
 	db.queue = groupcommit.New(groupcommit.Config[*writeOp]{
 		Apply:    db.commit,
 		MaxBatch: db.MaxBatch,
@@ -178,10 +180,8 @@ func (db *DB) Close() error {
 		db.queue.Close()
 	}
 	var errs []error
-	if stmts := db.writeStmts.Load(); stmts != nil {
-		for _, st := range *stmts {
-			errs = append(errs, st.Close())
-		}
+	for _, st := range db.writeStmts { // the committer has stopped
+		errs = append(errs, st.Close())
 	}
 	db.readStmts.Range(func(_, st any) bool {
 		errs = append(errs, st.(*sql.Stmt).Close())
@@ -271,9 +271,6 @@ func (db *DB) Migrate(ctx context.Context) (int, error) {
 	res, err := p.Up(ctx)
 	if err != nil {
 		return 0, wrap("migrate", err)
-	}
-	if len(res) > 0 {
-		db.prepareWrites() // the tables may be new
 	}
 	return len(res), nil
 }

@@ -3,6 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/plantstore/plantstore"
 )
 
 // Tx is the write transaction of one group-commit batch, as one write sees it.
@@ -13,49 +18,86 @@ type Tx struct {
 
 // Queries of the write path, prepared once on the write connection.
 const (
-	qSavepoint   = `SAVEPOINT w`
-	qRelease     = `RELEASE w`
-	qRollbackTo  = `ROLLBACK TO w`
-	qInsertPlant = `INSERT INTO plants (owner, id, name, tag, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, id) DO NOTHING`
 	qFindPlant   = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
 	qDeletePlant = `DELETE FROM plants WHERE owner = ? AND id = ?`
 	// qFanOut writes the outbox rows of a new plant: one delivery per
 	// enabled subscription of its owner, sharing one message id.
 	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
 SELECT ?1, id, owner, ?2, ?3, 'pending', 0, ?4, ?4 FROM webhook_subscriptions WHERE owner = ?5 AND disabled_at IS NULL`
+	qCountSubscriptions = `SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = ? AND disabled_at IS NULL`
+	qDataVersion        = `PRAGMA data_version`
 )
 
-var hotWrites = []string{qSavepoint, qRelease, qRollbackTo, qInsertPlant, qFindPlant, qDeletePlant, qFanOut}
-
-// prepareWrites prepares the hot write statements on the write connection.
-// Before migration the tables may not exist: those stay unprepared until
-// Migrate calls it again.
-func (db *DB) prepareWrites() {
-	stmts := make(map[string]*sql.Stmt, len(hotWrites))
-	for _, q := range hotWrites {
-		if st, err := db.write.Prepare(q); err == nil {
-			stmts[q] = st
+// prepare makes sure the statements a batch of ops will run are prepared
+// on the write connection. It runs before the batch's BEGIN: the pool has
+// one connection, which the transaction then holds (a statement prepared
+// inside a transaction would be closed with it). A statement that does not
+// prepare (before migration its table may not exist) is left out; it then
+// runs unprepared and reports its own error. Only the committer calls it.
+func (db *DB) prepare(ops []*writeOp) {
+	db.prepareOne(qDataVersion)
+	plants := false
+	for i := 0; i < len(ops); i++ {
+		switch ops[i].kind {
+		case opInsertPlant:
+			plants = true
+			j := i + 1
+			for j < len(ops) && ops[j].kind == opInsertPlant {
+				j++
+			}
+			for n := j - i; n > 0; n -= chunk(n) {
+				db.prepareOne(insertPlantsSQL(chunk(n)))
+			}
+			i = j - 1
+		case opDeletePlant:
+			db.prepareOne(qDeletePlant)
 		}
 	}
-	if old := db.writeStmts.Swap(&stmts); old != nil {
-		for _, st := range *old {
-			st.Close()
-		}
+	if plants {
+		db.prepareOne(qFindPlant)
+		db.prepareOne(qFanOut)
+		db.prepareOne(qCountSubscriptions)
 	}
 }
 
-// exec runs query in the transaction, prepared if it is a hot write.
+func (db *DB) prepareOne(query string) {
+	if _, ok := db.writeStmts[query]; ok {
+		return
+	}
+	if st, err := db.write.Prepare(query); err == nil {
+		db.writeStmts[query] = st
+	}
+}
+
+// stmt returns query, prepared when it is, for use in tx: nil when it is
+// not prepared.
+func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := tx.db.writeStmts[query]; ok {
+		return tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
+// exec runs query in the transaction, prepared if it is.
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st, ok := (*tx.db.writeStmts.Load())[query]; ok {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
 }
 
-// queryRow runs query in the transaction, prepared if it is a hot write.
+// query runs query in the transaction, prepared if it is.
+func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
+}
+
+// queryRow runs query in the transaction, prepared if it is.
 func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if st, ok := (*tx.db.writeStmts.Load())[query]; ok {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
@@ -76,89 +118,223 @@ func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
 // readContext bounds a read by the DB's timeout.
 func (db *DB) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, db.opTimeout())
 }
 
-// DefaultMaxBatch bounds how many writes share one commit.
-const DefaultMaxBatch = 256
+// opKind tells the committer how to apply a write.
+type opKind uint8
+
+const (
+	opFunc        opKind = iota // run fn
+	opInsertPlant               // insert plant (runs of them share statements)
+	opDeletePlant               // delete plant
+)
 
 // writeOp is one write waiting for the committer, and its outcome.
 type writeOp struct {
-	fn  func(ctx context.Context, tx *Tx) error
-	err error
+	kind  opKind
+	fn    func(ctx context.Context, tx *Tx) error // opFunc
+	plant *plantstore.Plant                       // opInsertPlant; opDeletePlant: Owner and ID
+	event *plantstore.Event                       // opInsertPlant
+
+	err        error
+	existing   *plantstore.Plant // opInsertPlant: the row that had the key
+	deliveries int               // opInsertPlant: outbox rows written
+	inserted   bool              // opInsertPlant: the row was stored
 }
 
+func (w *writeOp) reset() {
+	w.err, w.existing, w.deliveries, w.inserted = nil, nil, 0, false
+}
+
+func (w *writeOp) name() string {
+	switch w.kind {
+	case opInsertPlant:
+		return "insert plant"
+	case opDeletePlant:
+		return "delete plant"
+	}
+	return "write"
+}
+
+// opPool recycles writeOps: a create costs no allocation for its op.
+var opPool = sync.Pool{New: func() any { return new(writeOp) }}
+
 // update runs fn as part of a write transaction and returns once that
-// transaction is committed (with the default durability: fsynced).
-//
-// Group commit: one goroutine, the committer, owns the write connection.
-// Writes queue up while it commits; it takes every queued write (up to
-// MaxBatch) into one transaction, runs each inside its own SAVEPOINT so a
-// failing write is rolled back alone, and commits once: one fsync for the
-// whole batch. A write alone in the queue is committed at once, so a lone
-// client waits for no one (see internal/groupcommit).
+// transaction is committed (with the default durability: fsynced). op
+// names the write in errors.
 //
 // fn must use the ctx it is given, not its caller's: cancelling a request
 // must not interrupt a statement of a shared transaction (SQLite would roll
-// the whole transaction back). A write whose caller has gone away, or
-// whose wait passed OpTimeout, before its turn is skipped. op names the
-// write in errors.
+// the whole transaction back).
 func (db *DB) update(ctx context.Context, op string, fn func(ctx context.Context, tx *Tx) error) error {
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout())
-	defer cancel()
-	w := &writeOp{fn: fn}
-	if err := db.queue.Do(ctx, w); err != nil {
+	w := &writeOp{kind: opFunc, fn: fn}
+	if err := db.do(ctx, w); err != nil {
 		return wrap(op, err)
 	}
 	return w.err
 }
 
+// do queues w for the committer and waits for its outcome, at most
+// OpTimeout for its batch to begin.
+//
+// Group commit: one goroutine, the committer, owns the write connection.
+// Writes queue up while it commits; it takes every queued write (up to
+// MaxBatch) into one transaction and commits once: one fsync for the whole
+// batch. A write alone in the queue is committed at once, so a lone client
+// waits for no one (see internal/groupcommit and commit). A write whose
+// caller has gone away, or whose wait passed OpTimeout, before its turn is
+// skipped.
+func (db *DB) do(ctx context.Context, w *writeOp) error {
+	return db.queue.DoBy(ctx, time.Now().Add(db.opTimeout()), w)
+}
+
+// DefaultMaxBatch bounds how many writes share one commit.
+const DefaultMaxBatch = 256
+
+// Errors of a batch, as commit sees them.
+var (
+	// errRedo: an op failed unexpectedly; the batch was rolled back and
+	// each op must run alone, so that only the bad one fails.
+	errRedo = errors.New("sqlite: redo the batch's writes one by one")
+	// errTxLost: a write ended the shared transaction (it ran COMMIT or
+	// ROLLBACK itself); what was written is in an unknown state.
+	errTxLost = errors.New("sqlite: a write ended the batch's transaction")
+)
+
 // commit is the committer's Apply: it runs a batch in one transaction and
 // stores every write's outcome in it.
+//
+// The writes run in queue order with no savepoint each: a create whose key
+// is taken, or a delete of a missing row, writes nothing, so nothing needs
+// undoing. An unexpected error of one write (a failed statement, or any
+// error of a generic write, which may have written half) rolls the whole
+// batch back, and then each write runs alone in a transaction of its own,
+// so only the bad one fails. When the storage itself fails (disk full, I/O
+// error, busy past the timeout) or the commit does, every write of the
+// batch gets that error: nothing of it was kept, and running each alone
+// would only repeat the failure.
 func (db *DB) commit(batch []*writeOp) {
-	if err := db.runBatch(batch); err != nil {
+	err := db.runBatch(batch)
+	if errors.Is(err, errRedo) {
 		for _, w := range batch {
-			if w.err == nil {
+			w.reset()
+			if err := db.runBatch([]*writeOp{w}); err != nil && w.err == nil {
+				w.err = err
+			}
+		}
+		return
+	}
+	if err != nil {
+		for _, w := range batch {
+			if w.err == nil || errors.Is(err, errTxLost) {
 				w.err = err
 			}
 		}
 	}
 }
 
-func (db *DB) runBatch(batch []*writeOp) error {
+// runBatch applies ops in one transaction. A nil error means it committed
+// (each op's own outcome is in the op); errRedo means it was rolled back
+// because an op failed unexpectedly, in a batch of more than one; any other
+// error means nothing was kept.
+func (db *DB) runBatch(ops []*writeOp) (err error) {
+	if len(ops) == 0 {
+		return nil
+	}
 	ctx := context.Background()
+	db.prepare(ops)
 	sqlTx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return wrap("begin", err)
 	}
-	defer sqlTx.Rollback()
+	committed := false
+	defer func() {
+		if !committed {
+			sqlTx.Rollback()
+			db.subs.clear() // its changes to the counts were not kept
+		}
+	}()
 	tx := &Tx{Tx: sqlTx, db: db}
-	if len(batch) == 1 {
-		if batch[0].err = batch[0].fn(ctx, tx); batch[0].err != nil {
-			return nil // nothing else to keep: the deferred rollback undoes it
-		}
-	} else {
-		for _, w := range batch {
-			if _, err := tx.exec(ctx, qSavepoint); err != nil {
-				return wrap("savepoint", err)
+	if err := db.subs.check(ctx, tx); err != nil {
+		return err
+	}
+	alone := len(ops) == 1
+	for i := 0; i < len(ops); {
+		w := ops[i]
+		switch w.kind {
+		case opInsertPlant:
+			j := i + 1
+			for j < len(ops) && ops[j].kind == opInsertPlant {
+				j++
 			}
+			if err := db.insertPlants(ctx, tx, ops[i:j]); err != nil {
+				return db.failed(alone, ops[i:j], err)
+			}
+			i = j
+			continue
+		case opDeletePlant:
+			res, err := tx.exec(ctx, qDeletePlant, w.plant.Owner, w.plant.ID)
+			if err == nil {
+				w.err = mustAffect(res, "delete plant")
+			}
+			if err != nil || (w.err != nil && !errors.Is(w.err, plantstore.ErrNotFound)) {
+				return db.failed(alone, ops[i:i+1], cmpErr(err, w.err))
+			}
+		case opFunc:
 			if w.err = w.fn(ctx, tx); w.err != nil {
-				if _, err := tx.exec(ctx, qRollbackTo); err != nil {
-					return wrap("rollback to savepoint", err)
+				if alone {
+					return nil // its error is its own; the deferred rollback undoes it
 				}
+				return errRedo
 			}
-			if _, err := tx.exec(ctx, qRelease); err != nil {
-				return wrap("release savepoint", err)
+			if db.txLost(tx) {
+				return errTxLost
 			}
 		}
+		i++
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return wrap("commit", err)
 	}
+	committed = true
 	return nil
 }
 
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// failed decides what an unexpected error of ops means for the batch:
+// alone, it is the op's own (and the transaction is rolled back); in a
+// batch, the batch is redone op by op, unless the storage cannot serve,
+// which fails the batch.
+func (db *DB) failed(alone bool, ops []*writeOp, err error) error {
+	err = wrap(ops[0].name(), err)
+	switch {
+	case unavailable(err):
+		return err
+	case alone:
+		ops[0].err = err
+		return nil
+	}
+	return errRedo
+}
+
+// txLost reports whether the transaction has ended under a generic write's
+// feet (it ran COMMIT or ROLLBACK itself): BEGIN fails inside a transaction
+// and succeeds only outside one (the transaction it then begins is ended by
+// runBatch's rollback). Only generic writes are checked: the plant writes'
+// statements cannot end a transaction.
+func (db *DB) txLost(tx *Tx) bool {
+	_, err := tx.ExecContext(context.Background(), `BEGIN`)
+	return err == nil
+}

@@ -19,8 +19,13 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 			nullNanos(s.PreviousSecretUntil), s.CreatedAt.UnixNano(), nullNanos(s.DisabledAt))
 		if isUniqueViolation(err) {
 			return plantstore.ErrExists
+		} else if err != nil {
+			return wrap("insert webhook", err)
 		}
-		return wrap("insert webhook", err)
+		if s.DisabledAt == nil {
+			db.subs.add(s.Owner, 1)
+		}
+		return nil
 	})
 }
 
@@ -74,12 +79,15 @@ func subscriptionRow(row *sql.Row) (*plantstore.Subscription, error) {
 // deliveries and attempts, in one transaction.
 func (db *DB) DeleteSubscription(ctx context.Context, owner, id string) error {
 	return db.update(ctx, "delete webhook", func(ctx context.Context, tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?`, owner, id)
-		if err != nil {
+		var enabled bool
+		err := tx.QueryRowContext(ctx, `DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ? RETURNING disabled_at IS NULL`, owner, id).Scan(&enabled)
+		if errors.Is(err, sql.ErrNoRows) {
+			return plantstore.ErrNotFound
+		} else if err != nil {
 			return wrap("delete webhook", err)
 		}
-		if err := mustAffect(res, "delete webhook"); err != nil {
-			return err
+		if enabled {
+			db.subs.add(owner, -1)
 		}
 		for _, table := range []string{"webhook_deliveries", "webhook_attempts"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE subscription_id = ?`, id); err != nil {
