@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver (errors_cgo.go reads its errors)
@@ -49,8 +50,9 @@ var synchronous = map[Durability]string{DurabilityFull: "FULL", "": "FULL", Dura
 // DefaultOpTimeout bounds one call when DB.OpTimeout is zero.
 const DefaultOpTimeout = 10 * time.Second
 
-// readConns is the size of the read pool.
-const readConns = 8
+// readConns is the size of database/sql's read pool (every read but the
+// plants', which have a pool of their own: reader.go).
+const readConns = 4
 
 // DB is a SQLite database. Writes go through one connection (SQLite has one
 // writer at a time) so they queue in Go rather than spin on the file lock;
@@ -74,6 +76,9 @@ type DB struct {
 
 	write *sql.DB
 	read  *sql.DB
+	// readers is the plant read pool (reader.go).
+	readers       chan *reader
+	readersClosed atomic.Bool
 
 	// Prepared statements: the write connection's are prepared by the
 	// committer before each batch (see prepare) and only it uses them;
@@ -150,6 +155,9 @@ func (db *DB) Open(ctx context.Context) error {
 	}
 	db.read.SetMaxOpenConns(readConns)
 	db.read.SetMaxIdleConns(readConns)
+	if err := db.openReaders(readDSN); err != nil {
+		return err
+	}
 	db.read.SetConnMaxIdleTime(0)
 	db.read.SetConnMaxLifetime(0)
 
@@ -187,6 +195,7 @@ func (db *DB) Close() error {
 		errs = append(errs, st.(*sql.Stmt).Close())
 		return true
 	})
+	errs = append(errs, db.closeReaders())
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
