@@ -68,4 +68,3 @@ func (c *subscriptionCounts) add(owner string, delta int) {
 
 // clear forgets every count.
 func (c *subscriptionCounts) clear() { clear(c.m) }
-
