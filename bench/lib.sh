@@ -175,14 +175,17 @@ pg_postmaster() { head -1 "$PG_DATA/postmaster.pid"; }
 
 # ---- servers under test ---------------------------------------------------
 
-# start_plantstore DB: serve plantstore on DB pinned to SERVER_CPU; sets SERVER_PID, SERVER_URL.
+# start_plantstore DB [DURABILITY]: serve plantstore on DB pinned to
+# SERVER_CPU, with --durability DURABILITY (default: $DURABILITY, else full);
+# sets SERVER_PID, SERVER_URL, SERVER_KIND.
 start_plantstore() {
-  local db=$1 port
+  local db=$1 durability=${2:-${DURABILITY:-full}} port
   port=$(free_port)
   taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --db "$db" \
-    --rate-limit 0 --bootstrap-token "$TOKEN" --durability "${DURABILITY:-full}" \
+    --rate-limit 0 --bootstrap-token "$TOKEN" --durability "$durability" \
     >>"$TMP/plantstore-$port.log" 2>&1 &
   SERVER_PID=$!
+  SERVER_KIND=plantstore
   PIDS+=("$SERVER_PID")
   SERVER_URL="http://127.0.0.1:$port"
   wait_http "$SERVER_URL/healthz" "$SERVER_PID" ||
@@ -195,6 +198,7 @@ start_baseline() {
   taskset -c "$SERVER_CPU" "$TMP/baseline" --addr "127.0.0.1:$port" --token "$TOKEN" \
     >>"$TMP/baseline.log" 2>&1 &
   SERVER_PID=$!
+  SERVER_KIND=baseline
   PIDS+=("$SERVER_PID")
   SERVER_URL="http://127.0.0.1:$port"
   wait_http "$SERVER_URL/healthz" "$SERVER_PID" ||
@@ -297,6 +301,33 @@ run_wrk() {
       printf "%.0f\t%.2f\t%.2f\t%d\t%d\t%.3f\t%s\t%s\t%d\n", v["rps"], v["p50_us"] / 1000, v["p99_us"] / 1000,
         v["non2xx"], sock, cpu1k, rss, db1k, req
     }'
+}
+
+# server_counters prints the server's cumulative counters, space-separated:
+#   mallocs batch_writes_sum batch_writes_count
+# mallocs: heap allocations since the process started (plantstore's
+# go_memstats_mallocs_total from /metrics; the baseline's /debug/mallocs, the
+# same sum of runtime/metrics /gc/heap/allocs:objects and
+# /gc/heap/tiny/allocs:objects). batch_writes_*: plantstore's group-commit
+# histogram plantstore_store_batch_writes. "-" for what the server lacks.
+server_counters() {
+  local body
+  case ${SERVER_KIND:-} in
+  plantstore)
+    body=$(curl -sf -m 10 "$SERVER_URL/metrics") || { echo "- - -"; return; }
+    awk '
+      $1 == "go_memstats_mallocs_total" { m = $2 }
+      $1 == "plantstore_store_batch_writes_sum" { s = $2 }
+      $1 == "plantstore_store_batch_writes_count" { c = $2 }
+      function num(v) { return v == "" ? "-" : sprintf("%.0f", v) }
+      END { print num(m), num(s), num(c) }' <<<"$body"
+    ;;
+  baseline)
+    body=$(curl -sf -m 10 "$SERVER_URL/debug/mallocs") || body=
+    if [[ $body =~ ^[0-9]+$ ]]; then echo "$body - -"; else echo "- - -"; fi
+    ;;
+  *) echo "- - -" ;;
+  esac
 }
 
 # duration_secs D: seconds in a wrk duration (10s, 2m, 1h; a bare number is seconds).

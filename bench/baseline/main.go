@@ -8,7 +8,11 @@
 //	baseline --addr 127.0.0.1:8081 --token SECRET
 //
 // Routes: POST /plants, GET /plants/{id}, GET /plants?limit=N (a synthetic
-// page of N plants, built per request), GET /healthz (no token).
+// page of N plants, built per request), GET /healthz (no token), and
+// GET /debug/mallocs (no token): the process's cumulative heap allocation
+// count, which bench/run.sh reads before and after each wrk run for its
+// allocs/req column (plantstore's /metrics gives the same count as
+// go_memstats_mallocs_total).
 package main
 
 import (
@@ -23,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,6 +69,7 @@ func main() {
 	mux.HandleFunc("GET /plants/{id}", s.auth(s.getPlant))
 	mux.HandleFunc("GET /plants", s.auth(s.listPlants))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /debug/mallocs", handleMallocs)
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -156,6 +162,25 @@ func (s *server) listPlants(w http.ResponseWriter, r *http.Request) {
 		page[i] = plant{ID: id, Name: "plant " + strconv.FormatInt(id, 10), Tag: &tag}
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// handleMallocs answers the heap allocations since the process started, as
+// a decimal number: runtime/metrics' /gc/heap/allocs:objects plus
+// /gc/heap/tiny/allocs:objects, the sum runtime.MemStats.Mallocs (so
+// testing's allocs/op) and Prometheus's go_memstats_mallocs_total report,
+// read without stopping the world.
+func handleMallocs(w http.ResponseWriter, _ *http.Request) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}}
+	metrics.Read(s)
+	var n uint64
+	for _, v := range s {
+		if v.Value.Kind() == metrics.KindUint64 {
+			n += v.Value.Uint64()
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprintf(w, "%d\n", n)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
