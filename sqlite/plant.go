@@ -42,9 +42,27 @@ func chunk(n int) int {
 	return c
 }
 
-// insertPlantsSQL is the multi-row INSERT of n plants. RETURNING names
-// the rows it stored (those whose key was free), in no particular order.
+// insertPlantsSQL is the multi-row INSERT of n plants (a chunk size).
+// RETURNING names the rows it stored (those whose key was free), in no
+// particular order.
 func insertPlantsSQL(n int) string {
+	for i := 0; i < len(insertSQL); i++ {
+		if 1<<i == n {
+			return insertSQL[i]
+		}
+	}
+	return buildInsertSQL(n)
+}
+
+// insertSQL holds the INSERT of each chunk size, 1, 2, 4, ... maxChunk.
+var insertSQL = func() (q []string) {
+	for n := 1; n <= maxChunk; n *= 2 {
+		q = append(q, buildInsertSQL(n))
+	}
+	return q
+}()
+
+func buildInsertSQL(n int) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `)
 	for i := range n {
