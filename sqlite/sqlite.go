@@ -155,9 +155,6 @@ func (db *DB) Open(ctx context.Context) error {
 	}
 	db.read.SetMaxOpenConns(readConns)
 	db.read.SetMaxIdleConns(readConns)
-	if err := db.openReaders(readDSN); err != nil {
-		return err
-	}
 	db.read.SetConnMaxIdleTime(0)
 	db.read.SetConnMaxLifetime(0)
 
@@ -171,6 +168,11 @@ func (db *DB) Open(ctx context.Context) error {
 	defer unlock()
 	if err := db.write.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
+	}
+	// The plant readers open now too, in turn: each applies the DSN's
+	// journal mode.
+	if err := db.openReaders(readDSN); err != nil {
+		return err
 	}
 	db.writeStmts = make(map[string]*sql.Stmt)
 	db.queue = groupcommit.New(groupcommit.Config[*writeOp]{
