@@ -35,6 +35,7 @@ var operationScopes = map[string]string{
 // limit, and attaches the token to the context.
 func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t oapi.BearerAuth) (context.Context, error) {
 	s := h.s
+	s.setRoute(ctx, op)
 	secret := strings.TrimSpace(t.Token)
 	if secret == "" {
 		return nil, plantstore.Errorf(plantstore.CodeTokenMissing, "the bearer token is empty")

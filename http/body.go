@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/plantstore/plantstore"
@@ -23,7 +24,14 @@ func (s *Server) prepareBody(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Content-Type") == "" {
 		r.Header.Set("Content-Type", "application/json")
 	}
-	r.Body = &checkedBody{w: w, body: r.Body, length: r.ContentLength}
+	var b *checkedBody
+	if info := requestInfoFrom(r.Context()); info != nil {
+		b = &info.body // made with the request's other state
+	} else {
+		b = new(checkedBody)
+	}
+	*b = checkedBody{w: w, body: r.Body, length: r.ContentLength}
+	r.Body = b
 }
 
 // checkedBody reads and checks the whole body on its first Read.
@@ -33,19 +41,25 @@ type checkedBody struct {
 	length int64
 
 	loaded bool
+	buf    *[]byte // from bodyBuffers, holding rest; given back at EOF
 	rest   []byte
 	err    error
 }
 
+// bodyBuffers holds buffers for request bodies, which the generated
+// decoder copies.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 func (b *checkedBody) Read(p []byte) (int, error) {
 	if !b.loaded {
 		b.loaded = true
-		b.rest, b.err = b.load()
+		b.err = b.load()
 	}
 	if b.err != nil {
 		return 0, b.err
 	}
 	if len(b.rest) == 0 {
+		b.release()
 		return 0, io.EOF
 	}
 	n := copy(p, b.rest)
@@ -55,26 +69,73 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 
 func (b *checkedBody) Close() error { return b.body.Close() }
 
-func (b *checkedBody) load() ([]byte, error) {
-	tooLarge := plantstore.Errorf(plantstore.CodeBodyTooLarge, "request body is larger than %d bytes", plantstore.MaxBodyBytes)
+// release gives the buffer back to bodyBuffers.
+func (b *checkedBody) release() {
+	if b.buf != nil && cap(*b.buf) <= plantstore.MaxBodyBytes+1 {
+		bodyBuffers.Put(b.buf)
+	}
+	b.buf, b.rest = nil, nil
+}
+
+// load reads and checks the body into b.rest.
+func (b *checkedBody) load() error {
 	if b.length > plantstore.MaxBodyBytes {
-		return nil, tooLarge
+		return errBodyTooLarge()
 	}
-	// MaxBytesReader also tells net/http to close the connection after
-	// the answer, so the rest of an oversized body is never read.
-	data, err := io.ReadAll(http.MaxBytesReader(b.w, b.body, plantstore.MaxBodyBytes))
-	var maxErr *http.MaxBytesError
+	r := io.Reader(b.body)
+	if b.length < 0 {
+		// Of unknown length (chunked): MaxBytesReader stops reading
+		// past the limit. A known length at most the limit is all the
+		// body net/http gives.
+		r = http.MaxBytesReader(b.w, b.body, plantstore.MaxBodyBytes)
+	}
+	b.buf = bodyBuffers.Get().(*[]byte)
+	data, err := readAtMost(r, (*b.buf)[:0], plantstore.MaxBodyBytes)
+	*b.buf = data[:0]
+	b.rest = data
 	switch {
-	case errors.As(err, &maxErr):
-		return nil, tooLarge
+	case err != nil && isMaxBytesError(err) || len(data) > plantstore.MaxBodyBytes:
+		err = errBodyTooLarge()
 	case err != nil:
-		return nil, plantstore.Errorf(plantstore.CodeMalformedJSON, "could not read the request body")
+		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "could not read the request body")
 	case len(bytes.TrimSpace(data)) == 0:
-		return nil, plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
+		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
 	case !utf8.Valid(data):
-		return nil, plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid UTF-8")
+		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid UTF-8")
 	case !json.Valid(data):
-		return nil, plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid JSON (or has data after the JSON value)")
+		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid JSON (or has data after the JSON value)")
 	}
-	return data, nil
+	if err != nil {
+		b.release()
+	}
+	return err
+}
+
+func isMaxBytesError(err error) bool {
+	var maxErr *http.MaxBytesError
+	return errors.As(err, &maxErr)
+}
+
+func errBodyTooLarge() error {
+	return plantstore.Errorf(plantstore.CodeBodyTooLarge, "request body is larger than %d bytes", plantstore.MaxBodyBytes)
+}
+
+// readAtMost appends r's content to buf until EOF or until it holds more
+// than limit bytes; an EOF is not an error.
+func readAtMost(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
+			return buf, err
+		case len(buf) > limit:
+			return buf, nil
+		}
+	}
 }

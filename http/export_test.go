@@ -2,3 +2,6 @@ package http
 
 // OperationScopes exposes the scope table to the external tests.
 var OperationScopes = operationScopes
+
+// OperationRoutes exposes the route label table to the external tests.
+var OperationRoutes = operationRoutes

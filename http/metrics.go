@@ -1,20 +1,45 @@
 package http
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/plantstore/plantstore/http/oapi"
 )
 
 type metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	rateLimited prometheus.Counter
+
+	// The route labels' metric children, made once (routeStats); the
+	// operational paths' are in Server.route's table.
+	byOp   map[oapi.OperationName]*routeStats // by operation of the contract
+	routes sync.Map                           // label -> *routeStats, every label seen
+}
+
+// operationRoutes is the path pattern of each operation of the contract:
+// the route label of its requests, known when the generated server calls
+// HandleBearerAuth, without routing again. TestOperationRoutes checks it
+// against the contract and the generated router.
+var operationRoutes = map[oapi.OperationName]string{
+	oapi.AddPlantOperation:    "/plants",
+	oapi.ListPlantsOperation:  "/plants",
+	oapi.GetPlantOperation:    "/plants/{id}",
+	oapi.DeletePlantOperation: "/plants/{id}",
+
+	oapi.CreateWebhookOperation:         "/webhooks",
+	oapi.ListWebhooksOperation:          "/webhooks",
+	oapi.GetWebhookOperation:            "/webhooks/{id}",
+	oapi.DeleteWebhookOperation:         "/webhooks/{id}",
+	oapi.RotateWebhookSecretOperation:   "/webhooks/{id}/rotate-secret",
+	oapi.ListWebhookDeliveriesOperation: "/webhooks/{id}/deliveries",
 }
 
 // NewRegistry returns a registry with the Go and process collectors, for
@@ -46,9 +71,120 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "plantstore_rate_limited_total",
 			Help: "Requests refused with 429 because their token's rate limit was spent.",
 		}),
+		byOp: make(map[oapi.OperationName]*routeStats, len(operationRoutes)),
 	}
 	reg.MustRegister(m.requests, m.duration, m.rateLimited)
+	for op, p := range operationRoutes {
+		m.byOp[op] = m.route(p)
+	}
 	return m
+}
+
+// route returns the routeStats of a route label, made on first use.
+func (m *metrics) route(label string) *routeStats {
+	if rs, ok := m.routes.Load(label); ok {
+		return rs.(*routeStats)
+	}
+	rs, _ := m.routes.LoadOrStore(label, &routeStats{m: m, label: label})
+	return rs.(*routeStats)
+}
+
+// methodLabels are the method label values; any other method is "OTHER".
+var methodLabels = [...]string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, "OTHER",
+}
+
+// methodIndex is the index of m's label in methodLabels.
+func methodIndex(m string) int {
+	switch m {
+	case http.MethodGet:
+		return 0
+	case http.MethodHead:
+		return 1
+	case http.MethodPost:
+		return 2
+	case http.MethodPut:
+		return 3
+	case http.MethodPatch:
+		return 4
+	case http.MethodDelete:
+		return 5
+	case http.MethodOptions:
+		return 6
+	}
+	return 7
+}
+
+// routeStats holds the metric children of one route label: per method the
+// duration histogram's and, per status code, the request counter's. They
+// are made once, so that recording a request neither hashes label values
+// nor takes the vectors' locks.
+type routeStats struct {
+	m       *metrics
+	label   string
+	mu      sync.Mutex // held while a child is made
+	methods [len(methodLabels)]atomic.Pointer[methodStats]
+}
+
+// methodStats is one route and method's children.
+type methodStats struct {
+	duration prometheus.Observer
+	codes    atomic.Pointer[[]codeCounter] // replaced (copied) when a code is added
+}
+
+// codeCounter is the request counter of one status code.
+type codeCounter struct {
+	code    int
+	counter prometheus.Counter
+}
+
+// observe records one request answered with status after d.
+func (rs *routeStats) observe(method string, status int, d time.Duration) {
+	i := methodIndex(method)
+	ms := rs.methods[i].Load()
+	if ms == nil {
+		ms = rs.newMethod(i)
+	}
+	ms.duration.Observe(d.Seconds())
+	if codes := ms.codes.Load(); codes != nil {
+		for _, c := range *codes {
+			if c.code == status {
+				c.counter.Inc()
+				return
+			}
+		}
+	}
+	rs.newCode(ms, i, status).Inc()
+}
+
+func (rs *routeStats) newMethod(i int) *methodStats {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if ms := rs.methods[i].Load(); ms != nil {
+		return ms
+	}
+	ms := &methodStats{duration: rs.m.duration.WithLabelValues(rs.label, methodLabels[i])}
+	rs.methods[i].Store(ms)
+	return ms
+}
+
+func (rs *routeStats) newCode(ms *methodStats, i, status int) prometheus.Counter {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var codes []codeCounter
+	if p := ms.codes.Load(); p != nil {
+		codes = *p
+	}
+	for _, c := range codes {
+		if c.code == status {
+			return c.counter
+		}
+	}
+	c := rs.m.requests.WithLabelValues(rs.label, methodLabels[i], strconv.Itoa(status))
+	codes = append(codes[:len(codes):len(codes)], codeCounter{status, c})
+	ms.codes.Store(&codes)
+	return c
 }
 
 // statusRecorder remembers the status a handler wrote.
@@ -76,52 +212,52 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // instrument counts and times every request by its route pattern (never the
 // raw path, which would make unbounded label values) and logs one line per
 // request. The log line never includes the Authorization header.
+//
+// Per request it makes one requestInfo (the context, the status recorder,
+// the body reader and what the log line says) and one shallow copy of the
+// request (for the context); the metric children are made once and the log
+// line is only queued (accesslog.go).
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		info := &requestInfo{id: requestID(r.Header.Get("X-Request-Id"))}
-		w.Header().Set("X-Request-Id", info.id)
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
-		next.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
+		info := &requestInfo{Context: r.Context()}
+		info.rec.ResponseWriter = w
+		info.id = requestID(r.Header.Get("X-Request-Id"))
+		info.idHeader[0] = info.id
+		w.Header()["X-Request-Id"] = info.idHeader[:]
+		next.ServeHTTP(&info.rec, r.WithContext(info))
+		status := info.rec.status
+		if status == 0 {
+			status = http.StatusOK
 		}
-		d := time.Since(start)
-		route := s.routeLabel(r)
-		method := r.Method
-		if !knownMethod(method) {
-			method = "OTHER"
+		end := time.Now()
+		d := end.Sub(start)
+		rs := info.route
+		if rs == nil {
+			rs = s.metrics.route(s.routeLabel(r))
 		}
-		s.metrics.requests.WithLabelValues(route, method, strconv.Itoa(rec.status)).Inc()
-		s.metrics.duration.WithLabelValues(route, method).Observe(d.Seconds())
-		s.logger().LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("method", r.Method),
-			slog.String("route", route),
-			slog.Int("status", rec.status),
-			slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-			slog.String("owner", info.owner),
-			slog.String("request_id", info.id),
-		)
+		rs.observe(r.Method, status, d)
+		if s.access.enabled(r.Context()) {
+			s.access.log(&accessRecord{
+				time:     end,
+				duration: d,
+				method:   r.Method,
+				route:    rs.label,
+				owner:    info.owner,
+				id:       info.id,
+				status:   status,
+			})
+		}
 	})
 }
 
+// routeLabel routes r again to find its route label, for the requests
+// whose route no layer has set (Server.route sets the operational paths',
+// HandleBearerAuth the operations'): those that failed before
+// authentication, for example without a token or on an unknown path.
 func (s *Server) routeLabel(r *http.Request) string {
-	switch r.URL.Path {
-	case "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/", "/docs/redoc.standalone.js":
-		return r.URL.Path
-	}
-	if route, ok := s.api.FindRoute(r.Method, r.URL.Path); ok {
+	if route, ok := s.api.FindPath(r.Method, r.URL); ok {
 		return route.PathPattern()
 	}
 	return "unmatched"
-}
-
-func knownMethod(m string) bool {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodOptions:
-		return true
-	}
-	return false
 }

@@ -50,7 +50,11 @@ type Server struct {
 	WebhookService plantstore.WebhookService
 	Storage        Pinger
 
-	// Logger receives error details and one line per request; nil: slog.Default().
+	// Logger receives error details and one line per request; nil:
+	// slog.Default(). The request lines are queued and written in batches
+	// off the requests' goroutines (accesslog.go), so they reach the
+	// handler within LogFlushInterval, at FlushLogs, or at Close; with a
+	// LogHandler (what serve uses) the server formats them itself.
 	Logger *slog.Logger
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
@@ -88,6 +92,7 @@ type Server struct {
 	api     *oapi.Server
 	handler http.Handler
 	metrics *metrics
+	access  *accessLog
 
 	limitersMu sync.Mutex
 	limiters   map[string]*rate.Limiter
@@ -133,6 +138,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	}
 	s.api = api
 	s.metrics = newMetrics(s.Registry)
+	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
 	s.limiters = make(map[string]*rate.Limiter)
 	s.handler = s.instrument(s.recoverPanics(s.route()))
@@ -224,7 +230,29 @@ func (s *Server) Close(ctx context.Context) error {
 	for s.undrainedConns() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
-	return s.server.Shutdown(ctx)
+	err := s.server.Shutdown(ctx)
+	// The requests have been answered (or ctx ended): write their log
+	// lines; a request still running logs its line at once when it ends.
+	s.access.close()
+	s.flushLogger()
+	return err
+}
+
+// FlushLogs writes out the request log lines queued so far and, when the
+// Logger's handler has a Flush method (LogHandler), flushes it. Lines are
+// written without it too, within LogFlushInterval (see accesslog.go).
+func (s *Server) FlushLogs() {
+	if s.access != nil {
+		s.access.flush()
+	}
+	s.flushLogger()
+}
+
+// flushLogger flushes the Logger's handler when it has a Flush method.
+func (s *Server) flushLogger() {
+	if f, ok := s.logger().Handler().(interface{ Flush() error }); ok {
+		f.Flush()
+	}
 }
 
 // trackConn is the http.Server's ConnState hook.
@@ -268,18 +296,25 @@ func (s *Server) route() http.Handler {
 	type route struct {
 		h     http.HandlerFunc
 		allow string
+		stats *routeStats // each path is its own route label
 	}
-	ops := map[string]route{
-		"/healthz":                  {s.handleHealthz, "GET, HEAD"},
-		"/readyz":                   {s.handleReadyz, "GET, HEAD"},
-		"/metrics":                  {s.handleMetrics, "GET, HEAD"},
-		"/openapi.json":             {s.handleOpenAPI, "GET, HEAD"},
-		"/docs":                     {s.handleDocs, "GET, HEAD"},
-		"/docs/":                    {s.handleDocs, "GET, HEAD"},
-		"/docs/redoc.standalone.js": {s.handleDocsScript, "GET, HEAD"},
+	ops := map[string]*route{
+		"/healthz":                  {h: s.handleHealthz, allow: "GET, HEAD"},
+		"/readyz":                   {h: s.handleReadyz, allow: "GET, HEAD"},
+		"/metrics":                  {h: s.handleMetrics, allow: "GET, HEAD"},
+		"/openapi.json":             {h: s.handleOpenAPI, allow: "GET, HEAD"},
+		"/docs":                     {h: s.handleDocs, allow: "GET, HEAD"},
+		"/docs/":                    {h: s.handleDocs, allow: "GET, HEAD"},
+		"/docs/redoc.standalone.js": {h: s.handleDocsScript, allow: "GET, HEAD"},
+	}
+	for path, rt := range ops {
+		rt.stats = s.metrics.route(path)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rt, ok := ops[r.URL.Path]; ok {
+			if info := requestInfoFrom(r.Context()); info != nil {
+				info.route = rt.stats
+			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				s.methodNotAllowed(w, r, rt.allow)
 				return

@@ -36,14 +36,19 @@ type TestServer struct {
 	Wrap func(db *sqlite.DB) service.Backend
 	// OpTimeout is DB's (0: its default).
 	OpTimeout time.Duration
+	// Durability is DB's ("": full).
+	Durability sqlite.Durability
 
 	logs *syncBuffer
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
+// The server queues its request log lines: String first calls flush (the
+// server's FlushLogs), so that it shows every line of the requests answered.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	flush func()
+	mu    sync.Mutex
+	buf   bytes.Buffer
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
@@ -53,6 +58,9 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *syncBuffer) String() string {
+	if b.flush != nil {
+		b.flush()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -71,6 +79,9 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	}
 	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
 	db.OpTimeout = ts.OpTimeout
+	if ts.Durability != "" {
+		db.Durability = ts.Durability
+	}
 	if err := db.Open(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
@@ -105,6 +116,7 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 		tb.Fatal(err)
 	}
 	ts.URL = ts.Server.URL()
+	ts.logs.flush = ts.FlushLogs
 	tb.Cleanup(func() {
 		// A connection the client dialled but never used stays "new" on the
 		// server, and Shutdown waits 5 s before it counts as idle: close

@@ -53,7 +53,12 @@ type serveCmd struct {
 // Run serves until ctx is cancelled (SIGTERM/SIGINT), then shuts down
 // gracefully: stop accepting, finish in-flight requests, close the database.
 func (c *serveCmd) Run(ctx context.Context, e *env) error {
-	logger := newLogger(e, c.LogLevel)
+	logHandler := newLogHandler(e, c.LogLevel)
+	// Log lines are buffered (plantstorehttp.LogHandler): the last ones,
+	// after the server's, are the dispatcher's and the database's, whose
+	// deferred stops run before this.
+	defer logHandler.Flush()
+	logger := slog.New(logHandler)
 	// On one CPU Go runs one goroutine at a time; while the group committer
 	// sits in a cgo call (SQLite's fsync) the handlers would wait for the
 	// scheduler to take the processor back, and batches stay tiny. A second
@@ -90,6 +95,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
 	})
 	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
+	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
 	if err := c.bootstrap(ctx, svc.Tokens, e); err != nil {
 		return err
 	}
@@ -123,16 +129,20 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		defer stop()
 	}
 	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", c.Durability)
+	logHandler.Flush()
 
 	<-ctx.Done()
 	logger.Info("plantstore shutting down", "grace", c.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
+	// Close returns once the requests have been answered and their log
+	// lines written into the buffer, which it flushes.
 	if err := s.Close(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	// Then the dispatcher (deferred above) records its attempts in flight,
-	// and the database closes after committing what was queued.
+	// the database closes after committing what was queued, and the last
+	// log lines are flushed.
 	return nil
 }
 
@@ -230,15 +240,16 @@ func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService
 	return nil
 }
 
-// newLogger logs JSON lines to stderr, or text when stderr is a terminal.
-func newLogger(e *env, level string) *slog.Logger {
+// newLogHandler logs JSON lines to stderr, or text when stderr is a
+// terminal, through a buffer: lines go out at most
+// plantstorehttp.LogFlushInterval after they are logged, warnings and
+// errors at once; the caller flushes it after its last line.
+func newLogHandler(e *env, level string) *plantstorehttp.LogHandler {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lvl}
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return slog.New(slog.NewTextHandler(e.stderr, opts))
-	}
-	return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	f, ok := e.stderr.(*os.File)
+	return plantstorehttp.NewLogHandler(e.stderr, ok && term.IsTerminal(int(f.Fd())), opts)
 }
 
 // serveDebug serves net/http/pprof on its own listener, apart from the API.

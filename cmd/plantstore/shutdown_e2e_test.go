@@ -21,7 +21,9 @@ import (
 // during a create load from 64 concurrent clients. Every create that got a
 // 200 is stored; no request on an established connection fails (a reset or
 // an EOF) — only requests that could not connect because the listener had
-// closed may fail; and the process exits 0 within the grace period.
+// closed may fail; every answered request has its log line, with the
+// status answered (the log is buffered: nothing is lost at exit); and the
+// process exits 0 within the grace period.
 func TestSIGTERMUnderLoad(t *testing.T) {
 	const (
 		clients      = 64
@@ -72,6 +74,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 				}
 				req.Header.Set("Authorization", "Bearer "+secret)
 				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Request-Id", requestIDOf(o.id))
 				res, err := client.Do(req)
 				if err == nil {
 					_, err = io.Copy(io.Discard, res.Body)
@@ -153,6 +156,28 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		return
 	}
 
+	// Every answered request has its log line.
+	logged := requestLogStatuses(t, s.stderr.String())
+	var answered, unlogged int
+	for _, o := range outcomes {
+		if o.err != nil {
+			continue
+		}
+		answered++
+		if got, ok := logged[requestIDOf(o.id)]; !ok || got != o.status {
+			if unlogged++; unlogged <= 10 {
+				t.Errorf("create %d, answered %d: logged status %d (0: no log line)", o.id, o.status, got)
+			}
+		}
+	}
+	if unlogged > 0 {
+		t.Fatalf("%d of %d answered requests lack their log line", unlogged, answered)
+	}
+	if !strings.Contains(s.stderr.String(), `"msg":"plantstore shutting down"`) {
+		t.Fatalf("no shutdown log line")
+	}
+	t.Logf("%d answered requests, %d request log lines", answered, len(logged))
+
 	// Every acknowledged create is stored.
 	s = startServer(t, db, "--rate-limit", "0")
 	stored := storedPlantIDs(t, client, s.url, secret)
@@ -165,6 +190,33 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("%d of %d acknowledged creates are not stored after SIGTERM, e.g. %v", len(missing), len(acked), missing[:min(len(missing), 10)])
 	}
+}
+
+// requestIDOf is the X-Request-Id a test sends with create id.
+func requestIDOf(id int64) string { return fmt.Sprintf("create-%d", id) }
+
+// requestLogStatuses returns the status of each "request" log line of a
+// server's stderr, by request id.
+func requestLogStatuses(t *testing.T, stderr string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.Contains(line, `"msg":"request"`) {
+			continue
+		}
+		var l struct {
+			RequestID string `json:"request_id"`
+			Status    int    `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("request log line %q: %v", line, err)
+		}
+		if _, dup := out[l.RequestID]; dup {
+			t.Errorf("two log lines for request %s", l.RequestID)
+		}
+		out[l.RequestID] = l.Status
+	}
+	return out
 }
 
 // isDialError reports whether err is a failure to connect (the request was
