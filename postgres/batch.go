@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,54 +16,95 @@ import (
 
 // Group commit of plant writes. InsertPlant and DeletePlant queue a writeOp
 // (internal/groupcommit); a committer takes every queued op, up to
-// MaxBatch, and apply runs them in one READ COMMITTED transaction whose
-// statements are pipelined: round trip 1 sends every INSERT ... ON CONFLICT
-// DO NOTHING and DELETE; round trip 2 the lookups of the creates that found
-// their key taken and the outbox fan-out of the creates that inserted; then
-// COMMIT. A batch costs one WAL flush and three round trips, whatever its
-// size. Ops are applied in key order, so two replicas' batches lock rows in
-// the same order and cannot deadlock each other.
+// MaxBatch, and apply runs them as one transaction. The ops, in key order,
+// are split into runs of creates and runs of deletes. A run of creates is
+// one statement, its rows sent as arrays (unnest), that also writes the
+// outbox rows of the plants it inserts; a run of deletes is a DELETE per
+// key. When no key appears twice in the batch (the common case) there are
+// at most two runs, over different keys, pipelined with a single Sync,
+// which PostgreSQL runs as one implicit transaction: a batch of creates
+// costs one round trip, one WAL flush and one statement, whatever its
+// size, and its work on the server grows with its rows, not with
+// statements. A create whose key was taken reads the row that has it with
+// a query by key; when no key repeats, after the commit.
 //
-// If anything in a batch fails (a serialization failure, a timeout, a bad
-// row: one failing statement aborts a PostgreSQL transaction), the batch is
-// rolled back and each op runs alone: apply again, on a batch of one, with
-// the bounded retries. A failing write fails alone, and the SQL of a write
-// exists once.
+// No statement joins plants with an array of keys: PostgreSQL keeps the
+// plan of a prepared statement, and a plan made while the table was small
+// (a hash join over all of it) would be kept as the table grows.
+//
+// The runs keep the outcome of applying the ops one by one in queue order:
+// ops on different keys commute, and ops on one key keep their order
+// because each run holds a key at most once and a later op on a key goes
+// to a later run (create, delete, create of one id: three runs). A batch
+// with such a key runs its runs one after another in an explicit
+// transaction, reading the rows that the creates of each run found their
+// keys taken by before the next run. Sorting by key also makes every run
+// lock its rows in key order.
+//
+// A domain outcome (a create whose key is taken, a delete of a missing
+// row) writes nothing and is no error. If anything else fails (a
+// serialization failure, a timeout, a bad row: one failing statement
+// aborts a PostgreSQL transaction), nothing of the batch is committed and
+// each op runs alone: apply again, on a batch of one, with the bounded
+// retries. A failing write fails alone, and the SQL of a write exists once.
 
 // committers is how many batches may be in flight at once per process.
 const committers = 2
 
-// maxVanished bounds how often a create runs alone again because the row
-// that blocked its insert was deleted before its lookup.
-const maxVanished = 3
+// maxUnresolved bounds how often a create runs alone again because the row
+// that blocked its insert was gone before it could be read (see alone).
+const maxUnresolved = 3
 
 const (
-	plantColumns = `owner, id, name, tag, created_at`
-	qInsertPlant = `INSERT INTO plants (owner, id, name, tag, created_at) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (owner, id) DO NOTHING`
+	// qCreatePlants inserts a run of plants given as one array per column,
+	// in key order, skipping those whose key is taken, and writes the
+	// outbox rows of those it inserted: one pending delivery, due at once,
+	// per enabled subscription of the owner, for each create that carries
+	// an event. It returns one row per create: its position in the arrays
+	// (1-based), whether it inserted, and how many deliveries it wrote. It
+	// reads no plant (see above).
+	qCreatePlants = `WITH input AS (
+	SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[],
+		$6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::TIMESTAMPTZ[])
+	WITH ORDINALITY AS input (owner, id, name, tag, created_at, message_id, plant_id, payload, event_at, n)
+), inserted AS (
+	INSERT INTO plants (owner, id, name, tag, created_at)
+	SELECT owner, id, name, tag, created_at FROM input ORDER BY n
+	ON CONFLICT (owner, id) DO NOTHING
+	RETURNING owner, id
+), delivered AS (
+	INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
+	SELECT i.message_id, s.id, s.owner, i.plant_id, i.payload, 'pending', 0, i.event_at, i.event_at
+	FROM inserted JOIN input i USING (owner, id)
+	JOIN webhook_subscriptions s ON s.owner = i.owner AND s.disabled_at IS NULL
+	WHERE i.message_id IS NOT NULL
+	RETURNING message_id
+)
+SELECT i.n, inserted.id IS NOT NULL, COALESCE(d.deliveries, 0)
+FROM input i
+LEFT JOIN inserted USING (owner, id)
+LEFT JOIN (SELECT message_id, count(*) AS deliveries FROM delivered GROUP BY message_id) d ON d.message_id = i.message_id`
+
+	// qDeletePlant deletes one plant. Deleting a run in one statement
+	// would join plants with the keys (see above); runs of deletes are
+	// short, and a statement per key measured as fast as one statement
+	// for the run up to about eight keys.
 	qDeletePlant = `DELETE FROM plants WHERE owner = $1 AND id = $2`
-	qFindPlant   = `SELECT ` + plantColumns + ` FROM plants WHERE owner = $1 AND id = $2`
-	// qFanOut writes an event's outbox rows in the transaction of its plant:
-	// one pending delivery, due at once, per enabled subscription of the
-	// owner.
-	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-SELECT $1::TEXT, id, owner, $2::BIGINT, $3::BYTEA, 'pending', 0, $4::TIMESTAMPTZ, $4::TIMESTAMPTZ
-FROM webhook_subscriptions WHERE owner = $5 AND disabled_at IS NULL`
 )
 
 // writeOp is one queued plant write and its outcome.
 type writeOp struct {
-	ctx   context.Context // the caller's, bounded by OpTimeout: for running alone
-	del   bool
-	plant *plantstore.Plant // a delete's has Owner and ID only
-	event *plantstore.Event
+	ctx      context.Context // the caller's: for running alone
+	deadline time.Time       // OpTimeout after the call (zero: none)
+	del      bool
+	plant    *plantstore.Plant // a delete's has Owner and ID only
+	event    *plantstore.Event
 
-	existing *plantstore.Plant // a create's: the row that had its key
-	err      error             // unwrapped: ErrNotFound, ErrContended, or a failure
-
-	inserted   bool // a create's insert stored the row
-	deliveries int  // a create's outbox rows
-	vanished   bool // a create's key was taken, but its row gone at the lookup
+	existing   *plantstore.Plant // a create's: the row that had its key
+	err        error             // unwrapped: ErrNotFound, ErrContended, or a failure
+	deliveries int               // a create's outbox rows
+	taken      bool              // a create's key was taken: existing is to be read
+	unresolved bool              // a create's key was taken, but the row gone when read
 }
 
 func (op *writeOp) name() string {
@@ -73,19 +115,31 @@ func (op *writeOp) name() string {
 }
 
 func (op *writeOp) reset() {
-	op.existing, op.err, op.inserted, op.vanished, op.deliveries = nil, nil, false, false, 0
+	op.existing, op.err, op.deliveries, op.taken, op.unresolved = nil, nil, 0, false, false
 }
 
 // write queues op for group commit and waits for its outcome, within
-// OpTimeout.
+// OpTimeout (a deadline carried by op, not a context of its own: that
+// would cost allocations per write).
 func (db *DB) write(ctx context.Context, op *writeOp) error {
-	ctx, cancel := db.opContext(ctx)
-	defer cancel()
 	op.ctx = ctx
-	if err := db.queue.Do(ctx, op); err != nil {
+	if db.Config.OpTimeout > 0 {
+		op.deadline = time.Now().Add(db.Config.OpTimeout)
+	}
+	if err := db.queue.DoBy(ctx, op.deadline, op); err != nil {
 		return wrap(op.name(), err)
 	}
 	return wrap(op.name(), op.err)
+}
+
+// until returns when op's caller stops waiting: the earlier of its
+// context's deadline and op's; ok is false when neither bounds it.
+func (op *writeOp) until() (t time.Time, ok bool) {
+	t, ok = op.ctx.Deadline()
+	if !op.deadline.IsZero() && (!ok || op.deadline.Before(t)) {
+		t, ok = op.deadline, true
+	}
+	return t, ok
 }
 
 // commit is the group commit's Apply: it runs batch in one transaction and
@@ -98,7 +152,7 @@ func (db *DB) commit(batch []*writeOp) {
 	err := db.apply(ctx, ops)
 	cancel()
 	for _, op := range ops {
-		if err != nil || op.vanished {
+		if err != nil || op.unresolved {
 			db.alone(op)
 		}
 	}
@@ -110,7 +164,7 @@ func (db *DB) commit(batch []*writeOp) {
 func batchContext(ops []*writeOp) (context.Context, context.CancelFunc) {
 	var latest time.Time
 	for _, op := range ops {
-		d, ok := op.ctx.Deadline()
+		d, ok := op.until()
 		if !ok {
 			return context.WithCancel(context.Background())
 		}
@@ -121,20 +175,26 @@ func batchContext(ops []*writeOp) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), latest)
 }
 
-// alone runs op by itself, within its caller's deadline: apply on a batch of
-// one, retried on a serialization failure or a deadlock, and run again when
-// the row that blocked a create vanished before its lookup (up to
-// maxVanished times; then ErrContended).
+// alone runs op by itself, within its caller's deadline: apply on a batch
+// of one, retried on a serialization failure or a deadlock, and run again
+// when the row that blocked a create was gone before it could be read (up
+// to maxUnresolved times; then ErrContended).
 func (db *DB) alone(op *writeOp) {
+	ctx := op.ctx
+	if !op.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, op.deadline)
+		defer cancel()
+	}
 	one := []*writeOp{op}
-	vanished := 0
-	err := retry(op.ctx, func() error {
+	tries := 0
+	err := retry(ctx, func() error {
 		for {
 			op.reset()
-			if err := db.apply(op.ctx, one); err != nil || !op.vanished {
+			if err := db.apply(ctx, one); err != nil || !op.unresolved {
 				return err
 			}
-			if vanished++; vanished == maxVanished {
+			if tries++; tries == maxUnresolved {
 				return plantstore.ErrContended
 			}
 		}
@@ -144,67 +204,182 @@ func (db *DB) alone(op *writeOp) {
 	}
 }
 
-// apply runs ops, in key order, in one READ COMMITTED transaction of two
-// pipelined round trips and sets each op's outcome. On error the
-// transaction is rolled back and the outcomes mean nothing.
+// apply runs ops, which must be in key order, in one transaction and sets
+// each op's outcome; a create whose key was taken reads the row that had
+// it. On error nothing is committed and the outcomes mean nothing.
 //
-// INSERT ... ON CONFLICT DO NOTHING waits for a concurrent insert of the
-// same key to commit or abort, so of concurrent creates one inserts and the
-// others find its row: READ COMMITTED reads a new snapshot per statement.
+// When no key repeats, those reads come after the commit, in one more
+// round trip (only for batches with such creates): the create changed
+// nothing, and the row it returns had the key at a moment within the
+// call. A create whose row is gone by then, or whose read failed, is left
+// unresolved, for alone.
+//
+// INSERT ... ON CONFLICT DO NOTHING waits for a concurrent insert or
+// delete of the same key to commit or abort, so of concurrent creates one
+// inserts and the others find its row. The batch relies on READ COMMITTED
+// (the connections' default, see Open): at a stricter level such a
+// conflict is a serialization failure, and the ops are retried alone.
 func (db *DB) apply(ctx context.Context, ops []*writeOp) error {
-	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if err := tx.SendBatch(ctx, writes(ops)).Close(); err != nil {
-			return err
+	if repeatsKey(ops) {
+		return db.applyInOrder(ctx, runs(ops))
+	}
+	b := &pgx.Batch{}
+	for _, run := range runs(ops) {
+		queueRun(b, run)
+	}
+	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	// Committed: from here on no op may run again but those left
+	// unresolved.
+	if b := lookups(ops); b.Len() > 0 {
+		if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
+			for _, op := range ops {
+				op.unresolved = op.unresolved || op.taken
+			}
 		}
-		if b := followUps(ops); b.Len() > 0 {
-			return tx.SendBatch(ctx, b).Close()
+	}
+	return nil
+}
+
+// applyInOrder runs runs one after another in a transaction of its own,
+// reading the rows that had the keys of each run's creates before the
+// next run.
+func (db *DB) applyInOrder(ctx context.Context, runs [][]*writeOp) error {
+	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		for _, run := range runs {
+			b := &pgx.Batch{}
+			queueRun(b, run)
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return err
+			}
+			if err := tx.SendBatch(ctx, lookups(run)).Close(); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 }
 
-// writes is round trip 1: every op's INSERT or DELETE.
-func writes(ops []*writeOp) *pgx.Batch {
-	b := &pgx.Batch{}
-	for _, op := range ops {
-		p := op.plant
-		if op.del {
-			b.Queue(qDeletePlant, p.Owner, p.ID).Exec(func(tag pgconn.CommandTag) error {
-				op.err = notFoundUnless(tag, nil)
-				return nil
-			})
-			continue
+// runs splits ops (in key order) into runs that alternate between creates
+// and deletes, in which each key appears at most once, such that applying
+// the runs one after another has the outcome of applying ops one by one:
+// each op goes to the first run of its kind after the run of the previous
+// op on its key. Each run is in key order.
+func runs(ops []*writeOp) [][]*writeOp {
+	var runs [][]*writeOp // even: creates; odd: deletes
+	last := -1            // the run of the previous op on the current key
+	for i, op := range ops {
+		if i == 0 || !sameKey(op, ops[i-1]) {
+			last = -1
 		}
-		b.Queue(qInsertPlant, p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt).Exec(func(tag pgconn.CommandTag) error {
-			op.inserted = tag.RowsAffected() == 1
+		r := last + 1
+		if op.del != (r%2 == 1) {
+			r++
+		}
+		for len(runs) <= r {
+			runs = append(runs, nil)
+		}
+		runs[r] = append(runs[r], op)
+		last = r
+	}
+	return slices.DeleteFunc(runs, func(run []*writeOp) bool { return len(run) == 0 })
+}
+
+func sameKey(a, b *writeOp) bool { return a.plant.Owner == b.plant.Owner && a.plant.ID == b.plant.ID }
+
+// repeatsKey reports whether a key appears more than once in ops (in key
+// order).
+func repeatsKey(ops []*writeOp) bool {
+	for i := 1; i < len(ops); i++ {
+		if sameKey(ops[i-1], ops[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// queueRun queues the statement of a run and the reading of its outcomes.
+func queueRun(b *pgx.Batch, run []*writeOp) {
+	if run[0].del {
+		queueDeletes(b, run)
+	} else {
+		queueCreates(b, run)
+	}
+}
+
+// queueCreates queues the statement of a run of creates and the reading of
+// its outcomes.
+func queueCreates(b *pgx.Batch, run []*writeOp) {
+	n := len(run)
+	var (
+		owners, names = make([]string, n), make([]string, n)
+		ids, plantIDs = make([]int64, n), make([]int64, n)
+		tags          = make([]*string, n)
+		created       = make([]time.Time, n)
+		messageIDs    = make([]*string, n)
+		payloads      = make([][]byte, n)
+		eventsAt      = make([]time.Time, n)
+	)
+	for i, op := range run {
+		p := op.plant
+		owners[i], ids[i], names[i], tags[i], created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
+		if ev := op.event; ev != nil {
+			messageIDs[i], plantIDs[i], payloads[i], eventsAt[i] = &ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt
+		}
+	}
+	b.Queue(qCreatePlants, owners, ids, names, tags, created, messageIDs, plantIDs, payloads, eventsAt).Query(func(rows pgx.Rows) error {
+		var (
+			pos, deliveries int
+			inserted        bool
+		)
+		seen := 0
+		_, err := pgx.ForEachRow(rows, []any{&pos, &inserted, &deliveries}, func() error {
+			if pos < 1 || pos > n {
+				return fmt.Errorf("create plants: outcome of create %d of %d", pos, n)
+			}
+			seen++
+			op := run[pos-1]
+			op.deliveries, op.taken = deliveries, !inserted
+			return nil
+		})
+		if err == nil && seen != n {
+			err = fmt.Errorf("create plants: %d outcomes for %d creates", seen, n)
+		}
+		return err
+	})
+}
+
+// queueDeletes queues the statements of a run of deletes and the reading
+// of their outcomes: ErrNotFound for a key that had no row.
+func queueDeletes(b *pgx.Batch, run []*writeOp) {
+	for _, op := range run {
+		b.Queue(qDeletePlant, op.plant.Owner, op.plant.ID).Exec(func(tag pgconn.CommandTag) error {
+			op.err = notFoundUnless(tag, nil)
 			return nil
 		})
 	}
-	return b
 }
 
-// followUps is round trip 2: the outbox rows of the creates that inserted,
-// and the row that each other create ran into.
-func followUps(ops []*writeOp) *pgx.Batch {
+// lookups returns a batch that reads, for each create of ops whose key
+// was taken, the row that has it; a create whose row is gone is left
+// unresolved.
+func lookups(ops []*writeOp) *pgx.Batch {
 	b := &pgx.Batch{}
 	for _, op := range ops {
-		switch ev := op.event; {
-		case op.del:
-		case op.inserted && ev != nil:
-			b.Queue(qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt, op.plant.Owner).Exec(func(tag pgconn.CommandTag) error {
-				op.deliveries = int(tag.RowsAffected())
-				return nil
-			})
-		case !op.inserted:
-			b.Queue(qFindPlant, op.plant.Owner, op.plant.ID).Query(func(rows pgx.Rows) (err error) {
-				op.existing, err = pgx.CollectOneRow(rows, scanPlant)
-				if errors.Is(err, pgx.ErrNoRows) {
-					op.vanished = true // deleted since the insert looked
-					return nil
-				}
-				return err
-			})
+		if !op.taken {
+			continue
 		}
+		b.Queue(qFindPlant, op.plant.Owner, op.plant.ID).QueryRow(func(row pgx.Row) error {
+			p, err := scanPlant(row, op.plant.Owner, op.plant.ID)
+			if errors.Is(err, plantstore.ErrNotFound) {
+				op.unresolved = true
+			} else if err != nil {
+				return err
+			}
+			op.existing, op.taken = p, false
+			return nil
+		})
 	}
 	return b
 }

@@ -3,14 +3,17 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/pgtest"
@@ -67,10 +70,10 @@ func mustInsert(t *testing.T, db *DB, p *plantstore.Plant) {
 	}
 }
 
-// TestApply_OneTransaction runs one pipelined batch by hand: creates of a
-// key already taken within the batch find the first one's row (the service
-// tells replay from conflict), and a delete of an unknown key is
-// ErrNotFound; nothing needs running alone.
+// TestApply_OneTransaction runs one batch by hand (ops in key order):
+// creates of a key already taken within the batch find the first one's row
+// (the service tells replay from conflict), and a delete of an unknown key
+// is ErrNotFound; nothing needs running alone.
 func TestApply_OneTransaction(t *testing.T) {
 	db := openBatchDB(t)
 	ops := []*writeOp{
@@ -85,8 +88,8 @@ func TestApply_OneTransaction(t *testing.T) {
 	}
 	fern := ops[0].plant
 	for i, op := range ops {
-		if op.vanished {
-			t.Fatalf("op %d vanished", i)
+		if op.unresolved {
+			t.Fatalf("op %d unresolved", i)
 		}
 	}
 	if ops[0].existing != nil || ops[0].err != nil || ops[3].existing != nil || ops[3].err != nil {
@@ -106,24 +109,39 @@ func TestApply_OneTransaction(t *testing.T) {
 	}
 }
 
-// TestCommit_Vanished: a create whose key was taken by a row that a later
-// op of the batch deleted finds no row at its lookup; it runs again alone
-// after the batch and stores.
-func TestCommit_Vanished(t *testing.T) {
+// TestApply_TakenKeys: in a batch where no key repeats (one round trip
+// for its writes), a create whose key is taken finds the row that has it,
+// and the other ops keep their outcomes.
+func TestApply_TakenKeys(t *testing.T) {
 	db := openBatchDB(t)
 	mustInsert(t, db, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
-	moss, del := create(t, "alice", 1, "Moss", nil), remove(t, "alice", 1)
-	db.commit([]*writeOp{moss, del})
-	if moss.err != nil || moss.existing != nil || del.err != nil {
-		t.Fatalf("create: %+v, %v; delete: %v; want both done", moss.existing, moss.err, del.err)
+	mustInsert(t, db, &plantstore.Plant{Owner: "alice", ID: 4, Name: "Rose", CreatedAt: fixedNow})
+	ops := []*writeOp{
+		parseOp(t, "alice", "+1 Moss"),
+		parseOp(t, "alice", "+2 Ivy"),
+		parseOp(t, "alice", "-3"),
+		parseOp(t, "alice", "-4"),
 	}
-	if p, err := db.FindPlant(t.Context(), "alice", 1); err != nil || p.Name != "Moss" {
-		t.Fatalf("stored %+v, %v; want Moss", p, err)
+	if err := db.apply(t.Context(), ops); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	var got []string
+	for _, op := range ops {
+		got = append(got, outcome(op))
+	}
+	if want := []string{"taken by Fern", "created, 0 deliveries", "not found", "deleted"}; !slices.Equal(got, want) {
+		t.Fatalf("outcomes %q, want %q", got, want)
+	}
+	if got, want := ops[0].existing, (&plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}); *got != *want {
+		t.Fatalf("existing %+v, want %+v", got, want)
+	}
+	if got, want := state(t, db, "alice"), "1:Fern 2:Ivy"; got != want {
+		t.Fatalf("plants %q, want %q", got, want)
 	}
 }
 
 // TestCommit_Contended: a create whose key stays taken by a row its lookup
-// never finds is tried in the batch, then alone maxVanished times, then
+// never finds is tried in the batch, then alone maxUnresolved times, then
 // fails with ErrContended. A trigger stands in for a plant created and
 // deleted again and again: it moves every insert of "ghost" onto a key
 // that exists.
@@ -157,7 +175,7 @@ INSERT INTO plants (owner, id, name, created_at) VALUES ('haunt', 1, 'x', now())
 	if err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM ghost_tries`).Scan(&tries); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tries, 1+maxVanished; got != want {
+	if got, want := tries, 1+maxUnresolved; got != want {
 		t.Fatalf("ghost inserted %d times, want %d (the batch, then alone)", got, want)
 	}
 }
@@ -275,7 +293,7 @@ func TestGroupCommit_Batches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer blocker.Rollback(context.Background())
-	if _, err := blocker.Exec(t.Context(), qInsertPlant, "alice", int64(0), "Blocker", nil, fixedNow); err != nil {
+	if _, err := blocker.Exec(t.Context(), `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 0, 'Blocker', $1)`, fixedNow); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -338,5 +356,228 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting: %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRuns: a batch in key order splits into runs of creates and of
+// deletes in which each key appears once, and a later op on a key goes to
+// a later run.
+func TestRuns(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ops  []*writeOp // in key order
+		want [][]int    // the runs, as indexes into ops
+	}{
+		{"Creates", []*writeOp{create(t, "a", 1, "x", nil), create(t, "a", 2, "x", nil), create(t, "b", 1, "x", nil)}, [][]int{{0, 1, 2}}},
+		{"Deletes", []*writeOp{remove(t, "a", 1), remove(t, "a", 2)}, [][]int{{0, 1}}},
+		{"OtherKeys", []*writeOp{create(t, "a", 1, "x", nil), remove(t, "a", 2), create(t, "a", 3, "x", nil)}, [][]int{{0, 2}, {1}}},
+		{"CreateDelete", []*writeOp{create(t, "a", 1, "x", nil), remove(t, "a", 1)}, [][]int{{0}, {1}}},
+		{"DeleteCreate", []*writeOp{remove(t, "a", 1), create(t, "a", 1, "x", nil), create(t, "a", 2, "x", nil)}, [][]int{{2}, {0}, {1}}},
+		{"CreateDeleteCreate", []*writeOp{create(t, "a", 1, "x", nil), remove(t, "a", 1), create(t, "a", 1, "y", nil)}, [][]int{{0}, {1}, {2}}},
+		{"Twice", []*writeOp{create(t, "a", 1, "x", nil), create(t, "a", 1, "x", nil), remove(t, "a", 2), remove(t, "a", 2)}, [][]int{{0}, {2}, {1}, {3}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got [][]int
+			for _, run := range runs(tt.ops) {
+				var idx []int
+				for _, op := range run {
+					idx = append(idx, slices.Index(tt.ops, op))
+				}
+				got = append(got, idx)
+			}
+			if !slices.EqualFunc(got, tt.want, slices.Equal) {
+				t.Fatalf("runs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// parseOp makes an op of owner from "+id name" (a create) or "-id" (a
+// delete).
+func parseOp(t *testing.T, owner, spec string) *writeOp {
+	t.Helper()
+	var (
+		id   int64
+		name string
+	)
+	if _, err := fmt.Sscanf(spec[1:], "%d %s", &id, &name); spec[0] == '+' && err != nil {
+		t.Fatalf("op %q: %v", spec, err)
+	}
+	if spec[0] == '-' {
+		return remove(t, owner, id)
+	}
+	return create(t, owner, id, name, nil)
+}
+
+// outcome describes what op came to.
+func outcome(op *writeOp) string {
+	switch {
+	case op.err != nil:
+		return op.err.Error()
+	case op.del:
+		return "deleted"
+	case op.existing != nil:
+		return "taken by " + op.existing.Name
+	}
+	return fmt.Sprintf("created, %d deliveries", op.deliveries)
+}
+
+// state describes the owner's plants as "id:name ...".
+func state(t *testing.T, db *DB, owner string) string {
+	t.Helper()
+	plants, err := db.ListPlants(t.Context(), plantstore.PlantFilter{Owner: owner, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, p := range plants {
+		s = append(s, fmt.Sprintf("%d:%s", p.ID, p.Name))
+	}
+	return strings.Join(s, " ")
+}
+
+// TestCommit_SameKeySerial: a batch holding creates and deletes of the same
+// ids, in any order, has the outcome of applying its ops one by one in
+// queue order: each op's result, the outbox rows and the rows left are
+// those of a second database where each op ran as a batch of its own.
+func TestCommit_SameKeySerial(t *testing.T) {
+	batched, serial := openBatchDB(t), openBatchDB(t)
+	for _, tt := range []struct {
+		name   string
+		before []string // creates applied first
+		ops    []string
+		want   []string // each op's outcome
+		after  string
+	}{
+		{"CreateDelete", nil, []string{"+1 Fern", "-1"}, []string{"created, 1 deliveries", "deleted"}, ""},
+		{"DeleteCreate", []string{"+1 Fern"}, []string{"-1", "+1 Moss"}, []string{"deleted", "created, 1 deliveries"}, "1:Moss"},
+		{"CreateDeleteCreate", nil, []string{"+1 Fern", "-1", "+1 Moss"},
+			[]string{"created, 1 deliveries", "deleted", "created, 1 deliveries"}, "1:Moss"},
+		{"TakenCreateDelete", []string{"+1 Fern"}, []string{"+1 Moss", "-1"}, []string{"taken by Fern", "deleted"}, ""},
+		{"DeleteDeleteCreate", []string{"+1 Fern"}, []string{"-1", "-1", "+1 Moss"},
+			[]string{"deleted", "not found", "created, 1 deliveries"}, "1:Moss"},
+		{"CreateTwice", nil, []string{"+1 Fern", "+1 Moss"}, []string{"created, 1 deliveries", "taken by Fern"}, "1:Fern"},
+		{"Interleaved", []string{"+2 Ivy"}, []string{"+3 Rose", "-2", "+1 Fern", "-3", "+2 Moss", "-9", "+3 Lily", "-1"},
+			[]string{"created, 1 deliveries", "deleted", "created, 1 deliveries", "deleted",
+				"created, 1 deliveries", "not found", "created, 1 deliveries", "deleted"}, "2:Moss 3:Lily"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			owner := tt.name
+			for _, db := range []*DB{batched, serial} {
+				sub := &plantstore.Subscription{ID: "whk_" + owner, Owner: owner, URL: "http://127.0.0.1:9/", Secret: "whsec_1", CreatedAt: fixedNow}
+				if err := db.InsertSubscription(t.Context(), sub); err != nil {
+					t.Fatal(err)
+				}
+				for _, spec := range tt.before {
+					mustInsert(t, db, parseOp(t, owner, spec).plant)
+				}
+			}
+			var batch []*writeOp
+			for _, spec := range tt.ops {
+				batch = append(batch, parseOp(t, owner, spec))
+				serial.commit([]*writeOp{parseOp(t, owner, spec)})
+			}
+			batched.commit(batch)
+			var got []string
+			for _, op := range batch {
+				got = append(got, outcome(op))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("outcomes %q, want %q", got, tt.want)
+			}
+			for _, db := range []*DB{batched, serial} {
+				if got := state(t, db, owner); got != tt.after {
+					t.Errorf("plants left %q, want %q", got, tt.after)
+				}
+			}
+			nb, _, _ := batched.OutboxStats(t.Context())
+			ns, _, _ := serial.OutboxStats(t.Context())
+			if nb != ns {
+				t.Errorf("%d deliveries after the batch, %d one by one", nb, ns)
+			}
+		})
+	}
+}
+
+// TestCommit_ErrorInTheMiddle: an unexpected error of one op in the middle
+// of a batch of several runs (here a trigger refusing one name) rolls the
+// batch back; each op then runs alone, so only that op fails, and the
+// others commit with their serial outcomes and outbox rows, each written
+// once.
+func TestCommit_ErrorInTheMiddle(t *testing.T) {
+	db := openBatchDB(t)
+	_, err := db.pool.Exec(t.Context(), `
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.name = 'boom' THEN
+		RAISE EXCEPTION 'refused';
+	END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION refuse()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := &plantstore.Subscription{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9/", Secret: "whsec_1", CreatedAt: fixedNow}
+	if err := db.InsertSubscription(t.Context(), sub); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, db, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy", CreatedAt: fixedNow})
+	var ops []*writeOp
+	for _, spec := range []string{"+1 Fern", "-2", "+3 boom", "+4 Moss", "-5", "+2 Rose", "+1 Lily"} {
+		ops = append(ops, parseOp(t, "alice", spec))
+	}
+	db.commit(ops)
+	var pgErr *pgconn.PgError
+	if bad := ops[2]; !errors.As(bad.err, &pgErr) || pgErr.Message != "refused" {
+		t.Fatalf("the refused create: err = %v, want its own error", bad.err)
+	}
+	var got []string
+	for _, op := range slices.Delete(slices.Clone(ops), 2, 3) {
+		got = append(got, outcome(op))
+	}
+	want := []string{"created, 1 deliveries", "deleted", "created, 1 deliveries", "not found", "created, 1 deliveries", "taken by Fern"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("outcomes %q, want %q", got, want)
+	}
+	if got, want := state(t, db, "alice"), "1:Fern 2:Rose 4:Moss"; got != want {
+		t.Fatalf("plants %q, want %q", got, want)
+	}
+	if n, _, _ := db.OutboxStats(t.Context()); n != 4 {
+		t.Fatalf("%d deliveries, want 4 (Ivy, Fern, Moss, Rose)", n)
+	}
+}
+
+// TestCommit_TakenConcurrently: a create whose insert waited for another
+// transaction's insert of its key, which then committed, returns that
+// transaction's row.
+func TestCommit_TakenConcurrently(t *testing.T) {
+	db := openBatchDB(t)
+	other, err := db.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(context.Background())
+	if _, err := other.Exec(t.Context(), `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 1, 'Other', $1)`, fixedNow); err != nil {
+		t.Fatal(err)
+	}
+	fern := create(t, "alice", 1, "Fern", nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.commit([]*writeOp{fern})
+	}()
+	waitFor(t, "the insert waiting for the other transaction", func() bool {
+		var waiting int
+		err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting == 1
+	})
+	if err := other.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if fern.err != nil || fern.existing == nil || fern.existing.Name != "Other" {
+		t.Fatalf("create: %+v, %v; want the other transaction's row", fern.existing, fern.err)
 	}
 }

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/plantstore/plantstore"
 )
@@ -26,25 +28,59 @@ func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
 	return db.write(ctx, &writeOp{del: true, plant: &plantstore.Plant{Owner: owner, ID: id}})
 }
 
+// qFindPlant reads one plant; the owner and id are the caller's.
+const qFindPlant = `SELECT name, tag, created_at FROM plants WHERE owner = $1 AND id = $2`
+
 // FindPlant returns the owner's plant with id.
 func (db *DB) FindPlant(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
-	p, err := queryOne(ctx, db, scanPlant, qFindPlant, owner, id)
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	var p *plantstore.Plant
+	err := retry(ctx, func() (err error) {
+		p, err = scanPlant(db.pool.QueryRow(ctx, qFindPlant, owner, id), owner, id)
+		return err
+	})
 	if err != nil {
 		return nil, wrap("find plant", err)
 	}
 	return p, nil
 }
 
+// foundPlant is a plant with room for what scanPlant reads into it: one
+// allocation for the plant, its tag and the scan targets (pgtype values,
+// which pgx scans into without allocating a plan wrapper per call).
+type foundPlant struct {
+	plantstore.Plant
+	tag       pgtype.Text
+	createdAt pgtype.Timestamptz
+}
+
+// scanPlant scans the row of qFindPlant into a plant of owner with id; no
+// row is plantstore.ErrNotFound.
+func scanPlant(row pgx.Row, owner string, id int64) (*plantstore.Plant, error) {
+	f := &foundPlant{Plant: plantstore.Plant{Owner: owner, ID: id}}
+	if err := row.Scan(&f.Name, &f.tag, &f.createdAt); errors.Is(err, pgx.ErrNoRows) {
+		return nil, plantstore.ErrNotFound
+	} else if err != nil {
+		return nil, err
+	}
+	if f.tag.Valid {
+		f.Tag = &f.tag.String
+	}
+	f.CreatedAt = f.createdAt.Time
+	return &f.Plant, nil
+}
+
 // ListPlants returns up to f.Limit of the owner's plants by id ascending:
 // one range scan of the primary key (or of the tag index), whatever the
-// page.
+// page. See scanPage for how the rows become plants.
 func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, error) {
 	args := []any{f.Owner}
 	param := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	sql := `SELECT ` + plantColumns + ` FROM plants WHERE owner = $1`
+	sql := `SELECT id, name, tag, created_at FROM plants WHERE owner = $1`
 	if f.Tag != nil {
 		sql += ` AND tag = ` + param(*f.Tag)
 	}
@@ -52,11 +88,86 @@ func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 		sql += ` AND id > ` + param(*f.After)
 	}
 	sql += ` ORDER BY id LIMIT ` + param(f.Limit)
-	plants, err := queryAll(ctx, db, scanPlant, sql, args...)
+
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	rows, _ := db.pool.Query(ctx, sql, args...) // scanPage reports the error
+	page, err := scanPage(rows, f.Owner, f.Limit)
 	if err != nil {
 		return nil, wrap("list plants", err)
 	}
-	return plants, nil
+	return page, nil
+}
+
+// pageChunk bounds the room for plants that scanPage allocates at first,
+// and pageText the room for their text per plant.
+const (
+	pageChunk = 128
+	pageText  = 32
+)
+
+// scanPage scans rows of (id, name, tag, created_at) into plants of owner
+// (at most limit of them) with a few allocations per page rather than
+// several per row: the plants share one slice (the owner is the filter's,
+// not read), their names and tags one string, sliced, and the tags point
+// into one slice of strings.
+func scanPage(rows pgx.Rows, owner string, limit int) ([]*plantstore.Plant, error) {
+	defer rows.Close()
+	var (
+		plants    = make([]plantstore.Plant, 0, max(0, min(limit, pageChunk)))
+		spans     = make([][2]span, 0, cap(plants)) // each plant's name and tag in text
+		text      = make([]byte, 0, pageText*cap(plants))
+		name, tag = spanScanner{text: &text}, spanScanner{text: &text}
+		dest      = []any{nil, &name, &tag, nil} // one slice for every row's Scan
+		tagged    = 0
+	)
+	for rows.Next() {
+		plants = append(plants, plantstore.Plant{Owner: owner})
+		p := &plants[len(plants)-1]
+		dest[0], dest[3] = &p.ID, &p.CreatedAt
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		spans = append(spans, [2]span{name.span, tag.span})
+		if !tag.span.null {
+			tagged++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	all, tags := string(text), make([]string, 0, tagged)
+	page := make([]*plantstore.Plant, len(plants))
+	for i, s := range spans {
+		p := &plants[i]
+		p.Name = all[s[0].start:s[0].end]
+		if !s[1].null {
+			tags = append(tags, all[s[1].start:s[1].end]) // within capacity: earlier pointers stay valid
+			p.Tag = &tags[len(tags)-1]
+		}
+		page[i] = p
+	}
+	return page, nil
+}
+
+// span is where a text value's bytes are in a buffer.
+type span struct {
+	start, end int
+	null       bool // SQL NULL
+}
+
+// spanScanner scans a text column by appending its bytes to *text and
+// noting their span (pgtype.BytesScanner): no string per value.
+type spanScanner struct {
+	text *[]byte
+	span span
+}
+
+// ScanBytes implements pgtype.BytesScanner; src is nil for SQL NULL.
+func (s *spanScanner) ScanBytes(src []byte) error {
+	s.span = span{start: len(*s.text), end: len(*s.text) + len(src), null: src == nil}
+	*s.text = append(*s.text, src...)
+	return nil
 }
 
 // qBulkInsert inserts rows given as one array per column; rows whose key
@@ -87,12 +198,4 @@ func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) 
 		return 0, wrap("bulk insert plants", err)
 	}
 	return int(tag.RowsAffected()), nil
-}
-
-func scanPlant(row pgx.CollectableRow) (*plantstore.Plant, error) {
-	var p plantstore.Plant
-	if err := row.Scan(&p.Owner, &p.ID, &p.Name, &p.Tag, &p.CreatedAt); err != nil {
-		return nil, err
-	}
-	return &p, nil
 }

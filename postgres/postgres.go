@@ -103,6 +103,12 @@ func (db *DB) Open(ctx context.Context) error {
 	if db.Config.ConnectTimeout > 0 {
 		cfg.ConnConfig.ConnectTimeout = db.Config.ConnectTimeout
 	}
+	// Group commit runs each batch as an implicit transaction (see apply),
+	// which takes the session's default isolation: READ COMMITTED, unless
+	// the URL asks for another.
+	if _, ok := cfg.ConnConfig.RuntimeParams["default_transaction_isolation"]; !ok {
+		cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	}
 	if db.Config.StatementTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(db.Config.StatementTimeout.Milliseconds())
 	}
