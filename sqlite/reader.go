@@ -103,10 +103,11 @@ func (db *DB) closeReaders() error {
 	}
 }
 
-// query runs query with args on a pooled connection and calls each for
-// every row (whose values are valid until the next row). The call is
-// bounded by OpTimeout.
-func (db *DB) queryPlants(ctx context.Context, query string, each func(row []driver.Value), args ...driver.Value) error {
+// queryPlants runs query with args on a pooled connection and calls each
+// for every row (whose values are valid until the next row), or for the
+// first only when one is set (a lookup by key: no second step to learn
+// that no row follows). The call is bounded by OpTimeout.
+func (db *DB) queryPlants(ctx context.Context, query string, one bool, each func(row []driver.Value), args ...driver.Value) error {
 	if db.readersClosed.Load() {
 		return errReadersClosed
 	}
@@ -145,6 +146,9 @@ func (db *DB) queryPlants(ctx context.Context, query string, each func(row []dri
 			return err
 		}
 		each(r.row)
+		if one {
+			break
+		}
 	}
 	return rows.Close()
 }
@@ -166,7 +170,7 @@ var tagged = new(string)
 // FindPlant returns the owner's plant with id.
 func (db *DB) FindPlant(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
 	var p *plantstore.Plant
-	err := db.queryPlants(ctx, qReadPlant, func(row []driver.Value) {
+	err := db.queryPlants(ctx, qReadPlant, true, func(row []driver.Value) {
 		p = &plantstore.Plant{Owner: owner}
 		if tag, ok := plantRow(p, row); ok {
 			p.Tag = &tag
@@ -196,7 +200,7 @@ func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 	n := min(f.Limit, 128)
 	plants := make([]plantstore.Plant, 0, n)
 	tags := make([]string, 0, n)
-	err := db.queryPlants(ctx, listQueries[tag][after], func(row []driver.Value) {
+	err := db.queryPlants(ctx, listQueries[tag][after], false, func(row []driver.Value) {
 		plants = append(plants, plantstore.Plant{Owner: f.Owner})
 		t, ok := plantRow(&plants[len(plants)-1], row)
 		if ok {
