@@ -94,7 +94,7 @@ stop_pid() {
 
 build() {
   log "building plantstore, baseline and preload"
-  (cd "$REPO_DIR" && CGO_ENABLED=1 go build -o "$TMP/plantstore" ./cmd/plantstore &&
+  (cd "$REPO_DIR" && CGO_ENABLED=1 go build -pgo="${PGO:-auto}" -o "$TMP/plantstore" ./cmd/plantstore &&
     go build -o "$TMP/baseline" ./bench/baseline &&
     CGO_ENABLED=1 go build -o "$TMP/preload" ./bench/preload)
 }
@@ -182,7 +182,7 @@ start_plantstore() {
   local db=$1 durability=${2:-${DURABILITY:-full}} port
   port=$(free_port)
   taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --db "$db" \
-    --rate-limit 0 --bootstrap-token "$TOKEN" --durability "$durability" \
+    --rate-limit 0 --bootstrap-token "$TOKEN" --durability "$durability" ${SERVE_ARGS:-} \
     >>"$TMP/plantstore-$port.log" 2>&1 &
   SERVER_PID=$!
   SERVER_KIND=plantstore
