@@ -31,6 +31,9 @@ ensure_tools
 bench_init
 build
 TOKEN=$(random_token)
+# What one durable commit costs this disk: the c=1 POST target is the
+# baseline's p50 plus this p50.
+FSYNC=$("$TMP/fsync" -dir "$TMP" | awk '{ for (i = 1; i <= 3; i++) { split($i, kv, "="); printf "%s%s %s ms", (i > 1 ? ", " : ""), substr(kv[1], 1, 3), kv[2] } }')
 RESULTS=$TMP/results.tsv
 : >"$RESULTS"
 
@@ -120,6 +123,7 @@ table() {
   echo
   echo "- command: \`$COMMAND\` (wrk -d $DURATION per scenario)"
   machine_info
+  echo "- disk: one 4 KiB append + fdatasync in the work directory (bench/fsync): $FSYNC"
   echo
   echo "| target | scenario | req/s | ratio | p50 ms | p99 ms | non-2xx | socket errors | server CPU s/1k req | PostgreSQL CPU s/1k req | peak RSS MiB | allocs/req | batch |"
   echo "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
