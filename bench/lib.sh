@@ -348,5 +348,5 @@ machine_info() {
   model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   echo "- machine: $(nproc) CPUs, ${model:-unknown CPU}, kernel $(uname -r), $(go version | awk '{ print $3, $4 }')"
   echo "- wrk: $(wrk -v 2>&1 | head -1 | awk '{ print $1, $2 }'); server on CPU $SERVER_CPU, wrk on CPU $WRK_CPU (${WRK_THREADS} thread(s) at c=64); PostgreSQL on CPUs ${PG_CPUS:-any}"
-  echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(cd "$REPO_DIR" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$REPO_DIR" && git diff --quiet HEAD -- 2>/dev/null || echo ' (with local changes)')"
+  echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); commit: $(cd "$REPO_DIR" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$REPO_DIR" && git diff --quiet HEAD -- . ':!bench/results' 2>/dev/null || echo ' (with local changes)')"
 }
