@@ -47,9 +47,15 @@ func TestControl(t *testing.T) {
 		{"[::ffff:127.0.0.1]:80", false},
 		{"[::ffff:10.0.0.1]:80", false},
 		{"[::ffff:169.254.169.254]:80", false},
-		{"[::127.0.0.1]:80", false},     // IPv4-compatible
-		{"[64:ff9b::7f00:1]:80", false}, // NAT64 of 127.0.0.1
-		{"[2002:a00:1::1]:80", false},   // 6to4 of 10.0.0.1
+		{"[::127.0.0.1]:80", false},          // IPv4-compatible
+		{"[64:ff9b::7f00:1]:80", false},      // NAT64 of 127.0.0.1
+		{"[2002:a00:1::1]:80", false},        // 6to4 of 10.0.0.1
+		{"192.0.2.1:80", false},              // documentation (TEST-NET-1)
+		{"198.51.100.1:80", false},           // documentation (TEST-NET-2)
+		{"203.0.113.1:80", false},            // documentation (TEST-NET-3)
+		{"[2001:db8::1]:80", false},          // documentation
+		{"[64:ff9b:1::5db8:d822]:80", false}, // NAT64 local-use, even of a global address
+		{"[2001::5db8:d822]:80", false},      // Teredo
 		{"not-an-address:80", false},
 		{"93.184.216.34:80", true},
 		{"8.8.8.8:443", true},
@@ -72,11 +78,14 @@ func TestControl(t *testing.T) {
 
 func TestForbiddenReasonMessage(t *testing.T) {
 	err := checkAddress("[::ffff:127.0.0.1]:80")
-	if got, want := err.Error(), "webhook: forbidden address: ::ffff:127.0.0.1 is loopback"; got != want {
+	if got, want := err.Error(), "webhook: forbidden address: ::ffff:127.0.0.1 is not globally reachable: Loopback (127.0.0.0/8, RFC 1122, Section 3.2.1.3)"; got != want {
 		t.Errorf("error = %q, want %q", got, want)
 	}
-	if r := forbiddenReason(netip.MustParseAddr("10.1.2.3")); r != "private" {
-		t.Errorf("reason = %q, want private", r)
+	if got, want := forbiddenReason(netip.MustParseAddr("10.1.2.3")), "not globally reachable: Private-Use (10.0.0.0/8, RFC 1918)"; got != want {
+		t.Errorf("reason = %q, want %q", got, want)
+	}
+	if got, want := forbiddenReason(netip.MustParseAddr("2002:c000:201::1")), "6to4 (2002::/16) of 192.0.2.1, which is not globally reachable: Documentation (TEST-NET-1) (192.0.2.0/24, RFC 5737)"; got != want {
+		t.Errorf("reason = %q, want %q", got, want)
 	}
 }
 
