@@ -16,8 +16,9 @@ type Backend interface {
 	WebhookStore
 	OutboxStore
 
-	// Open connects (SQLite: opens or creates the file) and checks that
-	// the storage answers. It does not migrate.
+	// Open connects (SQLite: opens the file, or creates it unless
+	// sqlite.DB.MustExist) and checks that the storage answers. It does not
+	// migrate.
 	Open(ctx context.Context) error
 	// Migrate applies pending schema migrations, each in its own
 	// transaction, under a lock so that processes starting at once take
@@ -27,7 +28,10 @@ type Backend interface {
 	// SchemaStatus returns the schema version of the database and the
 	// newest one this binary knows.
 	SchemaStatus(ctx context.Context) (current, known int64, err error)
-	// Ping checks that the storage answers; ErrUnavailable when it does not.
+	// Ping reports whether the storage can serve now (GET /readyz):
+	// ErrUnavailable, wrapping the cause, when it cannot. Every backend
+	// checks that the storage answers; SQLite also that its file is still
+	// the one it opened and that its writes succeed and do not stall.
 	Ping(ctx context.Context) error
 	// Close commits the writes already queued, then releases the
 	// resources. Writes that arrive later fail.

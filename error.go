@@ -10,9 +10,10 @@ import (
 // keeps the two in step.
 const (
 	CodeMalformedJSON      int32 = 40001 // body is not JSON (empty, malformed, trailing data, invalid UTF-8)
-	CodeInvalidBody        int32 = 40002 // body is JSON but does not fit the operation's schema (NewPlant, NewWebhook)
+	CodeInvalidBody        int32 = 40002 // body is JSON but does not fit the operation's schema (NewPlant, NewWebhook); also the same string faults in a query (U+0000, not UTF-8, a parameter twice)
 	CodeInvalidQuery       int32 = 40003 // a query parameter is invalid
 	CodeInvalidPath        int32 = 40004 // a path parameter is invalid
+	CodeInvalidHeader      int32 = 40005 // a request header is invalid (more than one Authorization)
 	CodeTokenMissing       int32 = 40101 // no bearer token sent
 	CodeTokenInvalid       int32 = 40102 // token unknown, expired or revoked
 	CodeInsufficientScope  int32 = 40301 // token lacks the operation's scope
@@ -21,6 +22,7 @@ const (
 	CodeWebhookNotFound    int32 = 40403 // no such subscription for this owner
 	CodeMethodNotAllowed   int32 = 40501 // route exists, method does not
 	CodeConflict           int32 = 40901 // same id, different content
+	CodeTooManyWebhooks    int32 = 40902 // the owner has as many subscriptions as allowed
 	CodeBodyTooLarge       int32 = 41301 // body over MaxBodyBytes
 	CodeUnsupportedMedia   int32 = 41501 // Content-Type other than JSON
 	CodeRateLimited        int32 = 42901 // too many requests for this token
@@ -31,9 +33,9 @@ const (
 // Codes lists every error code with a short meaning, in ascending order.
 // The transport's tests check each one is documented in the OpenAPI document.
 var Codes = []int32{
-	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath,
+	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath, CodeInvalidHeader,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
-	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeMethodNotAllowed, CodeConflict,
+	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
 	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited,
 	CodeInternal, CodeStorageUnavailable,
 }
@@ -93,6 +95,9 @@ var (
 	// ErrExists: a row with that unique key (token id or hash, subscription
 	// id) exists already.
 	ErrExists = errors.New("already exists")
+	// ErrLimit: the write would pass a limit the caller set (the owner's
+	// subscriptions).
+	ErrLimit = errors.New("limit reached")
 	// ErrContended: the row kept changing under the operation (a plant
 	// created and deleted concurrently); the caller may retry.
 	ErrContended = errors.New("row changed concurrently")

@@ -8,6 +8,7 @@ package plantstore
 
 import (
 	"context"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -57,6 +58,30 @@ func (p *Plant) Validate() error {
 	}
 	if !utf8.ValidString(p.Name) || (p.Tag != nil && !utf8.ValidString(*p.Tag)) {
 		return Errorf(CodeInvalidBody, "invalid NewPlant: name and tag must be valid UTF-8")
+	}
+	// PostgreSQL cannot store U+0000 in text, and C tools cut a string
+	// there: neither backend takes it, whoever calls.
+	if strings.IndexByte(p.Name, 0) >= 0 {
+		return Errorf(CodeInvalidBody, `invalid NewPlant: name: must not contain U+0000 (\u0000)`)
+	}
+	if p.Tag != nil && strings.IndexByte(*p.Tag, 0) >= 0 {
+		return Errorf(CodeInvalidBody, `invalid NewPlant: tag: must not contain U+0000 (\u0000)`)
+	}
+	return nil
+}
+
+// Validate checks f's fields other than the page size (which FindPlants
+// defaults and bounds): a tag that is not UTF-8 or holds U+0000 is refused
+// with CodeInvalidBody, the code of those string faults wherever they are
+// (issue 12 names 40002 for the query parser too). No plant has such a tag,
+// and PostgreSQL cannot compare one (it fails instead of finding nothing).
+func (f *PlantFilter) Validate() error {
+	switch {
+	case f.Tag == nil:
+	case !utf8.ValidString(*f.Tag):
+		return Errorf(CodeInvalidBody, `invalid query parameter "tag": must be valid UTF-8`)
+	case strings.IndexByte(*f.Tag, 0) >= 0:
+		return Errorf(CodeInvalidBody, `invalid query parameter "tag": must not contain U+0000`)
 	}
 	return nil
 }

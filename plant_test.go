@@ -59,11 +59,37 @@ func TestPlantValidate(t *testing.T) {
 		{"ErrTag65MultiByte", plantstore.Plant{Name: "Fern", Tag: ptr(strings.Repeat("é", 65))}, plantstore.CodeInvalidBody},
 		{"ErrNameInvalidUTF8", plantstore.Plant{Name: "Fern\xff"}, plantstore.CodeInvalidBody},
 		{"ErrTagInvalidUTF8", plantstore.Plant{Name: "Fern", Tag: ptr("\xc3")}, plantstore.CodeInvalidBody},
+		{"ErrNameNUL", plantstore.Plant{Name: "Fe\x00rn"}, plantstore.CodeInvalidBody},
+		{"ErrNameOnlyNUL", plantstore.Plant{Name: "\x00"}, plantstore.CodeInvalidBody},
+		{"ErrTagNUL", plantstore.Plant{Name: "Fern", Tag: ptr("green\x00")}, plantstore.CodeInvalidBody},
+		{"OKTagControl", plantstore.Plant{Name: "Fern", Tag: ptr("a\tb")}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.plant.Validate()
 			if got, want := plantstore.ErrorCode(err), tt.wantCode; got != want {
 				t.Fatalf("ErrorCode(Validate()) = %d (%v), want %d", got, err, want)
+			}
+		})
+	}
+}
+
+func TestPlantFilterValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		tag      *string
+		wantCode int32
+	}{
+		{"OKNoTag", nil, 0},
+		{"OKTag", ptr("green"), 0},
+		{"OKEmptyTag", ptr(""), 0},
+		{"OKLongTag", ptr(strings.Repeat("t", 1000)), 0}, // matches nothing
+		{"ErrTagNUL", ptr("gr\x00een"), plantstore.CodeInvalidBody},
+		{"ErrTagInvalidUTF8", ptr("\xff"), plantstore.CodeInvalidBody},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := plantstore.PlantFilter{Owner: "alice", Tag: tt.tag}
+			if got, want := plantstore.ErrorCode(f.Validate()), tt.wantCode; got != want {
+				t.Fatalf("ErrorCode(Validate()) = %d, want %d", got, want)
 			}
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Scopes a token can carry.
@@ -115,12 +117,38 @@ type TokenStore interface {
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 }
 
-// NewToken makes a token for owner with scopes and an optional lifetime (0:
-// none) and returns it with its secret, which is not stored anywhere.
+// MaxOwnerLength is the longest owner name a token may have, in bytes.
+const MaxOwnerLength = 256
+
+// ValidateOwner checks an owner name as a token stores it: 1 to
+// MaxOwnerLength bytes of UTF-8, every character printable (unicode.IsPrint:
+// letters, marks, numbers, punctuation, symbols and the ASCII space; no
+// control or format characters, such as tabs, newlines or bidirectional
+// overrides, which would let a name forge or hide rows of `token list`).
+func ValidateOwner(owner string) error {
+	switch {
+	case owner == "":
+		return Errorf(CodeInvalidBody, "owner must not be empty")
+	case len(owner) > MaxOwnerLength:
+		return Errorf(CodeInvalidBody, "owner must have at most %d bytes, not %d", MaxOwnerLength, len(owner))
+	case !utf8.ValidString(owner):
+		return Errorf(CodeInvalidBody, "owner must be valid UTF-8")
+	}
+	for i, r := range owner {
+		if !unicode.IsPrint(r) {
+			return Errorf(CodeInvalidBody, "owner must have printable characters only, not %U (at byte %d)", r, i)
+		}
+	}
+	return nil
+}
+
+// NewToken makes a token for owner (white space around it removed, then
+// checked with ValidateOwner) with scopes and an optional lifetime (0: none)
+// and returns it with its secret, which is not stored anywhere.
 func NewToken(owner string, scopes []string, ttl time.Duration, now time.Time) (*Token, string, error) {
 	owner = strings.TrimSpace(owner)
-	if owner == "" {
-		return nil, "", Errorf(CodeInvalidBody, "owner must not be empty")
+	if err := ValidateOwner(owner); err != nil {
+		return nil, "", err
 	}
 	if len(scopes) == 0 {
 		scopes = DefaultScopes

@@ -116,6 +116,21 @@ func TestNewToken(t *testing.T) {
 		}
 	})
 
+	// Owner names are 1-256 bytes of printable characters: any script,
+	// spaces inside, punctuation and symbols.
+	t.Run("OwnerPrintable", func(t *testing.T) {
+		for _, owner := range []string{"a", "alice@example.com", "team plants", "jwt:https://idp.example#user|42",
+			"Zoë", "植物", "🌱", strings.Repeat("a", plantstore.MaxOwnerLength), strings.Repeat("é", plantstore.MaxOwnerLength/2)} {
+			tok, _, err := plantstore.NewToken(owner, nil, 0, now)
+			if err != nil {
+				t.Fatalf("%q: %v", owner, err)
+			}
+			if got, want := tok.Owner, owner; got != want {
+				t.Fatalf("Owner = %q, want %q", got, want)
+			}
+		}
+	})
+
 	t.Run("OwnerTrimmed", func(t *testing.T) {
 		tok, _, err := plantstore.NewToken("  bob ", nil, 0, now)
 		if err != nil {
@@ -134,6 +149,17 @@ func TestNewToken(t *testing.T) {
 	}{
 		{"ErrEmptyOwner", "", nil, 0},
 		{"ErrBlankOwner", " \t", nil, 0},
+		{"ErrOwnerTab", "ali\tce", nil, 0},
+		{"ErrOwnerNewline", "alice\ntok_0000000000000000  mallory", nil, 0},
+		{"ErrOwnerNUL", "ali\x00ce", nil, 0},
+		{"ErrOwnerDEL", "alice\x7f", nil, 0},
+		{"ErrOwnerC1", "ali\u0085ce", nil, 0},
+		{"ErrOwnerBidiOverride", "alice\u202eecila", nil, 0},
+		{"ErrOwnerZeroWidth", "ali\u200bce", nil, 0},
+		{"ErrOwnerNotUTF8", "alice\xff", nil, 0},
+		{"ErrOwner257Bytes", strings.Repeat("a", 257), nil, 0},
+		{"ErrOwner100kB", strings.Repeat("a", 100_000), nil, 0},
+		{"ErrOwner129TwoByte", strings.Repeat("é", 129), nil, 0},
 		{"ErrUnknownScope", "alice", []string{"plants:admin"}, 0},
 		{"ErrUnknownScopeAmongKnown", "alice", []string{"plants:read", "plants:delete"}, 0},
 		{"ErrNegativeTTL", "alice", nil, -time.Second},

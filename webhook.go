@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -26,6 +27,12 @@ const (
 	SecretRotationGrace = 24 * time.Hour
 	// MaxDeliveriesListed bounds GET /webhooks/{id}/deliveries.
 	MaxDeliveriesListed = 100
+	// DefaultMaxSubscriptions is how many subscriptions an owner may have
+	// unless the server is configured otherwise; MaxMaxSubscriptions bounds
+	// that setting. Every subscription counts, disabled ones too, so the
+	// cap also bounds the outbox rows one create writes.
+	DefaultMaxSubscriptions = 16
+	MaxMaxSubscriptions     = 1000
 )
 
 // Subscription is a webhook subscription: every plant its owner creates is
@@ -33,7 +40,7 @@ const (
 // PreviousSecretUntil, after a rotation). Secrets are stored as they are:
 // signing needs them (as with Stripe's and Svix's endpoint secrets).
 type Subscription struct {
-	ID                  string // "whk_" + 16 hex digits
+	ID                  string // "whk_" + 16 hex digits (NewSubscription: time-ordered)
 	Owner               string
 	URL                 string
 	Description         string
@@ -41,8 +48,27 @@ type Subscription struct {
 	PreviousSecret      string
 	PreviousSecretUntil *time.Time
 	CreatedAt           time.Time
-	DisabledAt          *time.Time // set when a receiver answered 410
+	// DisabledAt is set when the subscription was disabled, for
+	// DisabledReason; a disabled subscription gets no deliveries.
+	DisabledAt     *time.Time
+	DisabledReason DisabledReason // "" while enabled
+	// FailingSince is the time of the first failed attempt after the last
+	// successful one (nil while the receiver answers): when every attempt
+	// has failed for long enough, the subscription is disabled.
+	FailingSince *time.Time
 }
+
+// DisabledReason says why a subscription was disabled.
+type DisabledReason string
+
+// Reasons to disable a subscription.
+const (
+	// DisabledGone: a receiver answered 410 Gone.
+	DisabledGone DisabledReason = "gone"
+	// DisabledFailing: every attempt failed for longer than the server
+	// allows (AttemptResult.FailingCutoff).
+	DisabledFailing DisabledReason = "failing"
+)
 
 // SigningSecrets returns the secrets that sign a delivery at now.
 func (s *Subscription) SigningSecrets(now time.Time) []string {
@@ -51,6 +77,14 @@ func (s *Subscription) SigningSecrets(now time.Time) []string {
 		secrets = append(secrets, s.PreviousSecret)
 	}
 	return secrets
+}
+
+// SubscriptionFilter selects one page of an owner's subscriptions, by id
+// ascending.
+type SubscriptionFilter struct {
+	Owner string
+	After *string // only ids after this one (exclusive)
+	Limit int     // page size, 1..MaxPageSize (WebhookService: 0 means DefaultPageSize)
 }
 
 // DeliveryState is the state of one event's delivery to one subscription.
@@ -81,10 +115,14 @@ type Attempt struct {
 // scoped to one owner; errors a client may see are *Error values.
 type WebhookService interface {
 	// CreateSubscription checks the URL and description and stores a new
-	// subscription with a fresh id and signing secret.
+	// subscription with a fresh id and signing secret, or returns a
+	// CodeTooManyWebhooks error when the owner has as many subscriptions as
+	// allowed.
 	CreateSubscription(ctx context.Context, owner, url, description string) (*Subscription, error)
-	// FindSubscriptions returns the owner's subscriptions, oldest first.
-	FindSubscriptions(ctx context.Context, owner string) ([]*Subscription, error)
+	// FindSubscriptions returns one page of the owner's subscriptions by id
+	// ascending (creation order for the ids NewSubscription issues), and
+	// whether another page follows.
+	FindSubscriptions(ctx context.Context, f SubscriptionFilter) ([]*Subscription, bool, error)
 	// FindSubscriptionByID returns one, or a CodeWebhookNotFound error.
 	FindSubscriptionByID(ctx context.Context, owner, id string) (*Subscription, error)
 	// DeleteSubscription deletes it with its deliveries and attempts, or
@@ -102,10 +140,16 @@ type WebhookService interface {
 // WebhookStore is a backend's subscriptions: rows in, rows out, sentinel
 // errors.
 type WebhookStore interface {
-	// InsertSubscription stores s, or returns ErrExists when its id is taken.
-	InsertSubscription(ctx context.Context, s *Subscription) error
-	// ListSubscriptions returns the owner's subscriptions, oldest first.
-	ListSubscriptions(ctx context.Context, owner string) ([]*Subscription, error)
+	// InsertSubscription stores s, or returns ErrExists when its id is
+	// taken, or ErrLimit when s.Owner has max subscriptions or more
+	// (disabled ones count). The count and the insert are atomic: concurrent
+	// inserts, from any number of processes, never leave an owner with
+	// more than max.
+	InsertSubscription(ctx context.Context, s *Subscription, max int) error
+	// ListSubscriptions returns at most f.Limit of the owner's
+	// subscriptions whose id sorts after f.After (when set), by id
+	// ascending.
+	ListSubscriptions(ctx context.Context, f SubscriptionFilter) ([]*Subscription, error)
 	// FindSubscription returns the owner's subscription or ErrNotFound.
 	FindSubscription(ctx context.Context, owner, id string) (*Subscription, error)
 	// DeleteSubscription deletes the owner's subscription with its
@@ -160,43 +204,206 @@ type AttemptResult struct {
 	State         DeliveryState
 	NextAttemptAt *time.Time
 	// Disable marks the subscription disabled (the receiver answered 410),
-	// as of AttemptedAt, and fails its other pending deliveries.
+	// as of AttemptedAt with reason DisabledGone, and fails its other
+	// pending deliveries.
 	Disable bool
+	// FailingCutoff, when not zero, disables the subscription as Disable
+	// does, with reason DisabledFailing, when this attempt failed and every
+	// attempt since one before FailingCutoff has failed (its FailingSince,
+	// this attempt's time when not yet failing, is before FailingCutoff).
+	// The OutboxService sets it from its disable-after setting.
+	FailingCutoff time.Time
+}
+
+// Claim is what a dispatcher asks of the outbox: due deliveries, leased to
+// it, chosen fairly (see Pick).
+type Claim struct {
+	// Lease is how long the deliveries stay with the claimer: until the
+	// database's clock passes the claim's time plus Lease (on PostgreSQL
+	// the server's now(), so that replicas whose clocks differ cannot take
+	// each other's leases early; SQLite is one process, whose clock is the
+	// database's).
+	Lease time.Duration
+	// Limit bounds how many deliveries come back.
+	Limit int
+	// PerSubscription bounds the leased deliveries of one subscription, in
+	// flight at once, counted over every claimer sharing the database (0:
+	// no bound).
+	PerSubscription int
+	// PerOwner bounds the leased deliveries of one owner, counted the same
+	// way (0: no bound).
+	PerOwner int
+}
+
+// DueDelivery is a delivery a claim may take: pending, due by the
+// database's clock, not leased.
+type DueDelivery struct {
+	MessageID      string
+	SubscriptionID string
+	Owner          string
+	NextAttemptAt  time.Time
+}
+
+// InFlight counts the leased deliveries of one subscription (of Owner).
+type InFlight struct {
+	SubscriptionID string
+	Owner          string
+	N              int
+}
+
+// DuePerSubscription is how many of each subscription's earliest due
+// deliveries a row store reads for Pick: all Pick can take of one.
+func (c Claim) DuePerSubscription() int {
+	if c.PerSubscription > 0 {
+		return min(c.Limit, c.PerSubscription)
+	}
+	return c.Limit
+}
+
+// Pick chooses the deliveries of due that the claim takes, given those in
+// flight, at most c.Limit: no subscription past c.PerSubscription, no owner
+// past c.PerOwner, and, among the rest, the least busy first, in rounds:
+// every owner's next delivery before any owner's one after it, the owner
+// with the fewest in flight first, and within an owner every
+// subscription's next delivery before any subscription's one after it; ties
+// go to the earliest due. So one owner's backlog, however old, takes no
+// more than its share while another owner has a delivery due.
+//
+// The row stores call it with every subscription's earliest due
+// deliveries (c.DuePerSubscription of each), which is all it can pick
+// from.
+func (c Claim) Pick(due []DueDelivery, inFlight []InFlight) []DueDelivery {
+	if c.Limit < 1 || len(due) == 0 {
+		return nil
+	}
+	subBusy := make(map[string]int, len(inFlight))
+	ownerBusy := make(map[string]int, len(inFlight))
+	for _, f := range inFlight {
+		subBusy[f.SubscriptionID] += f.N
+		ownerBusy[f.Owner] += f.N
+	}
+	cands := make([]pickCand, len(due))
+	for i := range due {
+		cands[i].d = &due[i]
+	}
+	slices.SortFunc(cands, func(a, b pickCand) int { return earliest(a.d, b.d) })
+	// Each subscription's deliveries take its next in-flight levels.
+	cands = takeLevels(cands, func(x *pickCand) string { return x.d.SubscriptionID }, subBusy, c.PerSubscription,
+		func(x *pickCand, level int) { x.sub = level })
+	// Within an owner, lower subscription levels first; each then takes
+	// the owner's next level.
+	slices.SortStableFunc(cands, func(a, b pickCand) int {
+		if c := strings.Compare(a.d.Owner, b.d.Owner); c != 0 {
+			return c
+		}
+		return a.sub - b.sub
+	})
+	cands = takeLevels(cands, func(x *pickCand) string { return x.d.Owner }, ownerBusy, c.PerOwner,
+		func(x *pickCand, level int) { x.owner = level })
+	slices.SortFunc(cands, func(a, b pickCand) int {
+		if a.owner != b.owner {
+			return a.owner - b.owner
+		}
+		if a.sub != b.sub {
+			return a.sub - b.sub
+		}
+		return earliest(a.d, b.d)
+	})
+	out := make([]DueDelivery, 0, min(c.Limit, len(cands)))
+	for _, x := range cands[:min(c.Limit, len(cands))] {
+		out = append(out, *x.d)
+	}
+	return out
+}
+
+// pickCand is a delivery Pick considers, with the in-flight levels it
+// would take in its subscription and its owner.
+type pickCand struct {
+	d          *DueDelivery
+	sub, owner int
+}
+
+// earliest orders deliveries by due time, then subscription and message.
+func earliest(a, b *DueDelivery) int {
+	if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.SubscriptionID, b.SubscriptionID); c != 0 {
+		return c
+	}
+	return strings.Compare(a.MessageID, b.MessageID)
+}
+
+// takeLevels gives each candidate, in order, the next in-flight level of
+// its key (the first is busy[key]) through set, and leaves out those at or
+// past bound (0: no bound).
+func takeLevels(cands []pickCand, key func(*pickCand) string, busy map[string]int, bound int, set func(*pickCand, int)) []pickCand {
+	next := make(map[string]int, len(busy))
+	kept := cands[:0]
+	for _, x := range cands {
+		k := key(&x)
+		level, ok := next[k]
+		if !ok {
+			level = busy[k]
+		}
+		next[k] = level + 1
+		if bound > 0 && level >= bound {
+			continue
+		}
+		set(&x, level)
+		kept = append(kept, x)
+	}
+	return kept
 }
 
 // OutboxService is the dispatcher's side of the transactional outbox.
 type OutboxService interface {
-	// ClaimTasks leases up to limit due deliveries (next attempt at or
-	// before now, not leased by another dispatcher) until now+lease.
-	ClaimTasks(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*Task, error)
+	// ClaimTasks leases due deliveries as the store's ClaimDeliveries does
+	// and sets each task's URL and signing secrets.
+	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
 	// CompleteTask records an attempt and the delivery's new state, and
-	// releases the lease.
+	// releases the lease; an attempt that failed may disable the
+	// subscription (see AttemptResult.FailingCutoff).
 	CompleteTask(ctx context.Context, t *Task, r AttemptResult) error
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
+	// PruneOutbox deletes at most limit rows of delivery history older
+	// than before, as the store's PruneOutbox does, and returns how many.
+	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // OutboxStore is a backend's outbox: the deliveries written with their
 // plants, and the attempts made.
 type OutboxStore interface {
-	// ClaimDeliveries leases up to limit due deliveries (state pending,
-	// next attempt at or before now, no lease or an expired one) until
-	// leaseUntil, the earliest next attempt first, and returns them with
-	// their Subscription set. A due delivery whose subscription is disabled
-	// or gone is marked failed instead and not returned, so fewer than
-	// limit may come back while more are due. Concurrent claims (other
-	// processes included) never return the same delivery.
-	ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*Task, error)
+	// ClaimDeliveries leases at most c.Limit due deliveries (state
+	// pending, next attempt at or before the database's now, no lease or an
+	// expired one) until the database's now plus c.Lease, chosen by
+	// c.Pick among each subscription's earliest due deliveries, and
+	// returns them with their Subscription set. A due delivery whose
+	// subscription is disabled or gone is marked failed instead and not
+	// returned, so fewer than c.Limit may come back while more are due.
+	// Concurrent claims (other processes included) never return the same
+	// delivery. Its cost grows with the number of subscriptions that have
+	// pending deliveries, not with the number of deliveries.
+	ClaimDeliveries(ctx context.Context, c Claim) ([]*Task, error)
 	// CompleteDelivery records attempt r of t (r.AttemptedAt set), sets the
-	// delivery's state and releases its lease; with r.Disable it also
-	// disables the subscription and fails its other pending deliveries. A
-	// delivery no longer pending (completed, or deleted with its
-	// subscription) is left alone: no error.
+	// delivery's state and releases its lease. A failed attempt (any state
+	// but succeeded) sets the subscription's FailingSince to r.AttemptedAt
+	// unless it is set; a successful one clears it. With r.Disable, or
+	// r.FailingCutoff passed (see AttemptResult), it also disables the
+	// subscription as of r.AttemptedAt and fails its other pending
+	// deliveries. A delivery no longer pending (completed, or deleted with
+	// its subscription) is left alone: no error.
 	CompleteDelivery(ctx context.Context, t *Task, r AttemptResult) error
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
+	// PruneOutbox deletes at most limit rows, each statement at most limit:
+	// attempts made before before, then finished (succeeded or failed)
+	// deliveries created before it. It returns how many it deleted; fewer
+	// than limit means none of them is left.
+	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // NewSubscription makes a subscription for owner with a fresh id and secret
@@ -208,22 +415,51 @@ func NewSubscription(owner, rawURL, description string, now time.Time) (*Subscri
 	if utf8.RuneCountInString(description) > MaxWebhookDescriptionLength {
 		return nil, Errorf(CodeInvalidBody, "invalid NewWebhook: description: must have at most %d characters", MaxWebhookDescriptionLength)
 	}
-	id := make([]byte, 8)
-	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("webhook: random: %w", err)
+	id, err := NewSubscriptionID(now)
+	if err != nil {
+		return nil, err
 	}
 	secret, err := NewWebhookSecret()
 	if err != nil {
 		return nil, err
 	}
 	return &Subscription{
-		ID:          "whk_" + hex.EncodeToString(id),
+		ID:          id,
 		Owner:       owner,
 		URL:         rawURL,
 		Description: description,
 		Secret:      secret,
 		CreatedAt:   now.UTC(),
 	}, nil
+}
+
+// NewSubscriptionID returns a fresh subscription id for now: "whk_", 12 hex
+// digits of now's Unix milliseconds and 4 random hex digits, so that ids
+// sort by creation time (to the millisecond; the service also makes the
+// ids it issues increase within one). Ids of one millisecond from two
+// processes collide with a probability of 1/65536: the service retries the
+// insert with a fresh id.
+func NewSubscriptionID(now time.Time) (string, error) {
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("webhook: random: %w", err)
+	}
+	ms := max(now.UnixMilli(), 0) & (1<<48 - 1)
+	return fmt.Sprintf("whk_%012x%s", ms, hex.EncodeToString(b[:])), nil
+}
+
+// ValidSubscriptionID reports whether id has the form of a subscription
+// id: "whk_" and 16 lower-case hex digits.
+func ValidSubscriptionID(id string) bool {
+	if len(id) != 20 || !strings.HasPrefix(id, "whk_") {
+		return false
+	}
+	for _, c := range id[4:] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // NewWebhookSecret returns a Standard Webhooks secret: "whsec_" and the

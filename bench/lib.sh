@@ -182,7 +182,9 @@ pg_postmaster() { head -1 "$PG_DATA/postmaster.pid"; }
 start_plantstore() {
   local db=$1 durability=${2:-${DURABILITY:-full}} port
   port=$(free_port)
-  taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --db "$db" \
+  local create=()
+  [[ $db == postgres://* ]] || create=(--create-db) # a fresh SQLite file (issue 12: never implicit)
+  taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --db "$db" "${create[@]}" \
     --rate-limit 0 --bootstrap-token "$TOKEN" --durability "$durability" ${SERVE_ARGS:-} \
     >>"$TMP/plantstore-$port.log" 2>&1 &
   SERVER_PID=$!

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"golang.org/x/time/rate"
-
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/http/oapi"
 )
@@ -79,19 +77,15 @@ func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.T
 	return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 }
 
-// allow spends one request from the token's bucket.
+// allow spends one request from the token's bucket. The buckets are kept in
+// a bounded table that forgets the refilled ones (limiterTable), so tokens
+// that stopped sending cost no memory.
 func (s *Server) allow(tok *plantstore.Token) error {
 	if s.RateLimit <= 0 {
 		return nil
 	}
-	s.limitersMu.Lock()
-	l, ok := s.limiters[tok.ID]
-	if !ok {
-		l = rate.NewLimiter(s.RateLimit, max(1, s.RateBurst))
-		s.limiters[tok.ID] = l
-	}
-	s.limitersMu.Unlock()
 	now := s.Now()
+	l := s.limiters.get(tok.ID, s.RateLimit, max(1, s.RateBurst), now)
 	r := l.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)

@@ -49,6 +49,12 @@ func fuzzClaims(scope string) map[string]any {
 	}
 }
 
+// withClaim returns claims with one more (or another) claim.
+func withClaim(claims map[string]any, name string, value any) map[string]any {
+	claims[name] = value
+	return claims
+}
+
 // withFuzzJWT makes the server verify JWT-shaped bearer values against a
 // JWKS file holding the fuzz issuer's key.
 func withFuzzJWT(tb testing.TB) func(*plantstorehttp.Server) {
@@ -81,6 +87,9 @@ func FuzzAuthorization(f *testing.F) {
 		"Bearer " + fuzzWebhooks,
 		"Bearer " + fuzzJWT(fuzzClaims("plants:read plants:write")),
 		"Bearer " + fuzzJWT(fuzzClaims("webhooks:manage")),
+		// Owner claims refused by the owner checks: too long once prefixed, a control character.
+		"Bearer " + fuzzJWT(withClaim(fuzzClaims("plants:read"), "owner", strings.Repeat("o", 250))),
+		"Bearer " + fuzzJWT(withClaim(fuzzClaims("plants:read"), "owner", "fuzz\nforged log line")),
 		"Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.",
 		"Bearer " + strings.Repeat("x", 31),
 		"Bearer " + strings.Repeat("x", 257),

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +15,7 @@ import (
 const DefaultAuthFailureBurst = 20
 
 // maxAuthFailureIPs bounds the failed-auth limiter's table of client IPs.
-const maxAuthFailureIPs = 10000
+const maxAuthFailureIPs = maxLimiterKeys
 
 // authFailures is the failed-authentication limiter: one token bucket per
 // client IP, spent by each 401. The client IP is the TCP peer
@@ -25,8 +24,7 @@ const maxAuthFailureIPs = 10000
 // reverse proxy every client shares the proxy's address: raise the limit or
 // turn it off there and limit at the proxy.
 type authFailures struct {
-	mu  sync.Mutex
-	m   map[string]*rate.Limiter
+	ips limiterTable
 	out *prometheus.CounterVec // plantstore_auth_failures_total{answer}
 }
 
@@ -75,45 +73,14 @@ func (a *authFailures) count(answer string) {
 	}
 }
 
-// limiter returns ip's bucket, creating it. When the table is full it first
-// forgets the buckets that have refilled (forgetting them changes nothing),
-// then, if still over three quarters full (a flood from many addresses),
-// arbitrary ones down to half.
+// limiter returns ip's bucket, creating it (see limiterTable for how the
+// table stays bounded).
 func (a *authFailures) limiter(ip string, limit rate.Limit, burst int, now time.Time) *rate.Limiter {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if l, ok := a.m[ip]; ok {
-		return l
-	}
-	if a.m == nil {
-		a.m = make(map[string]*rate.Limiter)
-	}
-	if len(a.m) >= maxAuthFailureIPs {
-		for k, l := range a.m {
-			if l.TokensAt(now) >= float64(l.Burst()) {
-				delete(a.m, k)
-			}
-		}
-		if len(a.m) > maxAuthFailureIPs*3/4 {
-			for k := range a.m {
-				if len(a.m) <= maxAuthFailureIPs/2 {
-					break
-				}
-				delete(a.m, k)
-			}
-		}
-	}
-	l := rate.NewLimiter(limit, burst)
-	a.m[ip] = l
-	return l
+	return a.ips.get(ip, limit, burst, now)
 }
 
 // size returns how many client IPs the limiter remembers.
-func (a *authFailures) size() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.m)
-}
+func (a *authFailures) size() int { return a.ips.size() }
 
 // clientIP returns the failed-auth limiter's key for r: the IP of
 // RemoteAddr, an IPv6 address reduced to its /64.

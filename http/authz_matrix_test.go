@@ -35,7 +35,7 @@ func ownerState(t *testing.T, ts *TestServer, owner string) string {
 	for _, p := range plants {
 		line("plant", p)
 	}
-	subs, err := ts.Services.Webhooks.FindSubscriptions(ctx, owner)
+	subs, _, err := ts.Services.Webhooks.FindSubscriptions(ctx, plantstore.SubscriptionFilter{Owner: owner, Limit: plantstore.MaxPageSize})
 	if err != nil {
 		t.Fatal(err)
 	}

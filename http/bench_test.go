@@ -76,14 +76,24 @@ func BenchmarkDecodeNewPlant(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			// What prepareBody checks before the decoder runs.
-			if !utf8.Valid(benchNewPlantBody) || !json.Valid(benchNewPlantBody) {
-				b.Fatal("invalid body")
+			if err := plantstorehttp.CheckBody(benchNewPlantBody); err != nil {
+				b.Fatal(err)
 			}
 			p, err := decodeOgen(benchNewPlantBody)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if err := toPlant(p).Validate(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("checks", func(b *testing.B) {
+		// prepareBody's checks alone.
+		b.SetBytes(int64(len(benchNewPlantBody)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := plantstorehttp.CheckBody(benchNewPlantBody); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -17,7 +17,9 @@ import (
 //   - the body is checked only when the decoder first reads it, that is after
 //     authentication, so an unauthenticated client learns nothing from it;
 //   - then it must be at most plantstore.MaxBodyBytes (else 413), valid UTF-8
-//     and one well-formed JSON value with nothing after it (else 400).
+//     and one well-formed JSON value with nothing after it (else 400 40001),
+//     with no U+0000 in a string, no key twice in an object and no lone
+//     surrogate escape (else 400 40002, see checkValues).
 //
 // The generated decoder then checks the value against the schema.
 func (s *Server) prepareBody(w http.ResponseWriter, r *http.Request) {
@@ -98,17 +100,29 @@ func (b *checkedBody) load() error {
 		err = errBodyTooLarge()
 	case err != nil:
 		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "could not read the request body")
-	case len(bytes.TrimSpace(data)) == 0:
-		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
-	case !utf8.Valid(data):
-		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid UTF-8")
-	case !json.Valid(data):
-		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid JSON (or has data after the JSON value)")
+	default:
+		err = checkBody(data)
 	}
 	if err != nil {
 		b.release()
 	}
 	return err
+}
+
+// checkBody checks a whole request body: it must be valid UTF-8 and one
+// well-formed JSON value (else 400 40001), and that value must not hold
+// what no operation takes although JSON allows it (else 400 40002, see
+// checkValues).
+func checkBody(data []byte) error {
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
+	case !utf8.Valid(data):
+		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid UTF-8")
+	case !json.Valid(data):
+		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid JSON (or has data after the JSON value)")
+	}
+	return checkValues(data)
 }
 
 func isMaxBytesError(err error) bool {

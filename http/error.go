@@ -192,10 +192,13 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 		return internalError(fmt.Errorf("http: no request body schema for operation %q: %w", e.OperationID(), e.Err))
 	}
 	var (
+		value *bodyValueError
 		valid *validate.Error
 		body  *ogenerrors.DecodeBodyError
 	)
 	switch {
+	case errors.As(e.Err, &value):
+		return &HTTPError{Status: http.StatusBadRequest, Code: plantstore.CodeInvalidBody, Msg: "invalid " + schema.Name + ": " + value.Error()}
 	case errors.As(e.Err, &valid):
 		parts := make([]string, 0, len(valid.Fields))
 		for _, f := range valid.Fields {

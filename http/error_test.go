@@ -59,7 +59,7 @@ func TestErrorMessages(t *testing.T) {
 			}
 		})
 	}
-	if subs, err := ts.Services.Webhooks.FindSubscriptions(context.Background(), "alice"); err != nil || len(subs) != 0 {
+	if subs, _, err := ts.Services.Webhooks.FindSubscriptions(context.Background(), plantstore.SubscriptionFilter{Owner: "alice"}); err != nil || len(subs) != 0 {
 		t.Fatalf("refused requests stored subscriptions: %v, %v", subs, err)
 	}
 }

@@ -5,3 +5,6 @@ var OperationScopes = operationScopes
 
 // OperationRoutes exposes the route label table to the external tests.
 var OperationRoutes = operationRoutes
+
+// CheckBody exposes the request body checks to the benchmarks.
+var CheckBody = checkBody

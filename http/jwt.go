@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -37,9 +38,26 @@ const (
 	KeyMaxAge = time.Hour
 	// maxJWKSBytes bounds a JWKS or discovery document.
 	maxJWKSBytes = 1 << 20
-	// maxOwnerBytes bounds the owner taken from a claim.
-	maxOwnerBytes = 256
+	// MaxJWTOwnerBytes bounds the owner a JWT names, its prefix included,
+	// and its sub claim; a longer one is refused (401), never cut.
+	MaxJWTOwnerBytes = 256
+	// MaxJWTOwnerPrefixBytes bounds the owner prefix, so that at least
+	// MaxJWTOwnerBytes-MaxJWTOwnerPrefixBytes bytes are left for the claim.
+	MaxJWTOwnerPrefixBytes = 192
 )
+
+// ErrJWTOwnerPrefix is wrapped by NewJWTVerifier's error when the owner
+// prefix (JWTConfig.OwnerPrefix, or the default one made of the issuer) is
+// not usable: empty, too long, not printable UTF-8, or set together with
+// JWTConfig.SharedOwners.
+var ErrJWTOwnerPrefix = errors.New("jwt: owner prefix")
+
+// DefaultJWTOwnerPrefix is the owner prefix of a JWT from issuer when none is
+// configured: "jwt:" + issuer + "#", so that the owner of a JWT is
+// "jwt:<issuer>#<claim>" (for the default claim, the pair (iss, sub) that
+// OpenID Connect guarantees unique). No owner of an opaque token can be
+// confused with it unless an operator creates a token for such a name.
+func DefaultJWTOwnerPrefix(issuer string) string { return "jwt:" + issuer + "#" }
 
 // jwtAlgorithms are the only signature algorithms accepted: asymmetric ones,
 // so never "none" and never an HMAC keyed with a public key.
@@ -59,9 +77,20 @@ type JWTConfig struct {
 	Issuer string
 	// Audience must be one of the token's aud values.
 	Audience string
-	// OwnerClaim names the claim whose (non-empty string) value is the
-	// owner; "" means DefaultJWTOwnerClaim.
+	// OwnerClaim names the claim whose (non-empty string) value, after
+	// OwnerPrefix, is the owner; "" means DefaultJWTOwnerClaim.
 	OwnerClaim string
+	// OwnerPrefix is put before the owner claim's value to make the owner,
+	// so that JWT owners live in a namespace of their own, apart from the
+	// owners of opaque tokens; "" means DefaultJWTOwnerPrefix(Issuer). At
+	// most MaxJWTOwnerPrefixBytes of printable UTF-8.
+	OwnerPrefix string
+	// SharedOwners makes the owner the claim's value as is: JWTs then share
+	// the owners' namespace with opaque tokens, and a JWT whose claim is
+	// "admin" reads and changes everything of the opaque tokens' owner admin
+	// (plants, webhook subscriptions and their secrets). Only for an issuer
+	// trusted to name any owner of this store. Excludes OwnerPrefix.
+	SharedOwners bool
 	// HTTPClient fetches the discovery document and the JWKS; nil: a client
 	// with a 10 s timeout.
 	HTTPClient *http.Client
@@ -72,13 +101,15 @@ type JWTConfig struct {
 }
 
 // JWTVerifier verifies JWT bearer tokens (JWS compact serialisation) against
-// an issuer's keys and turns them into tokens: the owner from a claim, the
-// scopes from scope or scp.
+// an issuer's keys and turns them into tokens: the owner from a claim (after
+// the owner prefix), the scopes from scope or scp.
 type JWTVerifier struct {
-	verifier   *oidc.IDTokenVerifier
-	keys       *keySet
-	ownerClaim string
-	now        func() time.Time
+	verifier    *oidc.IDTokenVerifier
+	keys        *keySet
+	issuer      string
+	ownerClaim  string
+	ownerPrefix string // "" with SharedOwners
+	now         func() time.Time
 }
 
 // NewJWTVerifier checks cfg and loads the keys: the JWKS file, or the
@@ -92,6 +123,23 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	}
 	if cfg.OwnerClaim == "" {
 		cfg.OwnerClaim = DefaultJWTOwnerClaim
+	}
+	issuer := cfg.Issuer
+	if issuer == "" {
+		issuer = cfg.OIDCIssuer
+	}
+	prefix := cfg.OwnerPrefix
+	if cfg.SharedOwners {
+		if prefix != "" {
+			return nil, fmt.Errorf("%w: a prefix and shared owners exclude each other", ErrJWTOwnerPrefix)
+		}
+	} else {
+		if prefix == "" {
+			prefix = DefaultJWTOwnerPrefix(issuer)
+		}
+		if err := checkOwnerPrefix(prefix); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -152,7 +200,35 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 		// go-oidc compares exp with no leeway: move its clock back instead.
 		Now: func() time.Time { return cfg.Now().Add(-JWTLeeway) },
 	})
-	return &JWTVerifier{verifier: v, keys: ks, ownerClaim: cfg.OwnerClaim, now: cfg.Now}, nil
+	return &JWTVerifier{verifier: v, keys: ks, issuer: cfg.Issuer, ownerClaim: cfg.OwnerClaim, ownerPrefix: prefix, now: cfg.Now}, nil
+}
+
+// checkOwnerPrefix requires 1 to MaxJWTOwnerPrefixBytes bytes of printable
+// UTF-8.
+func checkOwnerPrefix(prefix string) error {
+	switch {
+	case len(prefix) > MaxJWTOwnerPrefixBytes:
+		return fmt.Errorf("%w %.40q... is %d bytes, more than %d (the owner is at most %d bytes): choose a shorter one",
+			ErrJWTOwnerPrefix, prefix, len(prefix), MaxJWTOwnerPrefixBytes, MaxJWTOwnerBytes)
+	case !printable(prefix):
+		return fmt.Errorf("%w %q is empty or not printable UTF-8", ErrJWTOwnerPrefix, prefix)
+	}
+	return nil
+}
+
+// printable reports whether s is non-empty UTF-8 of graphic characters
+// (letters, marks, numbers, punctuation, symbols, spaces): no control or
+// format characters, so an owner cannot forge log lines or hide its text.
+func printable(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsGraphic(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkIssuerURL requires an absolute http(s) URL without query or fragment.
@@ -195,10 +271,12 @@ func isBase64URL(s string) bool {
 }
 
 // Verify checks raw's signature, issuer, audience, expiry and not-before,
-// and returns the token it stands for: ID "jwt:" + the subject (so the rate
-// limit follows the subject across token renewals), the owner from the
+// and returns the token it stands for: ID "jwt:" + issuer + "#" + the
+// subject (so the rate limit follows the subject across token renewals, in
+// the issuer's namespace like the owner), the owner prefix followed by the
 // owner claim, the scopes from scope or scp. Every failure is a
-// CodeTokenInvalid error whose message says what was wrong, never the token.
+// CodeTokenInvalid error whose message says what was wrong, never the token;
+// an owner or subject longer than MaxJWTOwnerBytes is refused, not cut.
 func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token, error) {
 	idt, err := v.verifier.Verify(ctx, raw)
 	if err != nil {
@@ -222,23 +300,34 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token
 			return nil, invalidJWT("it is not valid yet (nbf)")
 		}
 	}
-	var owner string
-	if err := json.Unmarshal(claims[v.ownerClaim], &owner); err != nil || strings.TrimSpace(owner) == "" {
+	var name string
+	if err := json.Unmarshal(claims[v.ownerClaim], &name); err != nil || strings.TrimSpace(name) == "" {
 		return nil, invalidJWT(fmt.Sprintf("the %s claim is not a non-empty string", v.ownerClaim))
 	}
-	if len(owner) > maxOwnerBytes || !utf8.ValidString(owner) {
-		return nil, invalidJWT(fmt.Sprintf("the %s claim is longer than %d bytes or not UTF-8", v.ownerClaim, maxOwnerBytes))
+	if !printable(name) {
+		return nil, invalidJWT(fmt.Sprintf("the %s claim is not printable UTF-8", v.ownerClaim))
+	}
+	owner := v.ownerPrefix + name
+	if len(owner) > MaxJWTOwnerBytes {
+		if v.ownerPrefix == "" {
+			return nil, invalidJWT(fmt.Sprintf("the %s claim is longer than %d bytes", v.ownerClaim, MaxJWTOwnerBytes))
+		}
+		return nil, invalidJWT(fmt.Sprintf("the owner, a %d-byte prefix and the %s claim, is longer than %d bytes",
+			len(v.ownerPrefix), v.ownerClaim, MaxJWTOwnerBytes))
+	}
+	subject := idt.Subject
+	if subject == "" {
+		subject = name
+	}
+	if len(subject) > MaxJWTOwnerBytes {
+		return nil, invalidJWT(fmt.Sprintf("the sub claim is longer than %d bytes", MaxJWTOwnerBytes))
 	}
 	scopes, err := jwtScopes(claims)
 	if err != nil {
 		return nil, invalidJWT(err.Error())
 	}
-	id := idt.Subject
-	if id == "" {
-		id = owner
-	}
 	tok := &plantstore.Token{
-		ID:     "jwt:" + id,
+		ID:     "jwt:" + v.issuer + "#" + subject,
 		Owner:  owner,
 		Scopes: scopes,
 	}

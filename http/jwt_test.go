@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -199,13 +200,25 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 	if len(got) != 1 || got[0]["name"] != "Fern" {
 		t.Fatalf("carol lists %v, want her Fern", got)
 	}
-	// The owner is the claim's value: an opaque token of another owner sees
-	// nothing, one of owner carol sees the plant.
-	if got := mustPlants(t, ts.Get(t, opaque, "/plants")); len(got) != 0 {
-		t.Fatalf("dave lists %v, want nothing", got)
+	// The same subject in another JWT (renewed) is the same owner.
+	renewed := key.sign(t, iss.claims("carol", map[string]any{"jti": "renewed"}))
+	if got := mustPlants(t, ts.Get(t, renewed, "/plants")); len(got) != 1 {
+		t.Fatalf("carol's renewed JWT lists %v, want her Fern", got)
 	}
-	if got := mustPlants(t, ts.Get(t, ts.Token(t, "carol"), "/plants")); len(got) != 1 {
-		t.Fatalf("carol's opaque token lists %v, want the Fern", got)
+	// The owner is "jwt:<issuer>#carol": the opaque tokens of owner carol
+	// (or of any other) do not see the plant; one made for that very name by
+	// an operator does.
+	owner := "jwt:" + iss.URL + "#carol"
+	if got, want := owner, plantstorehttp.DefaultJWTOwnerPrefix(iss.URL)+"carol"; got != want {
+		t.Fatalf("default owner = %q, want %q", want, got)
+	}
+	for _, name := range []string{"dave", "carol"} {
+		if got := mustPlants(t, ts.Get(t, ts.Token(t, name), "/plants")); len(got) != 0 {
+			t.Fatalf("%s's opaque token lists %v, want nothing", name, got)
+		}
+	}
+	if got := mustPlants(t, ts.Get(t, ts.Token(t, owner), "/plants")); len(got) != 1 {
+		t.Fatalf("an opaque token of owner %s lists %v, want the Fern", owner, got)
 	}
 	// Opaque tokens keep working alongside.
 	if resp := ts.Post(t, opaque, `{"id":2,"name":"Moss"}`); resp.Status != 200 {
@@ -215,9 +228,148 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 	if strings.Contains(logs, jwt) || strings.Contains(logs, strings.Split(jwt, ".")[2]) {
 		t.Fatal("the log holds the token")
 	}
-	if !strings.Contains(logs, `"owner":"carol"`) {
-		t.Fatalf("no request log line names owner carol:\n%s", logs)
+	if !strings.Contains(logs, `"owner":"`+owner+`"`) {
+		t.Fatalf("no request log line names owner %s:\n%s", owner, logs)
 	}
+}
+
+// TestJWT_OwnerNamespace is the attack of issue 12: a JWT whose sub is the
+// name of an opaque token's owner (admin) must not reach that owner's
+// plants or webhook subscriptions, over real HTTP on a real SQLite file;
+// with SharedOwners (--jwt-shared-owners) it does, by the operator's choice.
+func TestJWT_OwnerNamespace(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	all := plantstore.ScopePlantsRead + " " + plantstore.ScopePlantsWrite + " " + plantstore.ScopeWebhooksManage
+	for _, shared := range []bool{false, true} {
+		name := "Namespaced"
+		if shared {
+			name = "SharedOwners"
+		}
+		t.Run(name, func(t *testing.T) {
+			ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, SharedOwners: shared}))
+			admin := ts.Token(t, "admin", plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite, plantstore.ScopeWebhooksManage)
+			if resp := ts.Post(t, admin, `{"id":1,"name":"Admin's Fern"}`); resp.Status != 200 {
+				t.Fatalf("admin's create: %d %s", resp.Status, resp.Body)
+			}
+			hook := decodeWebhook(t, ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: admin, Body: `{"url":"http://127.0.0.1:9/hook"}`}), 201)
+			jwt := key.sign(t, iss.claims("admin", map[string]any{"scope": all}))
+
+			list := mustPlants(t, ts.Get(t, jwt, "/plants"))
+			rotate := ts.Do(t, Request{Method: "POST", Path: "/webhooks/" + hook.ID + "/rotate-secret", Token: jwt})
+			if !shared {
+				if len(list) != 0 {
+					t.Fatalf("the JWT of sub admin lists %v, want nothing", list)
+				}
+				mustError(t, ts.Get(t, jwt, "/plants/1"), 404, plantstore.CodeNotFound)
+				mustError(t, ts.Do(t, Request{Method: "DELETE", Path: "/plants/1", Token: jwt}), 404, plantstore.CodeNotFound)
+				mustError(t, rotate, 404, plantstore.CodeWebhookNotFound)
+				mustError(t, ts.Get(t, jwt, "/webhooks/"+hook.ID), 404, plantstore.CodeWebhookNotFound)
+				if resp := ts.Get(t, jwt, "/webhooks"); resp.Status != 200 || string(resp.Body) != "[]" {
+					t.Fatalf("the JWT of sub admin lists webhooks: %d %s", resp.Status, resp.Body)
+				}
+				// Its own plant 1 is another row: admin's stays as it was.
+				if resp := ts.Post(t, jwt, `{"id":1,"name":"Impostor"}`); resp.Status != 200 {
+					t.Fatalf("the JWT's own create: %d %s", resp.Status, resp.Body)
+				}
+				if got := mustPlants(t, ts.Get(t, admin, "/plants")); len(got) != 1 || got[0]["name"] != "Admin's Fern" {
+					t.Fatalf("admin lists %v, want only its Fern", got)
+				}
+				// The secret admin got still verifies: nothing was rotated.
+				if got := decodeWebhook(t, ts.Do(t, Request{Method: "POST", Path: "/webhooks/" + hook.ID + "/rotate-secret", Token: admin}), 200); got.Secret == nil {
+					t.Fatalf("admin's rotate: %+v", got)
+				}
+				return
+			}
+			if len(list) != 1 || list[0]["name"] != "Admin's Fern" {
+				t.Fatalf("with shared owners, the JWT of sub admin lists %v, want admin's Fern", list)
+			}
+			if got := decodeWebhook(t, rotate, 200); got.Secret == nil || *got.Secret == *hook.Secret {
+				t.Fatalf("with shared owners, the JWT's rotate = %+v, want a new secret", got)
+			}
+		})
+	}
+}
+
+func TestJWT_OwnerPrefix(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, OwnerPrefix: "idp:"}))
+	if resp := ts.Post(t, key.sign(t, iss.claims("carol", nil)), `{"id":1,"name":"Fern"}`); resp.Status != 200 {
+		t.Fatalf("create: %d %s", resp.Status, resp.Body)
+	}
+	if got := mustPlants(t, ts.Get(t, ts.Token(t, "idp:carol"), "/plants")); len(got) != 1 {
+		t.Fatalf("owner idp:carol lists %v, want the Fern", got)
+	}
+	if got := mustPlants(t, ts.Get(t, ts.Token(t, "carol"), "/plants")); len(got) != 0 {
+		t.Fatalf("owner carol lists %v, want nothing", got)
+	}
+}
+
+// TestJWT_OwnerLength: owners are at most 256 bytes, prefix included; a
+// longer one is refused (401), never cut (two long subjects would then
+// share an owner).
+func TestJWT_OwnerLength(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	prefix := plantstorehttp.DefaultJWTOwnerPrefix(iss.URL)
+	for _, tt := range []struct {
+		name string
+		cfg  plantstorehttp.JWTConfig
+		room int // bytes left for the claim
+	}{
+		{"DefaultPrefix", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}, plantstorehttp.MaxJWTOwnerBytes - len(prefix)},
+		{"LongPrefix", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, OwnerPrefix: strings.Repeat("p", plantstorehttp.MaxJWTOwnerPrefixBytes)},
+			plantstorehttp.MaxJWTOwnerBytes - plantstorehttp.MaxJWTOwnerPrefixBytes},
+		{"SharedOwners", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, SharedOwners: true}, plantstorehttp.MaxJWTOwnerBytes},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := MustOpenServer(t, withJWT(t, tt.cfg))
+			mustPlants(t, ts.Get(t, key.sign(t, iss.claims(strings.Repeat("s", tt.room), nil)), "/plants"))
+			resp := ts.Get(t, key.sign(t, iss.claims(strings.Repeat("s", tt.room+1), nil)), "/plants")
+			mustInvalidToken(t, resp)
+			if !strings.Contains(string(resp.Body), "longer than 256 bytes") {
+				t.Fatalf("body %s does not say why", resp.Body)
+			}
+		})
+	}
+	t.Run("LongSubWithOtherOwnerClaim", func(t *testing.T) {
+		ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, OwnerClaim: "email"}))
+		resp := ts.Get(t, key.sign(t, iss.claims(strings.Repeat("s", 257), map[string]any{"email": "erin@example.com"})), "/plants")
+		mustInvalidToken(t, resp)
+		if !strings.Contains(string(resp.Body), "sub claim is longer than 256 bytes") {
+			t.Fatalf("body %s does not say why", resp.Body)
+		}
+	})
+	t.Run("NotPrintable", func(t *testing.T) {
+		ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}))
+		for _, sub := range []string{"carol\nFAKE LOG LINE", "carol\u202egnp.exe", "\u0000", "car\u0085ol"} {
+			resp := ts.Get(t, key.sign(t, iss.claims(sub, nil)), "/plants")
+			mustInvalidToken(t, resp)
+			if !strings.Contains(string(resp.Body), "not printable") {
+				t.Fatalf("sub %q: body %s does not say why", sub, resp.Body)
+			}
+		}
+	})
+}
+
+// TestJWT_RateLimitPerSubject: the rate limit follows the subject in the
+// issuer's namespace: renewed JWTs of one subject share a bucket, another
+// subject has its own, and so has an opaque token of owner admin when a
+// JWT's sub is admin.
+func TestJWT_RateLimitPerSubject(t *testing.T) {
+	key := newECKey(t, "k1")
+	iss := newTestIssuer(t, key)
+	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}), func(ts *TestServer) {
+		ts.RateLimit, ts.RateBurst = 0.001, 1
+	})
+	jwt := key.sign(t, iss.claims("admin", nil))
+	mustPlants(t, ts.Get(t, jwt, "/plants"))
+	mustError(t, ts.Get(t, jwt, "/plants"), 429, plantstore.CodeRateLimited)
+	renewed := key.sign(t, iss.claims("admin", map[string]any{"jti": "renewed"}))
+	mustError(t, ts.Get(t, renewed, "/plants"), 429, plantstore.CodeRateLimited)
+	mustPlants(t, ts.Get(t, key.sign(t, iss.claims("carol", nil)), "/plants"))
+	mustPlants(t, ts.Get(t, ts.Token(t, "admin"), "/plants"))
 }
 
 func TestJWT_OwnerClaimConfigurable(t *testing.T) {
@@ -228,8 +380,13 @@ func TestJWT_OwnerClaimConfigurable(t *testing.T) {
 	if resp := ts.Post(t, jwt, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
 		t.Fatalf("create: %d %s", resp.Status, resp.Body)
 	}
-	if got := mustPlants(t, ts.Get(t, ts.Token(t, "erin@example.com"), "/plants")); len(got) != 1 {
+	// The owner is the claim's value in the issuer's namespace: another
+	// subject with the same email is the same owner.
+	if got := mustPlants(t, ts.Get(t, key.sign(t, iss.claims("u-456", map[string]any{"email": "erin@example.com"})), "/plants")); len(got) != 1 {
 		t.Fatalf("erin@example.com lists %v, want the Fern", got)
+	}
+	if got := mustPlants(t, ts.Get(t, ts.Token(t, "jwt:"+iss.URL+"#erin@example.com"), "/plants")); len(got) != 1 {
+		t.Fatalf("jwt:<issuer>#erin@example.com lists %v, want the Fern", got)
 	}
 	for name, v := range map[string]any{"Missing": nil, "Empty": "", "NotString": 42} {
 		t.Run(name, func(t *testing.T) {
@@ -472,6 +629,35 @@ func TestNewJWTVerifier_Errors(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+	// The owner prefix is checked before any key is loaded.
+	longIssuer := "https://idp.example.com/" + strings.Repeat("t", plantstorehttp.MaxJWTOwnerPrefixBytes)
+	for _, tt := range []struct {
+		name string
+		cfg  plantstorehttp.JWTConfig
+		want string
+	}{
+		{"PrefixAndShared", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, Audience: "a", OwnerPrefix: "idp:", SharedOwners: true}, "exclude each other"},
+		{"PrefixTooLong", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, Audience: "a", OwnerPrefix: strings.Repeat("p", plantstorehttp.MaxJWTOwnerPrefixBytes+1)}, "more than 192"},
+		{"PrefixNotPrintable", plantstorehttp.JWTConfig{OIDCIssuer: iss.URL, Audience: "a", OwnerPrefix: "idp\n"}, "not printable"},
+		{"IssuerTooLongForDefaultPrefix", plantstorehttp.JWTConfig{JWKSFile: empty, Issuer: longIssuer, Audience: "a"}, "choose a shorter one"},
+		{"OIDCIssuerTooLongForDefaultPrefix", plantstorehttp.JWTConfig{OIDCIssuer: down.URL + "/" + strings.Repeat("t", 200), Audience: "a"}, "choose a shorter one"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := plantstorehttp.NewJWTVerifier(context.Background(), tt.cfg)
+			if !errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrJWTOwnerPrefix containing %q", err, tt.want)
+			}
+		})
+	}
+	// A long issuer is fine with a short prefix, or with shared owners.
+	for _, cfg := range []plantstorehttp.JWTConfig{
+		{JWKSFile: empty, Issuer: longIssuer, Audience: "a", OwnerPrefix: "idp:"},
+		{JWKSFile: empty, Issuer: longIssuer, Audience: "a", SharedOwners: true},
+	} {
+		if _, err := plantstorehttp.NewJWTVerifier(context.Background(), cfg); errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) {
+			t.Errorf("%+v: %v", cfg, err)
+		}
 	}
 	t.Run("Hanging", func(t *testing.T) {
 		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

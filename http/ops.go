@@ -31,7 +31,9 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	w.Write(okBody)
 }
 
-// handleReadyz handles the "GET /readyz" route: the storage answers.
+// handleReadyz handles the "GET /readyz" route: the storage can serve
+// reads and writes now (Storage.Ping; docs/observability.md says what each
+// backend checks).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()

@@ -304,8 +304,14 @@ func FuzzListPlants(f *testing.F) {
 		switch w.Code {
 		case http.StatusOK:
 		case http.StatusBadRequest:
-			if code := checkErrorBody(t, w); code != plantstore.CodeInvalidQuery {
-				t.Fatalf("query %q: 400 with error %d, want %d", rawQuery, code, plantstore.CodeInvalidQuery)
+			// 40003 for a bad limit or after; 40002 for the string faults
+			// of bodies in the query (a tag with U+0000 or not UTF-8, a
+			// parameter given twice).
+			if code := checkErrorBody(t, w); code != plantstore.CodeInvalidQuery && code != plantstore.CodeInvalidBody {
+				t.Fatalf("query %q: 400 with error %d, want %d or %d", rawQuery, code, plantstore.CodeInvalidQuery, plantstore.CodeInvalidBody)
+			}
+			if !strings.Contains(w.Body.String(), `invalid query parameter`) {
+				t.Fatalf("query %q: 400 does not name the query parameter: %s", rawQuery, w.Body.String())
 			}
 			return
 		default:

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,9 +96,8 @@ type Server struct {
 	metrics *metrics
 	access  *accessLog
 
-	limitersMu sync.Mutex
-	limiters   map[string]*rate.Limiter
-	authFails  authFailures
+	limiters  limiterTable // each token's request bucket, by token id
+	authFails authFailures
 
 	// draining is set by Close: every answer then says Connection: close.
 	draining atomic.Bool
@@ -140,7 +141,6 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.metrics = newMetrics(s.Registry)
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
-	s.limiters = make(map[string]*rate.Limiter)
 	s.handler = s.instrument(s.recoverPanics(s.route()))
 	return s.handler, nil
 }
@@ -291,7 +291,9 @@ func (l *onceCloseListener) Close() error {
 
 // route sends the operational endpoints to their handlers and everything
 // else to the generated API server, which answers 404/405 for what the
-// contract does not have.
+// contract does not have, once it has refused a request with more than one
+// Authorization header (400 40005) or a query parameter given twice (400
+// 40002).
 func (s *Server) route() http.Handler {
 	type route struct {
 		h     http.HandlerFunc
@@ -322,6 +324,19 @@ func (s *Server) route() http.Handler {
 			rt.h(w, r)
 			return
 		}
+		// Two Authorization headers are ambiguous (the generated code would
+		// read the first, a proxy may read the last): refused before
+		// authentication. The ops paths authenticate nobody and ignore it.
+		if len(r.Header["Authorization"]) > 1 {
+			s.writeError(w, r, newError(plantstore.CodeInvalidHeader, "more than one Authorization header: send one"))
+			return
+		}
+		// A query parameter given twice is ambiguous as a duplicate JSON key
+		// is (the generated decoder would take the first): 400 40002.
+		if name, ok := repeatedParam(r.URL.RawQuery); ok {
+			s.writeError(w, r, newError(plantstore.CodeInvalidBody, "invalid query parameter %q: given more than once: send it once", name))
+			return
+		}
 		if r.Method == http.MethodPost {
 			s.prepareBody(w, r)
 		}
@@ -342,4 +357,26 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// repeatedParam returns the first parameter name that the raw query gives
+// more than once (names compared as decoded). A query of one parameter costs
+// nothing; a name that does not decode is left to the generated decoder.
+func repeatedParam(rawQuery string) (string, bool) {
+	if strings.IndexByte(rawQuery, '&') < 0 {
+		return "", false
+	}
+	seen := make(map[string]bool)
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		key, _, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(key)
+		if err != nil || pair == "" {
+			continue
+		}
+		if seen[name] {
+			return name, true
+		}
+		seen[name] = true
+	}
+	return "", false
 }

@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -18,17 +20,37 @@ func (h *handler) CreateWebhook(ctx context.Context, req *oapi.NewWebhook) (oapi
 	return withSecret(sub), nil
 }
 
-// ListWebhooks handles the "GET /webhooks" route.
-func (h *handler) ListWebhooks(ctx context.Context) (oapi.ListWebhooksRes, error) {
-	subs, err := h.s.WebhookService.FindSubscriptions(ctx, plantstore.TokenFromContext(ctx).Owner)
+// ListWebhooks handles the "GET /webhooks" route: one keyset page by id,
+// with a Link header to the next page when more subscriptions follow.
+func (h *handler) ListWebhooks(ctx context.Context, params oapi.ListWebhooksParams) (oapi.ListWebhooksRes, error) {
+	f := plantstore.SubscriptionFilter{
+		Owner: plantstore.TokenFromContext(ctx).Owner,
+		Limit: int(params.Limit.Or(plantstore.DefaultPageSize)),
+	}
+	if after, ok := params.After.Get(); ok {
+		f.After = &after
+	}
+	subs, more, err := h.s.WebhookService.FindSubscriptions(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	out := make(oapi.ListWebhooksOKApplicationJSON, len(subs))
+	res := &oapi.ListWebhooksOKHeaders{Response: make([]oapi.Webhook, len(subs))}
 	for i, sub := range subs {
-		out[i] = *toAPIWebhook(sub)
+		res.Response[i] = *toAPIWebhook(sub)
 	}
-	return &out, nil
+	if more && len(subs) > 0 {
+		res.Link = oapi.NewOptString(webhooksNextLink(f.Limit, subs[len(subs)-1].ID))
+	}
+	return res, nil
+}
+
+// webhooksNextLink is the RFC 8288 Link header value for the page of
+// subscriptions after lastID, relative like the plants' (nextLink).
+func webhooksNextLink(limit int, lastID string) string {
+	q := url.Values{}
+	q.Set("after", lastID)
+	q.Set("limit", strconv.Itoa(limit))
+	return "</webhooks?" + q.Encode() + `>; rel="next"`
 }
 
 // GetWebhook handles the "GET /webhooks/{id}" route.
@@ -88,15 +110,28 @@ func (h *handler) ListWebhookDeliveries(ctx context.Context, params oapi.ListWeb
 	return &out, nil
 }
 
+// toAPIWebhook maps a subscription to the contract's Webhook: disabled_at
+// and disabled_reason only once it is disabled.
 func toAPIWebhook(s *plantstore.Subscription) *oapi.Webhook {
 	w := &oapi.Webhook{ID: s.ID, URL: s.URL, CreatedAt: s.CreatedAt.UTC().Truncate(time.Microsecond), Enabled: s.DisabledAt == nil}
 	if s.Description != "" {
 		w.Description = oapi.NewOptString(s.Description)
+	}
+	if s.DisabledAt != nil {
+		w.DisabledAt = oapi.NewOptDateTime(s.DisabledAt.UTC().Truncate(time.Microsecond))
+		if s.DisabledReason != "" {
+			w.DisabledReason = oapi.NewOptWebhookDisabledReason(oapi.WebhookDisabledReason(s.DisabledReason))
+		}
 	}
 	return w
 }
 
 func withSecret(s *plantstore.Subscription) *oapi.WebhookWithSecret {
 	w := toAPIWebhook(s)
-	return &oapi.WebhookWithSecret{ID: w.ID, URL: w.URL, Description: w.Description, CreatedAt: w.CreatedAt, Enabled: w.Enabled, Secret: s.Secret}
+	out := &oapi.WebhookWithSecret{ID: w.ID, URL: w.URL, Description: w.Description, CreatedAt: w.CreatedAt, Enabled: w.Enabled,
+		DisabledAt: w.DisabledAt, Secret: s.Secret}
+	if reason, ok := w.DisabledReason.Get(); ok {
+		out.DisabledReason = oapi.NewOptWebhookWithSecretDisabledReason(oapi.WebhookWithSecretDisabledReason(reason))
+	}
+	return out
 }

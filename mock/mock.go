@@ -89,7 +89,7 @@ func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plants
 // WebhookService is a fake plantstore.WebhookService.
 type WebhookService struct {
 	CreateSubscriptionFn   func(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error)
-	FindSubscriptionsFn    func(ctx context.Context, owner string) ([]*plantstore.Subscription, error)
+	FindSubscriptionsFn    func(ctx context.Context, f plantstore.SubscriptionFilter) ([]*plantstore.Subscription, bool, error)
 	FindSubscriptionByIDFn func(ctx context.Context, owner, id string) (*plantstore.Subscription, error)
 	DeleteSubscriptionFn   func(ctx context.Context, owner, id string) error
 	RotateSecretFn         func(ctx context.Context, owner, id string) (*plantstore.Subscription, error)
@@ -102,8 +102,8 @@ func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, des
 }
 
 // FindSubscriptions calls FindSubscriptionsFn.
-func (s *WebhookService) FindSubscriptions(ctx context.Context, owner string) ([]*plantstore.Subscription, error) {
-	return s.FindSubscriptionsFn(ctx, owner)
+func (s *WebhookService) FindSubscriptions(ctx context.Context, f plantstore.SubscriptionFilter) ([]*plantstore.Subscription, bool, error) {
+	return s.FindSubscriptionsFn(ctx, f)
 }
 
 // FindSubscriptionByID calls FindSubscriptionByIDFn.

@@ -143,13 +143,14 @@ func (op *writeOp) until() (t time.Time, ok bool) {
 }
 
 // commit is the group commit's Apply: it runs batch in one transaction and
-// the ops that need it alone.
+// the ops that need it alone, and records the outcome of each transaction
+// for Ping (wrote: one atomic load for a batch that commits).
 func (db *DB) commit(batch []*writeOp) {
 	ops := slices.SortedStableFunc(slices.Values(batch), func(a, b *writeOp) int {
 		return cmp.Or(cmp.Compare(a.plant.Owner, b.plant.Owner), cmp.Compare(a.plant.ID, b.plant.ID))
 	})
 	ctx, cancel := batchContext(ops)
-	err := db.apply(ctx, ops)
+	err := db.wrote(db.apply(ctx, ops))
 	cancel()
 	for _, op := range ops {
 		if err != nil || op.unresolved {
@@ -178,7 +179,8 @@ func batchContext(ops []*writeOp) (context.Context, context.CancelFunc) {
 // alone runs op by itself, within its caller's deadline: apply on a batch
 // of one, retried on a serialization failure or a deadlock, and run again
 // when the row that blocked a create was gone before it could be read (up
-// to maxUnresolved times; then ErrContended).
+// to maxUnresolved times; then ErrContended). Its outcome is recorded for
+// Ping (wrote).
 func (db *DB) alone(op *writeOp) {
 	ctx := op.ctx
 	if !op.deadline.IsZero() {
@@ -188,7 +190,7 @@ func (db *DB) alone(op *writeOp) {
 	}
 	one := []*writeOp{op}
 	tries := 0
-	err := retry(ctx, func() error {
+	err := db.wrote(retry(ctx, func() error {
 		for {
 			op.reset()
 			if err := db.apply(ctx, one); err != nil || !op.unresolved {
@@ -198,7 +200,7 @@ func (db *DB) alone(op *writeOp) {
 				return plantstore.ErrContended
 			}
 		}
-	})
+	}))
 	if err != nil {
 		op.existing, op.err = nil, err
 	}

@@ -218,7 +218,7 @@ func TestApply_Outbox(t *testing.T) {
 		{ID: "whk_2", Owner: "alice", URL: "http://127.0.0.1:9/2", Secret: "whsec_2", CreatedAt: fixedNow},
 		{ID: "whk_3", Owner: "alice", URL: "http://127.0.0.1:9/3", Secret: "whsec_3", CreatedAt: fixedNow, DisabledAt: &fixedNow},
 	} {
-		if err := db.InsertSubscription(t.Context(), sub); err != nil {
+		if err := db.InsertSubscription(t.Context(), sub, plantstore.DefaultMaxSubscriptions); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -239,7 +239,7 @@ func TestApply_Outbox(t *testing.T) {
 	if n, _, _ := db.OutboxStats(t.Context()); n != 2+4 {
 		t.Fatalf("%d deliveries after the batch, want 6", n)
 	}
-	tasks, err := db.ClaimDeliveries(t.Context(), fixedNow, fixedNow.Add(time.Minute), 100)
+	tasks, err := db.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +465,7 @@ func TestCommit_SameKeySerial(t *testing.T) {
 			owner := tt.name
 			for _, db := range []*DB{batched, serial} {
 				sub := &plantstore.Subscription{ID: "whk_" + owner, Owner: owner, URL: "http://127.0.0.1:9/", Secret: "whsec_1", CreatedAt: fixedNow}
-				if err := db.InsertSubscription(t.Context(), sub); err != nil {
+				if err := db.InsertSubscription(t.Context(), sub, plantstore.DefaultMaxSubscriptions); err != nil {
 					t.Fatal(err)
 				}
 				for _, spec := range tt.before {
@@ -519,7 +519,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION refu
 		t.Fatal(err)
 	}
 	sub := &plantstore.Subscription{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9/", Secret: "whsec_1", CreatedAt: fixedNow}
-	if err := db.InsertSubscription(t.Context(), sub); err != nil {
+	if err := db.InsertSubscription(t.Context(), sub, plantstore.DefaultMaxSubscriptions); err != nil {
 		t.Fatal(err)
 	}
 	mustInsert(t, db, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy", CreatedAt: fixedNow})

@@ -50,7 +50,7 @@ func BenchmarkCommit(b *testing.B) {
 				switch kind {
 				case "subscribed":
 					sub := &plantstore.Subscription{ID: "whk_" + owner, Owner: owner, URL: "http://127.0.0.1:9/", Secret: "whsec_bench", CreatedAt: time.Now()}
-					if err := db.InsertSubscription(context.Background(), sub); err != nil {
+					if err := db.InsertSubscription(context.Background(), sub, plantstore.DefaultMaxSubscriptions); err != nil {
 						b.Fatal(err)
 					}
 				case "mixed":

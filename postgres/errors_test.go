@@ -109,10 +109,10 @@ func TestErrExists(t *testing.T) {
 		}
 	}
 	sub := &plantstore.Subscription{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9", Secret: "whsec_1", CreatedAt: fixedNow}
-	if err := db.InsertSubscription(ctx, sub); err != nil {
+	if err := db.InsertSubscription(ctx, sub, plantstore.DefaultMaxSubscriptions); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.InsertSubscription(ctx, sub); !errors.Is(err, plantstore.ErrExists) {
+	if err := db.InsertSubscription(ctx, sub, plantstore.DefaultMaxSubscriptions); !errors.Is(err, plantstore.ErrExists) {
 		t.Fatalf("InsertSubscription of a taken id: err = %v, want ErrExists", err)
 	}
 }
@@ -143,7 +143,7 @@ func TestUnavailable(t *testing.T) {
 		{"ListTokens", func(ctx context.Context) error { _, err := db.ListTokens(ctx); return err }},
 		{"ListAttempts", func(ctx context.Context) error { _, err := db.ListAttempts(ctx, "alice", "whk_1", 10); return err }},
 		{"ClaimDeliveries", func(ctx context.Context) error {
-			_, err := db.ClaimDeliveries(ctx, fixedNow, fixedNow.Add(time.Minute), 10)
+			_, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 			return err
 		}},
 		{"OutboxStats", func(ctx context.Context) error { _, _, err := db.OutboxStats(ctx); return err }},

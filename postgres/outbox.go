@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -9,131 +10,240 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// qDue locks up to $2 due deliveries that no other claim holds: a
-// concurrent claim skips them rather than waiting. (CockroachDB has SKIP
-// LOCKED since 23.1.)
-const qDue = `SELECT message_id, subscription_id, owner, plant_id, payload, attempts, created_at
-FROM webhook_deliveries
-WHERE state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-ORDER BY next_attempt_at LIMIT $2
-FOR UPDATE SKIP LOCKED`
+// Every time a claim compares with, or a lease is set from, is the
+// server's now(): replicas whose clocks differ agree on when a lease ends.
 
-// Updates of the deliveries whose keys come as two arrays, of message ids
-// and of subscription ids.
-const (
-	qLease = `UPDATE webhook_deliveries SET lease_until = $1
-WHERE (message_id, subscription_id) IN (SELECT * FROM unnest($2::TEXT[], $3::TEXT[]))`
-	qFail = `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
-WHERE (message_id, subscription_id) IN (SELECT * FROM unnest($1::TEXT[], $2::TEXT[]))`
+// qInFlight counts the leased deliveries of each subscription.
+const qInFlight = `SELECT subscription_id, owner, COUNT(*)::INT FROM webhook_deliveries
+WHERE state = 'pending' AND lease_until > now() GROUP BY subscription_id, owner`
+
+// qDue returns the earliest due, unleased deliveries of each subscription,
+// at most $1 of each, with whether the subscription is live (there and
+// enabled). subs walks the subscriptions that have pending deliveries on
+// webhook_deliveries_pending, one index probe each (a loose index scan:
+// PostgreSQL has no skip scan before 18), which also gives each one's
+// earliest next attempt, so only those with a delivery due are probed
+// again. A subscription with thousands of due deliveries costs a claim no
+// more than one with one, and cannot hide another's; the cost grows with
+// the number of subscriptions that have pending deliveries. The ORDER BY
+// names both columns so that only that partial index serves it (the
+// subscription_id index would walk the finished deliveries too).
+const qDue = `WITH RECURSIVE subs AS (
+	(SELECT subscription_id AS id, next_attempt_at AS head FROM webhook_deliveries WHERE state = 'pending'
+		ORDER BY subscription_id, next_attempt_at LIMIT 1)
+	UNION ALL
+	SELECT n.id, n.head FROM subs, LATERAL (
+		SELECT d.subscription_id AS id, d.next_attempt_at AS head FROM webhook_deliveries d
+		WHERE d.state = 'pending' AND d.subscription_id > subs.id
+		ORDER BY d.subscription_id, d.next_attempt_at LIMIT 1) n
 )
+SELECT d.message_id, d.subscription_id, d.owner, d.next_attempt_at, s.id IS NOT NULL AND s.disabled_at IS NULL
+FROM subs CROSS JOIN LATERAL (
+	SELECT message_id, subscription_id, owner, next_attempt_at FROM webhook_deliveries
+	WHERE subscription_id = subs.id AND state = 'pending' AND next_attempt_at <= now()
+		AND (lease_until IS NULL OR lease_until <= now())
+	ORDER BY next_attempt_at LIMIT $1
+) d
+LEFT JOIN webhook_subscriptions s ON s.id = d.subscription_id
+WHERE subs.head <= now()`
 
-// deliveryKeys names deliveries for qLease and qFail.
-type deliveryKeys struct{ messages, subscriptions []string }
+// qLease leases the deliveries named by two arrays (message ids,
+// subscription ids) that are still pending and unleased, of a live
+// subscription, still due, until now() plus $3 microseconds, and returns them with
+// their subscriptions. A row another claim holds locked is skipped, not
+// waited for: that claim is leasing it.
+const qLease = `WITH picked AS (
+	SELECT d.message_id, d.subscription_id FROM webhook_deliveries d
+	JOIN unnest($1::TEXT[], $2::TEXT[]) AS k(message_id, subscription_id)
+		ON d.message_id = k.message_id AND d.subscription_id = k.subscription_id
+	WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND (d.lease_until IS NULL OR d.lease_until <= now())
+	FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE webhook_deliveries d SET lease_until = now() + $3::BIGINT * INTERVAL '1 microsecond'
+FROM picked, webhook_subscriptions s
+WHERE d.message_id = picked.message_id AND d.subscription_id = picked.subscription_id
+	AND s.id = d.subscription_id AND s.disabled_at IS NULL
+RETURNING d.message_id, d.subscription_id, d.owner, d.plant_id, d.payload, d.attempts, d.created_at, ` + subscriptionColumns
 
-func (k *deliveryKeys) add(t *plantstore.Task) {
-	k.messages = append(k.messages, t.MessageID)
-	k.subscriptions = append(k.subscriptions, t.SubscriptionID)
-}
+// qFailDead fails the pending deliveries of the subscriptions in $1 that
+// are gone or disabled.
+const qFailDead = `UPDATE webhook_deliveries d SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
+WHERE d.subscription_id = ANY($1::TEXT[]) AND d.state = 'pending'
+	AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = d.subscription_id AND s.disabled_at IS NULL)`
 
-// ClaimDeliveries leases up to limit due deliveries until leaseUntil, the
-// earliest next attempt first, in one transaction: the due rows are locked
-// (FOR UPDATE SKIP LOCKED), their subscriptions read, and the lease set
-// before COMMIT. Once committed, the lease keeps the rows out of every claim
-// until it ends, so two replicas never hold the same delivery. A due
-// delivery whose subscription is disabled or gone is marked failed and not
-// returned.
-func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*plantstore.Task, error) {
-	if limit < 1 {
+// ClaimDeliveries leases the deliveries c.Pick chooses among each
+// subscription's earliest due ones, in two round trips, each one implicit
+// transaction: the deliveries in flight and the due ones are read, then
+// the chosen ones leased (each checked again: still pending and unleased,
+// not locked by another claim) and those of dead subscriptions failed.
+// Once committed, the lease keeps a delivery out of every claim until it
+// ends, so two replicas never hold the same delivery. Claims racing each
+// other read the same earliest deliveries of a subscription, so one gets
+// them and the others skip them: the bounds hold across replicas.
+func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+	if c.Limit < 1 {
 		return nil, nil
 	}
-	var claimed []*plantstore.Task
-	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
-		claimed = nil
-		rows, _ := tx.Query(ctx, qDue, now, limit)
-		due, err := pgx.CollectRows(rows, scanTask)
-		if err != nil || len(due) == 0 {
-			return err
-		}
-		ids := make([]string, len(due))
-		for i, t := range due {
-			ids[i] = t.SubscriptionID
-		}
-		rows, _ = tx.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE id = ANY($1)`, ids)
-		subs, err := pgx.CollectRows(rows, scanSubscription)
-		if err != nil {
-			return err
-		}
-		byID := make(map[string]*plantstore.Subscription, len(subs))
-		for _, s := range subs {
-			byID[s.ID] = s
-		}
-		var lease, fail deliveryKeys
-		for _, t := range due {
-			if s := byID[t.SubscriptionID]; s != nil && s.DisabledAt == nil {
-				t.Subscription = s
-				claimed = append(claimed, t)
-				lease.add(t)
-			} else {
-				fail.add(t)
-			}
-		}
+	var (
+		due      []plantstore.DueDelivery
+		dead     []string
+		inFlight []plantstore.InFlight
+	)
+	err := db.readBatch(ctx, func() *pgx.Batch {
+		due, dead, inFlight = nil, nil, nil
 		b := &pgx.Batch{}
-		if len(lease.messages) > 0 {
-			b.Queue(qLease, leaseUntil, lease.messages, lease.subscriptions)
-		}
-		if len(fail.messages) > 0 {
-			b.Queue(qFail, fail.messages, fail.subscriptions)
-		}
-		return tx.SendBatch(ctx, b).Close()
+		b.Queue(qDue, c.DuePerSubscription()).Query(func(rows pgx.Rows) error {
+			var d plantstore.DueDelivery
+			var live bool
+			_, err := pgx.ForEachRow(rows, []any{&d.MessageID, &d.SubscriptionID, &d.Owner, &d.NextAttemptAt, &live}, func() error {
+				switch {
+				case live:
+					due = append(due, d)
+				case !slices.Contains(dead, d.SubscriptionID):
+					dead = append(dead, d.SubscriptionID)
+				}
+				return nil
+			})
+			return err
+		})
+		b.Queue(qInFlight).Query(func(rows pgx.Rows) (err error) {
+			inFlight, err = pgx.CollectRows(rows, pgx.RowToStructByPos[plantstore.InFlight])
+			return err
+		})
+		return b
 	})
 	if err != nil {
 		return nil, wrap("claim webhook deliveries", err)
 	}
-	return claimed, nil
+	picked := c.Pick(due, inFlight)
+	if len(picked) == 0 && len(dead) == 0 {
+		return nil, nil
+	}
+	var keys deliveryKeys
+	for _, d := range picked {
+		keys.messages = append(keys.messages, d.MessageID)
+		keys.subscriptions = append(keys.subscriptions, d.SubscriptionID)
+	}
+	var tasks []*plantstore.Task
+	err = db.sendBatch(ctx, func() *pgx.Batch {
+		tasks = nil
+		b := &pgx.Batch{}
+		if len(dead) > 0 {
+			b.Queue(qFailDead, dead)
+		}
+		if len(picked) > 0 {
+			b.Queue(qLease, keys.messages, keys.subscriptions, c.Lease.Microseconds()).Query(func(rows pgx.Rows) (err error) {
+				tasks, err = pgx.CollectRows(rows, scanLeased)
+				return err
+			})
+		}
+		return b
+	})
+	if err != nil {
+		return nil, wrap("claim webhook deliveries", err)
+	}
+	return tasks, nil
 }
 
-func scanTask(row pgx.CollectableRow) (*plantstore.Task, error) {
-	var t plantstore.Task
-	if err := row.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &t.CreatedAt); err != nil {
+// deliveryKeys names deliveries for qLease.
+type deliveryKeys struct{ messages, subscriptions []string }
+
+// scanLeased scans a row of qLease: a task and its subscription.
+func scanLeased(row pgx.CollectableRow) (*plantstore.Task, error) {
+	t := &plantstore.Task{Subscription: &plantstore.Subscription{}}
+	dest := append([]any{&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &t.CreatedAt},
+		subscriptionDest(t.Subscription)...)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	return &t, nil
+	return t, nil
 }
 
-// qComplete records an attempt of a pending delivery and sets the
-// delivery's state, in one statement; a delivery no longer pending is left
-// alone and gets no attempt row.
-const qComplete = `WITH done AS (
+// Statements of CompleteDelivery, sent as one implicit transaction.
+const (
+	// qLockForAttempt locks the subscription row first when the attempt
+	// will change it ($2: the attempt failed; or it is failing and will be
+	// cleared), so that every writer of a subscription and its deliveries
+	// (this, DeleteSubscription) locks the subscription first.
+	qLockForAttempt = `SELECT 1 FROM webhook_subscriptions WHERE id = $1 AND ($2::BOOL OR failing_since IS NOT NULL) FOR UPDATE`
+	// qComplete records an attempt of a pending delivery, sets the
+	// delivery's state, and updates the subscription: FailingSince set by
+	// a failed attempt ($9 false) unless set, cleared by a successful one;
+	// disabled as of the attempt on a 410 ($10) or when it has failed since
+	// before the cutoff ($11). A delivery no longer pending is left alone,
+	// and so is its subscription.
+	qComplete = `WITH done AS (
 	UPDATE webhook_deliveries SET attempts = attempts + 1, state = $3, next_attempt_at = $4, lease_until = NULL
 	WHERE message_id = $1 AND subscription_id = $2 AND state = 'pending'
 	RETURNING subscription_id, message_id, plant_id, attempts
+), attempt AS (
+	INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at)
+	SELECT subscription_id, message_id, plant_id, attempts, $5::TIMESTAMPTZ, NULLIF($6::INT, 0), NULLIF($7::TEXT, ''), $8::BIGINT, $3::TEXT, $4::TIMESTAMPTZ
+	FROM done
 )
-INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at)
-SELECT subscription_id, message_id, plant_id, attempts, $5::TIMESTAMPTZ, NULLIF($6::INT, 0), NULLIF($7::TEXT, ''), $8::BIGINT, $3::TEXT, $4::TIMESTAMPTZ
-FROM done`
+UPDATE webhook_subscriptions SET
+	failing_since = CASE WHEN $9::BOOL THEN NULL ELSE COALESCE(failing_since, $5) END,
+	disabled_reason = CASE WHEN disabled_at IS NOT NULL THEN disabled_reason
+		WHEN $10::BOOL THEN 'gone'
+		WHEN NOT $9 AND COALESCE(failing_since, $5) < $11::TIMESTAMPTZ THEN 'failing' END,
+	disabled_at = CASE WHEN disabled_at IS NOT NULL THEN disabled_at
+		WHEN $10 OR (NOT $9 AND COALESCE(failing_since, $5) < $11) THEN $5 END
+WHERE id = $2 AND EXISTS (SELECT 1 FROM done) AND (NOT $9 OR failing_since IS NOT NULL)`
+	// qFailDisabled fails the pending deliveries of a subscription once it
+	// is disabled.
+	qFailDisabled = `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
+WHERE subscription_id = $1 AND state = 'pending'
+	AND EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = $1 AND disabled_at IS NOT NULL)`
+)
 
-// CompleteDelivery records attempt r of t, sets the delivery's new state
-// and releases its lease; with r.Disable it also disables the subscription
-// as of r.AttemptedAt and fails its other pending deliveries. The
-// statements travel pipelined in one transaction: the subscription row
-// first, then deliveries, so completions that disable lock in the same
-// order.
+// CompleteDelivery records attempt r of t, sets the delivery's new state,
+// releases its lease and keeps the subscription's FailingSince; on a 410,
+// or when the subscription has failed since before r.FailingCutoff, it
+// disables the subscription as of r.AttemptedAt and fails its other
+// pending deliveries. One round trip.
 func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
-	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
+	ok := r.State == plantstore.DeliverySucceeded
+	var cutoff *time.Time
+	if !r.FailingCutoff.IsZero() {
+		cutoff = &r.FailingCutoff
+	}
+	err := db.sendBatch(ctx, func() *pgx.Batch {
 		b := &pgx.Batch{}
-		if r.Disable {
-			b.Queue(`UPDATE webhook_subscriptions SET disabled_at = $1 WHERE id = $2 AND disabled_at IS NULL`,
-				r.AttemptedAt, t.SubscriptionID)
-		}
+		b.Queue(qLockForAttempt, t.SubscriptionID, !ok)
 		b.Queue(qComplete, t.MessageID, t.SubscriptionID, string(r.State), r.NextAttemptAt,
-			r.AttemptedAt, r.StatusCode, r.Error, r.Duration.Microseconds())
-		if r.Disable {
-			b.Queue(`UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
-			WHERE subscription_id = $1 AND state = 'pending'`, t.SubscriptionID)
+			r.AttemptedAt, r.StatusCode, r.Error, r.Duration.Microseconds(), ok, r.Disable, cutoff)
+		if !ok {
+			b.Queue(qFailDisabled, t.SubscriptionID)
 		}
-		return tx.SendBatch(ctx, b).Close()
+		return b
 	})
 	return wrap("complete webhook delivery", err)
+}
+
+// Statements of PruneOutbox: each deletes at most $2 rows older than $1,
+// by key (CockroachDB has no ctid).
+const (
+	qPruneAttempts = `DELETE FROM webhook_attempts WHERE (subscription_id, message_id, attempt) IN (
+	SELECT subscription_id, message_id, attempt FROM webhook_attempts WHERE attempted_at < $1 LIMIT $2)`
+	qPruneDeliveries = `DELETE FROM webhook_deliveries WHERE (message_id, subscription_id) IN (
+	SELECT message_id, subscription_id FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1 LIMIT $2)`
+)
+
+// PruneOutbox deletes at most limit rows: attempts made before before,
+// then, while fewer than limit went, finished deliveries created before it.
+func (db *DB) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	n := 0
+	for _, q := range []string{qPruneAttempts, qPruneDeliveries} {
+		if n == limit {
+			break
+		}
+		tag, err := db.exec(ctx, q, before, limit-n)
+		if err != nil {
+			return n, wrap("prune webhook history", err)
+		}
+		n += int(tag.RowsAffected())
+	}
+	return n, nil
 }
 
 // OutboxStats returns how many deliveries are pending and when the oldest

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,6 +76,10 @@ type DB struct {
 
 	pool  *pgxpool.Pool
 	queue *groupcommit.Queue[*writeOp]
+
+	// failed is the error of the last write that failed for the storage
+	// (see writeFault); nil once a write succeeds, or Ping's probe write.
+	failed atomic.Pointer[error]
 }
 
 var _ plantstore.Backend = (*DB)(nil)
@@ -145,11 +150,72 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// Ping checks that the database answers.
+// Ping reports whether the database can serve reads and writes now: a
+// round trip on a pooled connection and, when the last write failed for
+// the storage (see writeFault), a probe write (probeWrite), all within
+// OpTimeout. It fails with plantstore.ErrUnavailable when the server does
+// not answer, or when the last write failed and the probe fails too; a
+// probe that succeeds clears the failure.
 func (db *DB) Ping(ctx context.Context) error {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	return wrap("ping", db.pool.Ping(ctx))
+	if err := db.pool.Ping(ctx); err != nil {
+		return wrap("ping", err)
+	}
+	last := db.failed.Load()
+	if last == nil {
+		return nil
+	}
+	if err := db.probeWrite(ctx); err != nil {
+		return wrap("ping", fmt.Errorf("%w (%w); a probe write failed too: %w", errWriteFailed, *last, redact(err)))
+	}
+	db.failed.CompareAndSwap(last, nil) // unless a write failed since
+	return nil
+}
+
+// errWriteFailed is the error of Ping when the last write failed for the
+// storage and its probe write failed too; wrap marks it
+// plantstore.ErrUnavailable.
+var errWriteFailed = errors.New("the last write failed")
+
+// qProbe is the probe write of Ping, run in a transaction that is rolled
+// back: it inserts the webhook lock row of an owner (or finds it there),
+// which a read-only server (a standby after a failover,
+// default_transaction_read_only) refuses, as it refuses every write.
+const qProbe = `INSERT INTO webhook_owners (owner) VALUES ('plantstore:probe') ON CONFLICT (owner) DO NOTHING`
+
+// probeWrite runs qProbe in a transaction and rolls it back: three round
+// trips, leaving nothing behind.
+func (db *DB) probeWrite(ctx context.Context) error {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, qProbe)
+	if rbErr := tx.Rollback(ctx); err == nil {
+		err = rbErr
+	}
+	return err
+}
+
+// wrote records the outcome of a write for Ping and returns err: a fault
+// of the storage (writeFault) is latched; a write that succeeded clears
+// it (one atomic load when nothing is latched); any other error (the
+// statement's, a timeout, the caller's cancellation) leaves it as it is.
+// Every write records its outcome: the group commit per transaction, and
+// exec, inTx and sendBatch; reads do not (a read that succeeds says
+// nothing of the writes).
+func (db *DB) wrote(err error) error {
+	switch {
+	case err == nil:
+		if db.failed.Load() != nil {
+			db.failed.Store(nil)
+		}
+	case writeFault(err):
+		err = redact(err)
+		db.failed.Store(&err)
+	}
+	return err
 }
 
 // opContext bounds one call by OpTimeout.
@@ -229,18 +295,20 @@ func retry(ctx context.Context, try func() error) error {
 	}
 }
 
-// inTx runs fn in a transaction at iso and commits it, within OpTimeout,
-// with retries. fn must use the ctx it is given. Errors come back unwrapped.
+// inTx runs fn, a write, in a transaction at iso and commits it, within
+// OpTimeout, with retries, and records the outcome (wrote). fn must use
+// the ctx it is given. Errors come back unwrapped.
 func (db *DB) inTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	return retry(ctx, func() error {
+	return db.wrote(retry(ctx, func() error {
 		return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: iso}, func(tx pgx.Tx) error { return fn(ctx, tx) })
-	})
+	}))
 }
 
-// exec runs one statement in a transaction of its own (autocommit), within
-// OpTimeout, with retries. Errors come back unwrapped.
+// exec runs one write statement in a transaction of its own (autocommit),
+// within OpTimeout, with retries, and records the outcome (wrote). Errors
+// come back unwrapped.
 func (db *DB) exec(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
@@ -248,12 +316,13 @@ func (db *DB) exec(ctx context.Context, sql string, args ...any) (tag pgconn.Com
 		tag, err = db.pool.Exec(ctx, sql, args...)
 		return err
 	})
-	return tag, err
+	return tag, db.wrote(err)
 }
 
 // queryOne returns the first row of a statement (a read, or a write with
-// RETURNING) run alone within OpTimeout, with retries; no row is
-// plantstore.ErrNotFound. Errors come back unwrapped.
+// RETURNING, whose caller records its outcome with wrote) run alone within
+// OpTimeout, with retries; no row is plantstore.ErrNotFound. Errors come
+// back unwrapped.
 func queryOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql string, args ...any) (v T, err error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
@@ -292,6 +361,7 @@ const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeQueryCanceled        = "57014" // statement_timeout
+	codeReadOnlyTransaction  = "25006" // read_only_sql_transaction
 )
 
 func pgCode(err error) string {
@@ -318,7 +388,8 @@ func existsIfDuplicate(err error) error {
 }
 
 // wrap adds op to err. When the database cannot serve (unreachable,
-// shutting down, too slow, the store closed) the result matches
+// shutting down, read-only, out of disk or failing its I/O, too slow, the
+// store closed; see unavailable) the result matches
 // plantstore.ErrUnavailable; the cause, its password redacted, is kept for
 // the log.
 func wrap(op string, err error) error {
@@ -332,22 +403,63 @@ func wrap(op string, err error) error {
 }
 
 // unavailable reports errors that mean the database cannot serve now, as
-// opposed to errors of the statement itself.
+// opposed to errors of the statement itself: the faults of writeFault, a
+// statement timeout (57014), a timeout of the call, the store closed, and
+// Ping's errWriteFailed.
 func unavailable(err error) bool {
 	var (
 		connErr *pgconn.ConnectError
 		netErr  net.Error
 	)
+	if errors.Is(err, errWriteFailed) {
+		return true
+	}
 	if code := pgCode(err); code != "" {
-		// Class 08: connection exception; 57P01-03: shutdown, crash,
-		// starting up; 53xxx: out of resources (too many connections, disk
-		// full, out of memory); 57014: statement timeout.
-		return code[:2] == "08" || code[:2] == "53" || code == "57P01" || code == "57P02" ||
-			code == "57P03" || code == codeQueryCanceled
+		return storageCode(code) || code == codeQueryCanceled
 	}
 	return errors.As(err, &connErr) || errors.As(err, &netErr) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, groupcommit.ErrClosed) ||
 		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+}
+
+// storageCode reports the SQLSTATEs of a server that cannot serve, or
+// cannot write, now. Class 08: connection exception; 25006: read-only
+// transaction (a standby after a failover, default_transaction_read_only);
+// class 53: insufficient resources (disk full 53100, out of memory, too
+// many connections); class 58: system error (I/O error 58030, a file
+// missing); 57P01-03: shutdown, crash, starting up.
+func storageCode(code string) bool {
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "08", "53", "58":
+		return true
+	}
+	switch code {
+	case codeReadOnlyTransaction, "57P01", "57P02", "57P03":
+		return true
+	}
+	return false
+}
+
+// writeFault reports the errors of a write that say the storage cannot
+// take writes now, which Ping then checks with a probe write (see wrote):
+// a server error of storageCode, or the connection refused or lost. A
+// timeout (the statement's or the call's) and the caller's cancellation
+// are not: they say nothing of the storage (a lock wait, a slow client).
+func writeFault(err error) bool {
+	if code := pgCode(err); code != "" {
+		return storageCode(code)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return false
+	}
+	var (
+		connErr *pgconn.ConnectError
+		netErr  net.Error
+	)
+	return errors.As(err, &connErr) || (errors.As(err, &netErr) && !netErr.Timeout()) || pgconn.SafeToRetry(err)
 }
 
 // redact drops the password from errors that quote the connection string.

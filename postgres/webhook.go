@@ -5,28 +5,76 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore"
 )
 
-// subscriptionColumns is a subscription's select list; a missing previous
-// secret (NULL) reads as "".
-const subscriptionColumns = `id, owner, url, description, secret, COALESCE(previous_secret, ''), previous_secret_until, created_at, disabled_at`
+// subscriptionColumns is a subscription's select list, from the table
+// aliased s; a missing previous secret or reason (NULL) reads as "".
+const subscriptionColumns = `s.id, s.owner, s.url, s.description, s.secret, COALESCE(s.previous_secret, ''), s.previous_secret_until,
+	s.created_at, s.disabled_at, COALESCE(s.disabled_reason, ''), s.failing_since`
+
+// Statements of InsertSubscription, sent as one implicit transaction. The
+// first takes the owner's lock row (creating it if need be), so that the
+// count of the second, which starts after the lock is held and so sees
+// every create that held it before, cannot interleave with another create
+// of the owner: READ COMMITTED takes a fresh snapshot per statement.
+const (
+	qLockOwner          = `INSERT INTO webhook_owners (owner) VALUES ($1) ON CONFLICT (owner) DO UPDATE SET owner = EXCLUDED.owner`
+	qInsertSubscription = `INSERT INTO webhook_subscriptions
+	(id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since)
+SELECT $1::TEXT, $2::TEXT, $3::TEXT, $4::TEXT, $5::TEXT, NULLIF($6::TEXT, ''), $7::TIMESTAMPTZ, $8::TIMESTAMPTZ, $9::TIMESTAMPTZ,
+	NULLIF($10::TEXT, ''), $11::TIMESTAMPTZ
+WHERE (SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = $2) < $12`
+)
 
 // InsertSubscription stores s, or returns plantstore.ErrExists when its id
-// is taken.
-func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription) error {
-	_, err := db.exec(ctx, `INSERT INTO webhook_subscriptions
-	(id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at)
-	VALUES ($1, $2, $3, $4, $5, NULLIF($6::TEXT, ''), $7, $8, $9)`,
-		s.ID, s.Owner, s.URL, s.Description, s.Secret, s.PreviousSecret, s.PreviousSecretUntil, s.CreatedAt, s.DisabledAt)
+// is taken, or plantstore.ErrLimit when its owner has max subscriptions or
+// more.
+func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription, max int) error {
+	err := db.sendBatch(ctx, func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(qLockOwner, s.Owner)
+		b.Queue(qInsertSubscription, s.ID, s.Owner, s.URL, s.Description, s.Secret, s.PreviousSecret, s.PreviousSecretUntil,
+			s.CreatedAt, s.DisabledAt, string(s.DisabledReason), s.FailingSince, max).
+			Exec(func(tag pgconn.CommandTag) error {
+				if tag.RowsAffected() == 0 {
+					return plantstore.ErrLimit
+				}
+				return nil
+			})
+		return b
+	})
 	return wrap("insert webhook", existsIfDuplicate(err))
 }
 
-// ListSubscriptions returns the owner's subscriptions, oldest first.
-func (db *DB) ListSubscriptions(ctx context.Context, owner string) ([]*plantstore.Subscription, error) {
+// sendBatch sends the batch that build makes, which writes, as one
+// implicit transaction, within OpTimeout, with retries (build runs again
+// for each try), and records the outcome (wrote). Errors come back
+// unwrapped.
+func (db *DB) sendBatch(ctx context.Context, build func() *pgx.Batch) error {
+	return db.wrote(db.readBatch(ctx, build))
+}
+
+// readBatch is sendBatch for a batch that only reads: its outcome is not
+// recorded.
+func (db *DB) readBatch(ctx context.Context, build func() *pgx.Batch) error {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	return retry(ctx, func() error { return db.pool.SendBatch(ctx, build()).Close() })
+}
+
+// ListSubscriptions returns at most f.Limit of the owner's subscriptions
+// after f.After, by id.
+func (db *DB) ListSubscriptions(ctx context.Context, f plantstore.SubscriptionFilter) ([]*plantstore.Subscription, error) {
+	after := "" // sorts before every id
+	if f.After != nil {
+		after = *f.After
+	}
 	subs, err := queryAll(ctx, db, scanSubscription,
-		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE owner = $1 ORDER BY created_at, id`, owner)
+		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions s WHERE s.owner = $1 AND s.id > $2 ORDER BY s.id LIMIT $3`,
+		f.Owner, after, f.Limit)
 	if err != nil {
 		return nil, wrap("list webhooks", err)
 	}
@@ -36,7 +84,7 @@ func (db *DB) ListSubscriptions(ctx context.Context, owner string) ([]*plantstor
 // FindSubscription returns the owner's subscription id.
 func (db *DB) FindSubscription(ctx context.Context, owner, id string) (*plantstore.Subscription, error) {
 	s, err := queryOne(ctx, db, scanSubscription,
-		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE owner = $1 AND id = $2`, owner, id)
+		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions s WHERE s.owner = $1 AND s.id = $2`, owner, id)
 	if err != nil {
 		return nil, wrap("find webhook", err)
 	}
@@ -59,17 +107,17 @@ SELECT id FROM gone`
 // deliveries and attempts.
 func (db *DB) DeleteSubscription(ctx context.Context, owner, id string) error {
 	_, err := queryOne(ctx, db, pgx.RowTo[string], qDeleteSubscription, owner, id)
-	return wrap("delete webhook", err)
+	return wrap("delete webhook", db.wrote(err))
 }
 
 // RotateSecret makes secret the signing secret and keeps the old one until
 // previousUntil.
 func (db *DB) RotateSecret(ctx context.Context, owner, id, secret string, previousUntil time.Time) (*plantstore.Subscription, error) {
-	s, err := queryOne(ctx, db, scanSubscription, `UPDATE webhook_subscriptions
+	s, err := queryOne(ctx, db, scanSubscription, `UPDATE webhook_subscriptions s
 	SET previous_secret = secret, previous_secret_until = $1, secret = $2
 	WHERE owner = $3 AND id = $4 RETURNING `+subscriptionColumns,
 		previousUntil, secret, owner, id)
-	if err != nil {
+	if err = db.wrote(err); err != nil {
 		return nil, wrap("rotate webhook secret", err)
 	}
 	return s, nil
@@ -115,9 +163,14 @@ func scanAttempt(row pgx.CollectableRow) (*plantstore.Attempt, error) {
 
 func scanSubscription(row pgx.CollectableRow) (*plantstore.Subscription, error) {
 	var s plantstore.Subscription
-	if err := row.Scan(&s.ID, &s.Owner, &s.URL, &s.Description, &s.Secret, &s.PreviousSecret,
-		&s.PreviousSecretUntil, &s.CreatedAt, &s.DisabledAt); err != nil {
+	if err := row.Scan(subscriptionDest(&s)...); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// subscriptionDest is where subscriptionColumns scan to.
+func subscriptionDest(s *plantstore.Subscription) []any {
+	return []any{&s.ID, &s.Owner, &s.URL, &s.Description, &s.Secret, &s.PreviousSecret,
+		&s.PreviousSecretUntil, &s.CreatedAt, &s.DisabledAt, &s.DisabledReason, &s.FailingSince}
 }

@@ -62,13 +62,17 @@ func (s *PlantService) FindPlantByID(ctx context.Context, owner string, id int64
 }
 
 // FindPlants returns one page of the owner's plants by id ascending and
-// whether another page follows (it asks the store for one row more).
+// whether another page follows (it asks the store for one row more). It
+// refuses a filter the stores cannot take (PlantFilter.Validate).
 func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error) {
 	if f.Limit == 0 {
 		f.Limit = plantstore.DefaultPageSize
 	}
 	if f.Limit < 1 || f.Limit > plantstore.MaxPageSize {
 		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "limit must be from 1 to %d", plantstore.MaxPageSize)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, false, err
 	}
 	want := f.Limit
 	f.Limit++

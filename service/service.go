@@ -8,6 +8,7 @@
 package service
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -31,6 +32,13 @@ type Config struct {
 	// OnTokenCache, if set, is told the result of each token cache lookup
 	// (hit: no storage lookup) while the cache is on.
 	OnTokenCache func(hit bool)
+	// MaxSubscriptions bounds each owner's webhook subscriptions, disabled
+	// ones included (0: plantstore.DefaultMaxSubscriptions).
+	MaxSubscriptions int
+	// WebhookDisableAfter disables a subscription whose delivery attempts
+	// have all failed for longer than this, at its next failed attempt (0:
+	// never; a 410 still disables it).
+	WebhookDisableAfter time.Duration
 }
 
 // Services are the services over one backend.
@@ -62,8 +70,8 @@ func New(b Backend, c Config) *Services {
 	return &Services{
 		Plants:   &PlantService{store: b, now: now, notify: notify},
 		Tokens:   &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache},
-		Webhooks: &WebhookService{store: b, now: now},
-		Outbox:   &OutboxService{store: b, now: now},
+		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions)},
+		Outbox:   &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},
 	}
 }
 

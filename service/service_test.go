@@ -417,7 +417,7 @@ func TestCompleteTask(t *testing.T) {
 		if _, _, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"}); err != nil {
 			t.Fatal(err)
 		}
-		tasks, err := svc.Outbox.ClaimTasks(t.Context(), c.Now(), time.Minute, 10)
+		tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +443,7 @@ func TestCompleteTask(t *testing.T) {
 		if len(attempts) != 0 {
 			t.Fatalf("%d attempts recorded by a refused CompleteTask, want 0", len(attempts))
 		}
-		tasks, err := svc.Outbox.ClaimTasks(ctx, start.Add(30*time.Second), time.Minute, 10)
+		tasks, err := svc.Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

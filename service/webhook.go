@@ -3,6 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -12,28 +15,92 @@ import (
 type WebhookService struct {
 	store plantstore.WebhookStore
 	now   func() time.Time
+	max   int // subscriptions per owner
+
+	mu   sync.Mutex
+	last uint64 // the last id issued, as a number: ids of one process increase
 }
 
+// idTries bounds the inserts of a new subscription whose fresh id was taken
+// (ids two processes issue in one millisecond collide with a probability of
+// 1/65536).
+const idTries = 4
+
 // CreateSubscription checks url and description and stores a subscription
-// with a fresh id and secret.
+// with a fresh id and secret, unless the owner has as many as allowed
+// (CodeTooManyWebhooks). An id that happens to be taken is drawn again.
 func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error) {
 	sub, err := plantstore.NewSubscription(owner, url, description, s.now())
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.InsertSubscription(ctx, sub); err != nil {
+	for try := 1; ; try++ {
+		if sub.ID, err = s.newID(sub.CreatedAt); err != nil {
+			return nil, err
+		}
+		err = s.store.InsertSubscription(ctx, sub, s.max)
+		if !errors.Is(err, plantstore.ErrExists) || try == idTries {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, plantstore.ErrLimit):
+		return nil, &plantstore.Error{Code: plantstore.CodeTooManyWebhooks, Err: err,
+			Message: fmt.Sprintf("the owner has %d webhook subscriptions, the most allowed: delete one first", s.max)}
+	case err != nil:
 		return nil, storeError("create webhook", err)
 	}
 	return sub, nil
 }
 
-// FindSubscriptions returns the owner's subscriptions, oldest first.
-func (s *WebhookService) FindSubscriptions(ctx context.Context, owner string) ([]*plantstore.Subscription, error) {
-	subs, err := s.store.ListSubscriptions(ctx, owner)
+// newID returns a fresh subscription id for a subscription created at now
+// (plantstore.NewSubscriptionID): within the millisecond of the last id
+// this service issued, the next id is past it (the last one plus one, as
+// monotonic ULIDs do), so that ids sort by creation time even within a
+// millisecond. (A clock that steps back gives ids that sort by the times
+// it gave.)
+func (s *WebhookService) newID(now time.Time) (string, error) {
+	id, err := plantstore.NewSubscriptionID(now)
 	if err != nil {
-		return nil, storeError("find webhooks", err)
+		return "", err
 	}
-	return subs, nil
+	v, err := strconv.ParseUint(id[len("whk_"):], 16, 64)
+	if err != nil {
+		return "", fmt.Errorf("service: webhook id %q: %w", id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	const millis = 16 // the bits below the milliseconds
+	if v>>millis == s.last>>millis && v <= s.last {
+		v = s.last + 1
+	}
+	s.last = v
+	return fmt.Sprintf("whk_%016x", v), nil
+}
+
+// FindSubscriptions returns one page of the owner's subscriptions by id
+// ascending and whether another page follows (it asks the store for one row
+// more).
+func (s *WebhookService) FindSubscriptions(ctx context.Context, f plantstore.SubscriptionFilter) ([]*plantstore.Subscription, bool, error) {
+	if f.Limit == 0 {
+		f.Limit = plantstore.DefaultPageSize
+	}
+	if f.Limit < 1 || f.Limit > plantstore.MaxPageSize {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "limit must be from 1 to %d", plantstore.MaxPageSize)
+	}
+	if f.After != nil && !plantstore.ValidSubscriptionID(*f.After) {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "after must be a webhook id (whk_ and 16 hex digits)")
+	}
+	want := f.Limit
+	f.Limit++
+	subs, err := s.store.ListSubscriptions(ctx, f)
+	if err != nil {
+		return nil, false, storeError("find webhooks", err)
+	}
+	if len(subs) > want {
+		return subs[:want], true, nil
+	}
+	return subs, false, nil
 }
 
 // FindSubscriptionByID returns the owner's subscription id.
@@ -90,21 +157,26 @@ func webhookError(op, id string, err error) error {
 // OutboxService implements plantstore.OutboxService over an OutboxStore:
 // the dispatcher's side of the transactional outbox.
 type OutboxService struct {
-	store plantstore.OutboxStore
-	now   func() time.Time
+	store        plantstore.OutboxStore
+	now          func() time.Time
+	disableAfter time.Duration // 0: no automatic disabling
 }
 
-// ClaimTasks leases up to limit due deliveries until now+lease and sets
-// each task's URL and the signing secrets valid at now.
-func (s *OutboxService) ClaimTasks(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*plantstore.Task, error) {
-	if limit < 1 {
+// ClaimTasks leases due deliveries as c asks (the lease is timed by the
+// database's clock) and sets each task's URL and the signing secrets valid
+// now.
+func (s *OutboxService) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+	if c.Limit < 1 {
 		return nil, nil
 	}
-	now = now.UTC()
-	tasks, err := s.store.ClaimDeliveries(ctx, now, now.Add(lease), limit)
+	if c.Lease <= 0 {
+		return nil, errors.New("service: claim webhook tasks: the lease must be positive")
+	}
+	tasks, err := s.store.ClaimDeliveries(ctx, c)
 	if err != nil {
 		return nil, storeError("claim webhook tasks", err)
 	}
+	now := s.now()
 	for _, t := range tasks {
 		t.URL = t.Subscription.URL
 		t.Secrets = t.Subscription.SigningSecrets(now)
@@ -112,7 +184,9 @@ func (s *OutboxService) ClaimTasks(ctx context.Context, now time.Time, lease tim
 	return tasks, nil
 }
 
-// CompleteTask records an attempt; a zero r.AttemptedAt means now.
+// CompleteTask records an attempt; a zero r.AttemptedAt means now. With
+// automatic disabling on, a failed attempt disables the subscription when
+// every attempt has failed for longer than the setting.
 func (s *OutboxService) CompleteTask(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
 	switch {
 	case r.State == plantstore.DeliveryPending && r.NextAttemptAt == nil:
@@ -124,10 +198,27 @@ func (s *OutboxService) CompleteTask(ctx context.Context, t *plantstore.Task, r 
 		r.AttemptedAt = s.now()
 	}
 	r.AttemptedAt = r.AttemptedAt.UTC()
+	r.FailingCutoff = time.Time{}
+	if s.disableAfter > 0 && r.State != plantstore.DeliverySucceeded {
+		r.FailingCutoff = r.AttemptedAt.Add(-s.disableAfter)
+	}
 	if err := s.store.CompleteDelivery(ctx, t, r); err != nil {
 		return storeError("complete webhook task", err)
 	}
 	return nil
+}
+
+// PruneOutbox deletes at most limit rows of delivery history older than
+// before: attempts, and finished deliveries.
+func (s *OutboxService) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	n, err := s.store.PruneOutbox(ctx, before.UTC(), limit)
+	if err != nil {
+		return n, storeError("prune webhook history", err)
+	}
+	return n, nil
 }
 
 // OutboxStats returns how many deliveries are pending and when the oldest

@@ -459,11 +459,11 @@ func TestSubscriptionCounts(t *testing.T) {
 		}
 	}
 	check("nothing", 0) // caches alice: 0
-	if err := db.InsertSubscription(ctx, sub("whk_1")); err != nil {
+	if err := db.InsertSubscription(ctx, sub("whk_1"), plantstore.DefaultMaxSubscriptions); err != nil {
 		t.Fatal(err)
 	}
 	check("a subscription", 1)
-	if err := db.InsertSubscription(ctx, sub("whk_2")); err != nil {
+	if err := db.InsertSubscription(ctx, sub("whk_2"), plantstore.DefaultMaxSubscriptions); err != nil {
 		t.Fatal(err)
 	}
 	check("two", 2)
@@ -473,7 +473,7 @@ func TestSubscriptionCounts(t *testing.T) {
 	check("a delete", 1)
 
 	// A delivery answered 410 disables whk_2.
-	tasks, err := db.ClaimDeliveries(ctx, time.Now(), time.Now().Add(time.Minute), 100)
+	tasks, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil || len(tasks) == 0 {
 		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
 	}
@@ -502,7 +502,7 @@ func TestSubscriptionCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.InsertSubscription(ctx, sub("whk_4")); err != nil {
+	if err := other.InsertSubscription(ctx, sub("whk_4"), plantstore.DefaultMaxSubscriptions); err != nil {
 		t.Fatal(err)
 	}
 	check("another connection's subscription", 1)

@@ -4,66 +4,105 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/plantstore/plantstore"
 )
 
-// qClaim selects the due deliveries with their subscription (NULL columns
-// when it is gone).
-const qClaim = `SELECT d.message_id, d.subscription_id, d.owner, d.plant_id, d.payload, d.attempts, d.created_at,
-	s.url, s.description, s.secret, s.previous_secret, s.previous_secret_until, s.created_at, s.disabled_at
-FROM webhook_deliveries d LEFT JOIN webhook_subscriptions s ON s.id = d.subscription_id
-WHERE d.state = 'pending' AND d.next_attempt_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)
-ORDER BY d.next_attempt_at LIMIT ?2`
+// clock is the database's clock, which times leases and says what is due:
+// SQLite runs in this process, so it is the process's (a database file is
+// served by one process at a time).
+var clock = time.Now
 
-// ClaimDeliveries leases up to limit due deliveries until leaseUntil,
-// oldest next attempt first. SQLite has one writer, so the select and the
-// lease update, in one write transaction, cannot race with another claim.
-// A due delivery whose subscription is disabled or gone is marked failed
-// and not returned.
-func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, limit int) ([]*plantstore.Task, error) {
-	// Most polls find nothing due: ask the read pool first, so that an idle
-	// dispatcher does not take the write lock (and a place in the group
-	// commit) twice a second. A delivery that falls due right after is
-	// claimed at the next poll.
-	if due, err := db.anyDue(ctx, now); err != nil || !due {
+// qInFlight counts the leased deliveries of each subscription.
+const qInFlight = `SELECT subscription_id, owner, COUNT(*) FROM webhook_deliveries
+WHERE state = 'pending' AND lease_until > ?1 GROUP BY subscription_id, owner`
+
+// qDue returns the earliest due, unleased deliveries of each subscription,
+// at most ?2 of each, with whether the subscription is live (there and
+// enabled). subs walks the subscriptions that have pending deliveries on
+// webhook_deliveries_pending, one index probe each (a loose index scan),
+// which also gives each one's earliest next attempt, so only those with a
+// delivery due are probed again. A subscription with thousands of due
+// deliveries costs a claim no more than one with one, and cannot hide
+// another's; the cost grows with the number of subscriptions that have
+// pending deliveries. The ORDER BY names both columns so that only that
+// partial index serves it (the subscription_id index would walk the
+// finished deliveries too).
+const qDue = `WITH RECURSIVE subs(id, head) AS (
+	SELECT subscription_id, next_attempt_at FROM webhook_deliveries WHERE rowid = (
+		SELECT rowid FROM webhook_deliveries WHERE state = 'pending' ORDER BY subscription_id, next_attempt_at LIMIT 1)
+	UNION ALL
+	SELECT d.subscription_id, d.next_attempt_at FROM subs JOIN webhook_deliveries d ON d.rowid = (
+		SELECT rowid FROM webhook_deliveries WHERE state = 'pending' AND subscription_id > subs.id
+		ORDER BY subscription_id, next_attempt_at LIMIT 1)
+)
+SELECT d.message_id, d.subscription_id, d.owner, d.next_attempt_at, s.id IS NOT NULL AND s.disabled_at IS NULL
+FROM subs JOIN webhook_deliveries d ON d.rowid IN (
+	SELECT rowid FROM webhook_deliveries
+	WHERE subscription_id = subs.id AND state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
+	ORDER BY next_attempt_at LIMIT ?2)
+LEFT JOIN webhook_subscriptions s ON s.id = d.subscription_id
+WHERE subs.head <= ?1`
+
+// qLease leases a delivery that is still pending, due, unleased and of a
+// live subscription.
+const qLease = `UPDATE webhook_deliveries SET lease_until = ?1
+WHERE message_id = ?2 AND subscription_id = ?3 AND state = 'pending' AND next_attempt_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
+	AND EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?3 AND disabled_at IS NULL)
+RETURNING message_id, subscription_id, owner, plant_id, payload, attempts, created_at`
+
+// qFailDead fails the pending deliveries of a subscription that is gone or
+// disabled.
+const qFailDead = `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
+WHERE subscription_id = ?1 AND state = 'pending'
+	AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?1 AND disabled_at IS NULL)`
+
+// ClaimDeliveries leases the deliveries c.Pick chooses among each
+// subscription's earliest due ones. The choice is made on the read pool,
+// so a poll that finds nothing to claim (nothing due, or every due
+// delivery's subscription or owner at its bound) takes no write lock; the
+// lease, in a write transaction, checks again that each delivery is still
+// pending and unleased. A due delivery whose subscription is disabled or
+// gone is marked failed, with the subscription's other pending ones.
+func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+	if c.Limit < 1 {
+		return nil, nil
+	}
+	due, dead, inFlight, err := db.dueDeliveries(ctx, clock(), c.DuePerSubscription())
+	if err != nil {
 		return nil, err
 	}
+	picked := c.Pick(due, inFlight)
+	if len(picked) == 0 && len(dead) == 0 {
+		return nil, nil
+	}
 	var tasks []*plantstore.Task
-	err := db.update(ctx, "claim webhook deliveries", func(ctx context.Context, tx *Tx) error {
+	err = db.update(ctx, "claim webhook deliveries", func(ctx context.Context, tx *Tx) error {
 		tasks = nil
-		rows, err := tx.QueryContext(ctx, qClaim, now.UnixNano(), limit)
-		if err != nil {
-			return wrap("claim webhook deliveries", err)
-		}
-		var dead []*plantstore.Task
-		for rows.Next() {
-			t, live, err := scanClaim(rows)
-			if err != nil {
-				rows.Close()
-				return wrap("claim webhook deliveries", err)
-			}
-			if live {
-				tasks = append(tasks, t)
-			} else {
-				dead = append(dead, t)
+		for _, id := range dead {
+			if _, err := tx.ExecContext(ctx, qFailDead, id); err != nil {
+				return wrap("fail webhook deliveries", err)
 			}
 		}
-		if err := errors.Join(rows.Close(), rows.Err()); err != nil {
-			return wrap("claim webhook deliveries", err)
-		}
-		for _, t := range dead {
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
-				WHERE message_id = ? AND subscription_id = ?`, t.MessageID, t.SubscriptionID); err != nil {
-				return wrap("fail webhook delivery", err)
-			}
-		}
-		for _, t := range tasks {
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_until = ? WHERE message_id = ? AND subscription_id = ?`,
-				leaseUntil.UnixNano(), t.MessageID, t.SubscriptionID); err != nil {
+		now := clock()
+		subs := map[string]*plantstore.Subscription{}
+		for _, d := range picked {
+			t, err := scanLeased(tx.QueryRowContext(ctx, qLease, now.Add(c.Lease).UnixNano(), d.MessageID, d.SubscriptionID, now.UnixNano()))
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // claimed, completed or disabled since it was read
+			} else if err != nil {
 				return wrap("lease webhook delivery", err)
 			}
+			if t.Subscription = subs[t.SubscriptionID]; t.Subscription == nil {
+				row := tx.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE id = ?`, t.SubscriptionID)
+				if t.Subscription, err = scanSubscription(row); err != nil {
+					return wrap("lease webhook delivery", err)
+				}
+				subs[t.SubscriptionID] = t.Subscription
+			}
+			tasks = append(tasks, t)
 		}
 		return nil
 	})
@@ -73,49 +112,77 @@ func (db *DB) ClaimDeliveries(ctx context.Context, now, leaseUntil time.Time, li
 	return tasks, nil
 }
 
-// anyDue reports whether a delivery is due at now, on the read pool.
-func (db *DB) anyDue(ctx context.Context, now time.Time) (bool, error) {
+// dueDeliveries reads, on the read pool, the earliest due deliveries of
+// each live subscription (at most perSub each), the ids of the dead
+// subscriptions that have due deliveries, and the deliveries in flight.
+func (db *DB) dueDeliveries(ctx context.Context, now time.Time, perSub int) (due []plantstore.DueDelivery, dead []string, inFlight []plantstore.InFlight, err error) {
 	ctx, cancel := db.readContext(ctx)
 	defer cancel()
-	st, err := db.readStmt(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
-		WHERE state = 'pending' AND next_attempt_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1))`)
+	st, err := db.readStmt(ctx, qDue)
 	if err != nil {
-		return false, wrap("claim webhook deliveries", err)
+		return nil, nil, nil, wrap("claim webhook deliveries", err)
 	}
-	var due bool
-	if err := st.QueryRowContext(ctx, now.UnixNano()).Scan(&due); err != nil {
-		return false, wrap("claim webhook deliveries", err)
+	rows, err := st.QueryContext(ctx, now.UnixNano(), perSub)
+	if err != nil {
+		return nil, nil, nil, wrap("claim webhook deliveries", err)
 	}
-	return due, nil
+	defer rows.Close()
+	for rows.Next() {
+		var d plantstore.DueDelivery
+		var next int64
+		var live bool
+		if err := rows.Scan(&d.MessageID, &d.SubscriptionID, &d.Owner, &next, &live); err != nil {
+			return nil, nil, nil, wrap("claim webhook deliveries", err)
+		}
+		switch {
+		case live:
+			d.NextAttemptAt = fromNanos(next)
+			due = append(due, d)
+		case !slices.Contains(dead, d.SubscriptionID): // few: each is failed at once
+			dead = append(dead, d.SubscriptionID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, wrap("claim webhook deliveries", err)
+	}
+	if len(due) == 0 {
+		return nil, dead, nil, nil
+	}
+	st, err = db.readStmt(ctx, qInFlight)
+	if err != nil {
+		return nil, nil, nil, wrap("claim webhook deliveries", err)
+	}
+	rows, err = st.QueryContext(ctx, now.UnixNano())
+	if err != nil {
+		return nil, nil, nil, wrap("claim webhook deliveries", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f plantstore.InFlight
+		if err := rows.Scan(&f.SubscriptionID, &f.Owner, &f.N); err != nil {
+			return nil, nil, nil, wrap("claim webhook deliveries", err)
+		}
+		inFlight = append(inFlight, f)
+	}
+	return due, dead, inFlight, wrap("claim webhook deliveries", rows.Err())
 }
 
-// scanClaim scans a row of qClaim; live is false when the subscription is
-// gone or disabled.
-func scanClaim(s scanner) (t *plantstore.Task, live bool, err error) {
-	t = &plantstore.Task{}
+// scanLeased scans a row of qLease.
+func scanLeased(s scanner) (*plantstore.Task, error) {
+	t := &plantstore.Task{}
 	var created int64
-	var url, description, secret, prev sql.NullString
-	var prevUntil, subCreated, disabled sql.NullInt64
-	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &created,
-		&url, &description, &secret, &prev, &prevUntil, &subCreated, &disabled); err != nil {
-		return nil, false, err
+	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &created); err != nil {
+		return nil, err
 	}
 	t.CreatedAt = fromNanos(created)
-	if !url.Valid || disabled.Valid {
-		return t, false, nil
-	}
-	t.Subscription = &plantstore.Subscription{
-		ID: t.SubscriptionID, Owner: t.Owner, URL: url.String, Description: description.String,
-		Secret: secret.String, PreviousSecret: prev.String, PreviousSecretUntil: nanosPtr(prevUntil),
-		CreatedAt: fromNanos(subCreated.Int64),
-	}
-	return t, true, nil
+	return t, nil
 }
 
 // CompleteDelivery records an attempt of t, sets the delivery's new state
-// and releases its lease; with r.Disable it also disables the subscription
-// (as of r.AttemptedAt) and fails its other pending deliveries. A delivery
-// no longer pending is left alone.
+// and releases its lease; it keeps the subscription's FailingSince, and
+// disables the subscription (as of r.AttemptedAt) on a 410 or when it has
+// failed since before r.FailingCutoff, failing its other pending
+// deliveries. A delivery no longer pending is left alone.
 func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
 	return db.update(ctx, "complete webhook delivery", func(ctx context.Context, tx *Tx) error {
 		next := nullNanos(r.NextAttemptAt)
@@ -136,17 +203,35 @@ func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plants
 			r.Duration.Microseconds(), string(r.State), next); err != nil {
 			return wrap("insert webhook attempt", err)
 		}
-		if !r.Disable {
-			return nil
+		if r.State == plantstore.DeliverySucceeded {
+			_, err := tx.ExecContext(ctx, `UPDATE webhook_subscriptions SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, t.SubscriptionID)
+			return wrap("complete webhook delivery", err)
 		}
 		var owner string
-		err = tx.QueryRowContext(ctx, `UPDATE webhook_subscriptions SET disabled_at = ? WHERE id = ? AND disabled_at IS NULL RETURNING owner`,
-			r.AttemptedAt.UnixNano(), t.SubscriptionID).Scan(&owner)
+		var failingSince int64
+		err = tx.QueryRowContext(ctx, `UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, ?) WHERE id = ?
+			RETURNING owner, failing_since`, r.AttemptedAt.UnixNano(), t.SubscriptionID).Scan(&owner, &failingSince)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // gone
+		} else if err != nil {
+			return wrap("complete webhook delivery", err)
+		}
+		var reason plantstore.DisabledReason
 		switch {
-		case err == nil:
-			db.subs.add(owner, -1)
-		case !errors.Is(err, sql.ErrNoRows): // already disabled, or gone
+		case r.Disable:
+			reason = plantstore.DisabledGone
+		case !r.FailingCutoff.IsZero() && failingSince < r.FailingCutoff.UnixNano():
+			reason = plantstore.DisabledFailing
+		default:
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE webhook_subscriptions SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`,
+			r.AttemptedAt.UnixNano(), string(reason), t.SubscriptionID)
+		if err != nil {
 			return wrap("disable webhook", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			db.subs.add(owner, -1)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
 			WHERE subscription_id = ? AND state = 'pending'`, t.SubscriptionID); err != nil {
@@ -154,6 +239,35 @@ func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plants
 		}
 		return nil
 	})
+}
+
+// PruneOutbox deletes at most limit rows: attempts made before before,
+// then finished deliveries created before it. It is one write of the group
+// commit, so it holds the write lock for one batch of at most limit rows.
+func (db *DB) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := db.update(ctx, "prune webhook history", func(ctx context.Context, tx *Tx) error {
+		n = 0
+		for _, q := range []string{
+			`DELETE FROM webhook_attempts WHERE rowid IN (SELECT rowid FROM webhook_attempts WHERE attempted_at < ?1 LIMIT ?2)`,
+			`DELETE FROM webhook_deliveries WHERE rowid IN (SELECT rowid FROM webhook_deliveries WHERE state <> 'pending' AND created_at < ?1 LIMIT ?2)`,
+		} {
+			if n == limit {
+				break
+			}
+			res, err := tx.ExecContext(ctx, q, before.UnixNano(), limit-n)
+			if err != nil {
+				return wrap("prune webhook history", err)
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return wrap("prune webhook history", err)
+			}
+			n += int(k)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // OutboxStats returns how many deliveries are pending and when the oldest

@@ -111,6 +111,9 @@ func (db *DB) queryPlants(ctx context.Context, query string, one bool, each func
 	if db.readersClosed.Load() {
 		return errReadersClosed
 	}
+	if err := db.health.checkMoved(); err != nil {
+		return err
+	}
 	ctx, cancel := db.readContext(ctx)
 	defer cancel()
 	var r *reader

@@ -67,6 +67,12 @@ type DB struct {
 	// fails with plantstore.ErrUnavailable. Zero means DefaultOpTimeout.
 	OpTimeout time.Duration
 
+	// MustExist makes Open fail with ErrNoDatabase, naming the path, when
+	// the database file does not exist, instead of creating it (and its
+	// directory). Open never creates a database beside the WAL or shared
+	// memory file of a missing one (ErrOrphanWAL).
+	MustExist bool
+
 	// MaxBatch bounds how many writes share one commit (0: DefaultMaxBatch).
 	MaxBatch int
 	// OnCommit, if set, is called by the committer after each batch with
@@ -91,6 +97,9 @@ type DB struct {
 	subs subscriptionCounts
 
 	queue *groupcommit.Queue[*writeOp]
+
+	// health is what Ping checks besides a query (health.go).
+	health health
 }
 
 var _ plantstore.Backend = (*DB)(nil)
@@ -123,17 +132,25 @@ func (db *DB) dsn(readOnly bool) (string, error) {
 	if readOnly {
 		q.Set("_txlock", "deferred")
 		q.Set("_query_only", "true")
+	} else if db.MustExist {
+		q.Set("mode", "rw") // SQLite opens the file but does not create it
 	}
 	return "file:" + url.PathEscape(db.Path) + "?" + q.Encode(), nil
 }
 
-// Open creates the file's directory if needed and opens the connection
-// pools. It does not migrate: call Migrate (or check with SchemaStatus).
+// Open opens the connection pools. Unless MustExist is set it creates the
+// file, and its directory, when they do not exist (see checkPath for when it
+// refuses to). It records the identity of the database file and its WAL,
+// which every commit and Ping check (health.go). It does not migrate: call
+// Migrate (or check with SchemaStatus).
 func (db *DB) Open(ctx context.Context) error {
 	if db.Path == "" {
 		return errors.New("sqlite: path required")
 	}
-	if dir := filepath.Dir(db.Path); dir != "" {
+	if err := db.checkPath(); err != nil {
+		return err
+	}
+	if dir := filepath.Dir(db.Path); dir != "" && !db.MustExist {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return fmt.Errorf("sqlite: create directory: %w", err)
 		}
@@ -174,6 +191,10 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := db.openReaders(readDSN); err != nil {
 		return err
 	}
+	// The files are open now; their identity is the one SQLite uses.
+	if err := db.health.watch(db.Path, db.Path+"-wal"); err != nil {
+		return err
+	}
 	db.writeStmts = make(map[string]*sql.Stmt)
 	db.queue = groupcommit.New(groupcommit.Config[*writeOp]{
 		Apply:    db.commit,
@@ -207,22 +228,12 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
-// Ping checks that the database answers a query.
-func (db *DB) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, db.opTimeout())
-	defer cancel()
-	var one int
-	if err := db.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
-		return wrap("ping", err)
-	}
-	return nil
-}
-
 // wrap adds context to an error of the driver and marks the ones that mean
 // the storage cannot serve now with plantstore.ErrUnavailable (which keeps
 // the cause): the disk is full or read-only, an I/O error, the file is
 // locked or busy past the timeout or cannot be opened, the call's timeout
-// passed, or the database is closing.
+// passed, or the database is closing; and the faults of health.go (the file
+// moved, writes stalled or failing).
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
@@ -234,7 +245,8 @@ func wrap(op string, err error) error {
 }
 
 func unavailable(err error) bool {
-	return driverUnavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, groupcommit.ErrClosed)
+	return driverUnavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, groupcommit.ErrClosed) ||
+		storageFault(err)
 }
 
 func (db *DB) provider() (*goose.Provider, error) {

@@ -104,6 +104,9 @@ func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 
 // readStmt returns query prepared on the read pool.
 func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := db.health.checkMoved(); err != nil {
+		return nil, err
+	}
 	if st, ok := db.readStmts.Load(query); ok {
 		return st.(*sql.Stmt), nil
 	}
@@ -141,6 +144,8 @@ type writeOp struct {
 	fn    func(ctx context.Context, tx *Tx) error // opFunc
 	plant *plantstore.Plant                       // opInsertPlant; opDeletePlant: Owner and ID
 	event *plantstore.Event                       // opInsertPlant
+
+	queued int64 // when it was queued (sinceEpoch), set by do
 
 	err        error
 	existing   *plantstore.Plant // opInsertPlant: the row that had the key
@@ -191,7 +196,9 @@ func (db *DB) update(ctx context.Context, op string, fn func(ctx context.Context
 // caller has gone away, or whose wait passed OpTimeout, before its turn is
 // skipped.
 func (db *DB) do(ctx context.Context, w *writeOp) error {
-	return db.queue.DoBy(ctx, time.Now().Add(db.opTimeout()), w)
+	now := time.Now()
+	w.queued = sinceEpoch(now)
+	return db.queue.DoBy(ctx, now.Add(db.opTimeout()), w)
 }
 
 // DefaultMaxBatch bounds how many writes share one commit.
@@ -218,18 +225,29 @@ var (
 // so only the bad one fails. When the storage itself fails (disk full, I/O
 // error, busy past the timeout) or the commit does, every write of the
 // batch gets that error: nothing of it was kept, and running each alone
-// would only repeat the failure.
+// would only repeat the failure. When the database file is found moved
+// after the commit (health.go), every write gets ErrMoved: what it wrote is
+// in a file no longer at the path.
+//
+// While it runs, the enqueue time of the batch's first (oldest) write is
+// what Ping reads as the age of the oldest write waiting; a batch that
+// failed for the storage is recorded for Ping, until one commits.
 func (db *DB) commit(batch []*writeOp) {
+	db.health.oldest.Store(batch[0].queued)
+	defer db.health.oldest.Store(0)
 	err := db.runBatch(batch)
 	if errors.Is(err, errRedo) {
 		for _, w := range batch {
 			w.reset()
-			if err := db.runBatch([]*writeOp{w}); err != nil && w.err == nil {
+			err := db.runBatch([]*writeOp{w})
+			if err != nil && w.err == nil {
 				w.err = err
 			}
+			db.recordFailure(err)
 		}
 		return
 	}
+	db.recordFailure(err)
 	if err != nil {
 		for _, w := range batch {
 			if w.err == nil || errors.Is(err, errTxLost) {
@@ -242,10 +260,14 @@ func (db *DB) commit(batch []*writeOp) {
 // runBatch applies ops in one transaction. A nil error means it committed
 // (each op's own outcome is in the op); errRedo means it was rolled back
 // because an op failed unexpectedly, in a batch of more than one; any other
-// error means nothing was kept.
+// error means nothing was kept (ErrMoved after the commit: it was kept in a
+// file that is no longer at the path).
 func (db *DB) runBatch(ops []*writeOp) (err error) {
 	if len(ops) == 0 {
 		return nil
+	}
+	if err := db.health.checkMoved(); err != nil {
+		return wrap("begin", err)
 	}
 	ctx := context.Background()
 	db.prepare(ops)
@@ -289,6 +311,9 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 		case opFunc:
 			if w.err = w.fn(ctx, tx); w.err != nil {
 				if alone {
+					if unavailable(w.err) {
+						db.health.fail(w.err) // its error, but the storage's too
+					}
 					return nil // its error is its own; the deferred rollback undoes it
 				}
 				return errRedo
@@ -303,7 +328,21 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 		return wrap("commit", err)
 	}
 	committed = true
+	// Answer nothing before knowing that the commit went into the file at
+	// the path: after a delete or a rename it went into an orphan.
+	if err := db.health.checkFiles(); err != nil {
+		return wrap("commit", err)
+	}
+	db.health.committed()
 	return nil
+}
+
+// recordFailure records the error of a batch (runBatch) for Ping when it is
+// the storage's: not errRedo (a write's own failure) nor errTxLost.
+func (db *DB) recordFailure(err error) {
+	if err != nil && !errors.Is(err, errRedo) && !errors.Is(err, errTxLost) {
+		db.health.fail(err)
+	}
 }
 
 func cmpErr(a, b error) error {

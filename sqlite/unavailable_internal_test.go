@@ -193,8 +193,8 @@ func TestMigrateTokenTimes(t *testing.T) {
 		('tok_a', x'01', 'alice', 'plants:read', '2025-03-01T12:00:00.123456789Z', NULL, '2026-01-02T03:04:05.000000006Z')`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.Migrate(ctx); err != nil || n != 1 {
-		t.Fatalf("Migrate = %d, %v; want 1 migration applied", n, err)
+	if res, err := p.UpTo(ctx, 3); err != nil || len(res) != 1 {
+		t.Fatalf("UpTo(3) = %d, %v; want 1 migration applied", len(res), err)
 	}
 	tok, err := db.FindTokenByHash(ctx, []byte{1})
 	if err != nil {
@@ -204,7 +204,7 @@ func TestMigrateTokenTimes(t *testing.T) {
 		t.Fatalf("after migration: created %v, expires %v, revoked %v; want %v, nil, %v",
 			tok.CreatedAt, tok.ExpiresAt, tok.RevokedAt, created, revoked)
 	}
-	if _, err := p.Down(ctx); err != nil {
+	if _, err := p.DownTo(ctx, 2); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 	var text string

@@ -9,14 +9,25 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-const subscriptionColumns = `id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at`
+const subscriptionColumns = `id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since`
 
-// InsertSubscription stores s.
-func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription) error {
+// InsertSubscription stores s unless its owner has max subscriptions or
+// more (plantstore.ErrLimit). Writes are serialised (one writer, one
+// transaction per batch, its writes in order), so the count and the insert
+// cannot interleave with another create's.
+func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription, max int) error {
 	return db.update(ctx, "insert webhook", func(ctx context.Context, tx *Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = ?`, s.Owner).Scan(&n); err != nil {
+			return wrap("count webhooks", err)
+		}
+		if n >= max {
+			return plantstore.ErrLimit
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.Owner, s.URL, s.Description, s.Secret, nullEmpty(s.PreviousSecret),
-			nullNanos(s.PreviousSecretUntil), s.CreatedAt.UnixNano(), nullNanos(s.DisabledAt))
+			nullNanos(s.PreviousSecretUntil), s.CreatedAt.UnixNano(), nullNanos(s.DisabledAt),
+			nullEmpty(string(s.DisabledReason)), nullNanos(s.FailingSince))
 		if isUniqueViolation(err) {
 			return plantstore.ErrExists
 		} else if err != nil {
@@ -29,15 +40,20 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 	})
 }
 
-// ListSubscriptions returns the owner's subscriptions, oldest first.
-func (db *DB) ListSubscriptions(ctx context.Context, owner string) ([]*plantstore.Subscription, error) {
+// ListSubscriptions returns at most f.Limit of the owner's subscriptions
+// after f.After, by id.
+func (db *DB) ListSubscriptions(ctx context.Context, f plantstore.SubscriptionFilter) ([]*plantstore.Subscription, error) {
 	ctx, cancel := db.readContext(ctx)
 	defer cancel()
-	st, err := db.readStmt(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE owner = ? ORDER BY created_at, id`)
+	st, err := db.readStmt(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ?`)
 	if err != nil {
 		return nil, wrap("list webhooks", err)
 	}
-	rows, err := st.QueryContext(ctx, owner)
+	after := "" // sorts before every id
+	if f.After != nil {
+		after = *f.After
+	}
+	rows, err := st.QueryContext(ctx, f.Owner, after, f.Limit)
 	if err != nil {
 		return nil, wrap("list webhooks", err)
 	}
@@ -165,15 +181,18 @@ func scanAttempt(s scanner) (*plantstore.Attempt, error) {
 
 func scanSubscription(s scanner) (*plantstore.Subscription, error) {
 	var sub plantstore.Subscription
-	var prev sql.NullString
-	var prevUntil, disabled sql.NullInt64
+	var prev, reason sql.NullString
+	var prevUntil, disabled, failing sql.NullInt64
 	var created int64
-	if err := s.Scan(&sub.ID, &sub.Owner, &sub.URL, &sub.Description, &sub.Secret, &prev, &prevUntil, &created, &disabled); err != nil {
+	if err := s.Scan(&sub.ID, &sub.Owner, &sub.URL, &sub.Description, &sub.Secret, &prev, &prevUntil, &created,
+		&disabled, &reason, &failing); err != nil {
 		return nil, err
 	}
 	sub.PreviousSecret = prev.String
 	sub.PreviousSecretUntil = nanosPtr(prevUntil)
 	sub.CreatedAt = fromNanos(created)
 	sub.DisabledAt = nanosPtr(disabled)
+	sub.DisabledReason = plantstore.DisabledReason(reason.String)
+	sub.FailingSince = nanosPtr(failing)
 	return &sub, nil
 }

@@ -128,6 +128,10 @@ func testCreatePlant(t *testing.T, bs Backends) {
 			{"TagTooLong", plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr(strings.Repeat("a", plantstore.MaxTagLength+1))}},
 			{"NameNotUTF8", plantstore.Plant{ID: 1, Name: "Fern\xff"}},
 			{"TagNotUTF8", plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr("\xc3")}},
+			// PostgreSQL cannot store U+0000 in text (SQLite could): no
+			// backend takes it.
+			{"NameNUL", plantstore.Plant{ID: 1, Name: "Fe\x00rn"}},
+			{"TagNUL", plantstore.Plant{ID: 1, Name: "Fern", Tag: ptr("\x00")}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				svc := openServices(t, bs)
@@ -137,6 +141,12 @@ func testCreatePlant(t *testing.T, bs Backends) {
 				checkCode(t, "CreatePlant", err, plantstore.CodeInvalidBody)
 				if stored != nil || created {
 					t.Fatalf("invalid plant returned %+v, created %v", stored, created)
+				}
+				// The bulk path refuses it too.
+				n, err := svc.Plants.ImportPlants(t.Context(), []*plantstore.Plant{&tt.p})
+				checkCode(t, "ImportPlants", err, plantstore.CodeInvalidBody)
+				if n != 0 {
+					t.Fatalf("ImportPlants stored %d invalid plants", n)
 				}
 				if got := listAll(t, svc, "alice"); len(got) != 0 {
 					t.Fatalf("%d plants stored after an invalid create, want 0", len(got))
@@ -481,6 +491,20 @@ func testFindPlants(t *testing.T, bs Backends) {
 			checkCode(t, fmt.Sprintf("limit %d", limit), err, plantstore.CodeInvalidQuery)
 			if len(plants) != 0 || more {
 				t.Fatalf("limit %d: got %d plants, more %v with an error", limit, len(plants), more)
+			}
+		}
+	})
+
+	// A tag filter that no tag can match, because tags are UTF-8 without
+	// U+0000, is the client's error on every backend, 40002 as the same
+	// string faults in a body (PostgreSQL would fail on it: it cannot
+	// compare such text).
+	t.Run("ErrTag", func(t *testing.T) {
+		for _, tag := range []string{"\x00", "even\x00", "\x00even", "\xff", "even\xc3"} {
+			plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Tag: &tag})
+			checkCode(t, fmt.Sprintf("tag %q", tag), err, plantstore.CodeInvalidBody)
+			if len(plants) != 0 || more {
+				t.Fatalf("tag %q: got %d plants, more %v with an error", tag, len(plants), more)
 			}
 		}
 	})

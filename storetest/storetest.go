@@ -13,9 +13,12 @@
 // nothing stored when one plant is invalid), tokens (issuance, listing oldest
 // first, revocation, Authenticate refusing malformed, unknown, revoked and
 // expired tokens, the atomic first token), webhook subscriptions (CRUD,
-// ownership, rotation and the secrets that sign during its grace period), the
-// outbox as the dispatcher sees it (fan-out on create only, leases, retries,
-// completion, disabling on 410, deletion, concurrent creates and claims), and
+// ownership, the per-owner cap and its error, time-ordered ids, pages,
+// rotation and the secrets that sign during its grace period), the outbox as
+// the dispatcher sees it (fan-out on create only, leases timed by the
+// database's clock, retries, completion, disabling on 410 and after failing
+// for longer than Config.WebhookDisableAfter, deletion, concurrent creates
+// and claims), and
 // storage unavailability (CodeStorageUnavailable wrapping
 // plantstore.ErrUnavailable, within the backend's timeout, nothing partial
 // stored, recovery).
@@ -27,9 +30,16 @@
 // Limit rows, BulkInsertPlants (skipping existing keys per owner, no outbox
 // rows, about 2000 rows in one call), RevokeToken keeping an earlier
 // revocation time, every timestamp stored as given (to the microsecond:
-// PostgreSQL keeps microseconds), ClaimDeliveries (due at the event's time,
-// earliest first, filling Task.Subscription) and CompleteDelivery (attempts
-// stored as given, r.AttemptedAt as the subscription's disabled time).
+// PostgreSQL keeps microseconds), InsertSubscription's cap (ErrLimit, never
+// passed by concurrent inserts), ListSubscriptions' pages, ClaimDeliveries
+// (due by the database's clock, earliest first, leases of the length
+// asked, fair across owners and subscriptions within the bounds, a large
+// backlog hiding no other owner's delivery, filling Task.Subscription),
+// CompleteDelivery (attempts stored as given, FailingSince kept,
+// r.AttemptedAt as the subscription's disabled time) and PruneOutbox. The
+// database's clock is not the suite's: a delivery is made due or not by the
+// time written with it, and a lease ends when its real duration has
+// passed.
 // These are the subtests PlantStore, BulkInsert, TokenStore, WebhookStore,
 // OutboxStore and Unavailable/RowStore; each runs before the service cases
 // of its area, so a broken contract shows there first.

@@ -42,7 +42,7 @@ func testUnavailable(t *testing.T, bs Backends) {
 	fern := mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
 	mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy"})
 	// One delivery leased, one due.
-	leased := claim(t, svc, time.Now(), time.Minute, 1)
+	leased := claim(t, svc, time.Minute, 1)
 	if len(leased) != 1 {
 		t.Fatalf("claimed %d tasks, want 1", len(leased))
 	}
@@ -87,14 +87,17 @@ func testUnavailable(t *testing.T, bs Backends) {
 			{"DeletePlant", func() error { return b.DeletePlant(ctx, "alice", fern.ID) }},
 			{"InsertToken", func() error { return b.InsertToken(ctx, newTok) }},
 			{"RevokeToken", func() error { return b.RevokeToken(ctx, tok.ID, fixedNow) }},
-			{"InsertSubscription", func() error { return b.InsertSubscription(ctx, newSub) }},
+			{"InsertSubscription", func() error { return b.InsertSubscription(ctx, newSub, plantstore.DefaultMaxSubscriptions) }},
 			{"RotateSecret", func() error { _, err := b.RotateSecret(ctx, "alice", sub.ID, "whsec_new", fixedNow); return err }},
 			{"DeleteSubscription", func() error { return b.DeleteSubscription(ctx, "alice", sub.ID) }},
 			{"CompleteDelivery", func() error {
 				return b.CompleteDelivery(ctx, leased[0], plantstore.AttemptResult{AttemptedAt: now, StatusCode: 200, State: plantstore.DeliverySucceeded})
 			}},
 			// The delivery not leased is due: the claim must write.
-			{"ClaimDeliveries", func() error { _, err := b.ClaimDeliveries(ctx, now, now.Add(time.Minute), 10); return err }},
+			{"ClaimDeliveries", func() error {
+				_, err := b.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+				return err
+			}},
 		} {
 			t.Run(w.name, func(t *testing.T) {
 				start := time.Now()

@@ -38,14 +38,42 @@ func outboxStats(t *testing.T, svc *service.Services) (int, time.Time) {
 	return n, oldest
 }
 
-// claim leases due tasks through the service.
-func claim(t *testing.T, svc *service.Services, now time.Time, lease time.Duration, limit int) []*plantstore.Task {
+// claim leases up to limit due tasks for lease through the service, with
+// no bound per subscription or owner.
+func claim(t *testing.T, svc *service.Services, lease time.Duration, limit int) []*plantstore.Task {
 	t.Helper()
-	tasks, err := svc.Outbox.ClaimTasks(t.Context(), now, lease, limit)
+	tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: lease, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tasks
+}
+
+// waitTasks claims (as claim, for a minute) until a claim returns a task
+// or 10 s have passed.
+func waitTasks(t *testing.T, svc *service.Services) []*plantstore.Task {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if tasks := claim(t, svc, time.Minute, 10); len(tasks) > 0 || time.Now().After(deadline) {
+			return tasks
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// findSubscriptions returns every subscription of owner through the
+// service (one page of the most).
+func findSubscriptions(t *testing.T, svc *service.Services, owner string) []*plantstore.Subscription {
+	t.Helper()
+	subs, more, err := svc.Webhooks.FindSubscriptions(t.Context(), plantstore.SubscriptionFilter{Owner: owner, Limit: plantstore.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if more {
+		t.Fatalf("FindSubscriptions(%s): more than a page", owner)
+	}
+	return subs
 }
 
 // complete records an attempt through the service.
@@ -97,19 +125,16 @@ func testSubscriptions(t *testing.T, bs Backends) {
 		if diff := cmp.Diff(first, findSubscription(t, svc, "alice", first.ID), equateTime); diff != "" {
 			t.Fatalf("FindSubscriptionByID (-want +got):\n%s", diff)
 		}
-		list, err := svc.Webhooks.FindSubscriptions(ctx, "alice")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff([]*plantstore.Subscription{first, second}, list, equateTime); diff != "" {
+		if diff := cmp.Diff([]*plantstore.Subscription{first, second}, findSubscriptions(t, svc, "alice"), equateTime); diff != "" {
 			t.Fatalf("FindSubscriptions, oldest first (-want +got):\n%s", diff)
 		}
-		if list, err := svc.Webhooks.FindSubscriptions(ctx, "carol"); err != nil || len(list) != 0 {
-			t.Fatalf("FindSubscriptions(carol) = %v, %v; want none", list, err)
+		if list := findSubscriptions(t, svc, "carol"); len(list) != 0 {
+			t.Fatalf("FindSubscriptions(carol) = %v; want none", list)
 		}
 
 		// Another owner sees none of alice's subscriptions, and an unknown
 		// id is nobody's.
+		var err error
 		for _, tt := range []struct{ owner, id string }{{"bob", first.ID}, {"Alice", first.ID}, {"alice", "whk_0000000000000000"}} {
 			what := fmt.Sprintf("%s's %s", tt.owner, tt.id)
 			_, err = svc.Webhooks.FindSubscriptionByID(ctx, tt.owner, tt.id)
@@ -134,11 +159,7 @@ func testSubscriptions(t *testing.T, bs Backends) {
 		_, err = svc.Webhooks.FindSubscriptionByID(ctx, "alice", first.ID)
 		checkCode(t, "FindSubscriptionByID after delete", err, plantstore.CodeWebhookNotFound)
 		checkCode(t, "DeleteSubscription twice", svc.Webhooks.DeleteSubscription(ctx, "alice", first.ID), plantstore.CodeWebhookNotFound)
-		list, err = svc.Webhooks.FindSubscriptions(ctx, "alice")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff([]*plantstore.Subscription{second}, list, equateTime); diff != "" {
+		if diff := cmp.Diff([]*plantstore.Subscription{second}, findSubscriptions(t, svc, "alice"), equateTime); diff != "" {
 			t.Fatalf("FindSubscriptions after delete (-want +got):\n%s", diff)
 		}
 	})
@@ -179,8 +200,108 @@ func testSubscriptions(t *testing.T, bs Backends) {
 				}
 			})
 		}
-		if list, err := svc.Webhooks.FindSubscriptions(t.Context(), "alice"); err != nil || len(list) != 0 {
-			t.Fatalf("FindSubscriptions after invalid creates = %v, %v; want none", list, err)
+		if list := findSubscriptions(t, svc, "alice"); len(list) != 0 {
+			t.Fatalf("FindSubscriptions after invalid creates = %v; want none", list)
+		}
+	})
+
+	// An owner may have Config.MaxSubscriptions (default 16), disabled ones
+	// included: past it, CodeTooManyWebhooks with the number.
+	t.Run("ErrTooMany", func(t *testing.T) {
+		b, svc := open(t, bs, service.Config{})
+		for range plantstore.DefaultMaxSubscriptions - 1 {
+			createSubscription(t, svc, "alice")
+		}
+		insertSubscription(t, b, "alice", fixedNow, ptr(fixedNow)) // disabled: counts
+		_, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", "http://127.0.0.1:9/one-more", "")
+		checkCode(t, "CreateSubscription past the default cap", err, plantstore.CodeTooManyWebhooks)
+		checkIs(t, "CreateSubscription past the default cap", err, plantstore.ErrLimit)
+		if got, want := err.(*plantstore.Error).Message, "the owner has 16 webhook subscriptions, the most allowed: delete one first"; got != want {
+			t.Fatalf("message %q, want %q", got, want)
+		}
+		createSubscription(t, svc, "bob") // another owner's count
+
+		_, svc = open(t, bs, service.Config{MaxSubscriptions: 2})
+		first := createSubscription(t, svc, "alice")
+		createSubscription(t, svc, "alice")
+		_, err = svc.Webhooks.CreateSubscription(t.Context(), "alice", "http://127.0.0.1:9/third", "")
+		checkCode(t, "CreateSubscription past a cap of 2", err, plantstore.CodeTooManyWebhooks)
+		if err := svc.Webhooks.DeleteSubscription(t.Context(), "alice", first.ID); err != nil {
+			t.Fatal(err)
+		}
+		createSubscription(t, svc, "alice")
+		if got := len(findSubscriptions(t, svc, "alice")); got != 2 {
+			t.Fatalf("alice has %d subscriptions, want 2", got)
+		}
+	})
+
+	// Ids are "whk_" + 12 hex digits of the creation's Unix milliseconds +
+	// 4 random ones: id order is creation order.
+	t.Run("IDsByCreationTime", func(t *testing.T) {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now, MaxSubscriptions: 10})
+		var created []*plantstore.Subscription
+		for range 5 {
+			created = append(created, createSubscription(t, svc, "alice"))
+			c.Add(time.Millisecond)
+		}
+		for _, sub := range created {
+			if !plantstore.ValidSubscriptionID(sub.ID) {
+				t.Fatalf("id %q is not whk_ and 16 hex digits", sub.ID)
+			}
+			if got, want := sub.ID[4:16], fmt.Sprintf("%012x", sub.CreatedAt.UnixMilli()); got != want {
+				t.Fatalf("id %s: time part %s, want %s (%v)", sub.ID, got, want, sub.CreatedAt)
+			}
+		}
+		if diff := cmp.Diff(created, findSubscriptions(t, svc, "alice"), equateTime); diff != "" {
+			t.Fatalf("FindSubscriptions: by id, the creation order (-want +got):\n%s", diff)
+		}
+	})
+
+	// FindSubscriptions pages like FindPlants: Limit (default 100, at most
+	// 1000) and After, and says whether more follow.
+	t.Run("Pages", func(t *testing.T) {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now, MaxSubscriptions: 200})
+		var all []*plantstore.Subscription
+		for range 105 {
+			all = append(all, createSubscription(t, svc, "alice"))
+			c.Add(time.Millisecond)
+		}
+		createSubscription(t, svc, "bob")
+		page, more, err := svc.Webhooks.FindSubscriptions(t.Context(), plantstore.SubscriptionFilter{Owner: "alice"})
+		if err != nil || !more || len(page) != plantstore.DefaultPageSize {
+			t.Fatalf("default page: %d subscriptions, more %v, %v; want %d, true", len(page), more, err, plantstore.DefaultPageSize)
+		}
+		var got []*plantstore.Subscription
+		f := plantstore.SubscriptionFilter{Owner: "alice", Limit: 40}
+		for {
+			page, more, err := svc.Webhooks.FindSubscriptions(t.Context(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, page...)
+			if !more {
+				break
+			}
+			f.After = &page[len(page)-1].ID
+		}
+		if diff := cmp.Diff(all, got, equateTime); diff != "" {
+			t.Fatalf("pages of 40 (-want +got):\n%s", diff)
+		}
+		// An exact last page says no more.
+		f = plantstore.SubscriptionFilter{Owner: "alice", After: &all[99].ID, Limit: 5}
+		if page, more, err := svc.Webhooks.FindSubscriptions(t.Context(), f); err != nil || more || len(page) != 5 {
+			t.Fatalf("the last 5: %d subscriptions, more %v, %v", len(page), more, err)
+		}
+		for _, f := range []plantstore.SubscriptionFilter{
+			{Owner: "alice", Limit: -1},
+			{Owner: "alice", Limit: plantstore.MaxPageSize + 1},
+			{Owner: "alice", After: ptr("whk_123"), Limit: 10},
+			{Owner: "alice", After: ptr("whk_ABCDEF0123456789"), Limit: 10},
+		} {
+			_, _, err := svc.Webhooks.FindSubscriptions(t.Context(), f)
+			checkCode(t, fmt.Sprintf("FindSubscriptions(%+v)", f), err, plantstore.CodeInvalidQuery)
 		}
 	})
 
@@ -256,7 +377,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		}
 		checkTime(t, "oldest pending", oldest, stored.CreatedAt)
 
-		tasks := claim(t, svc, time.Now(), time.Minute, 10)
+		tasks := claim(t, svc, time.Minute, 10)
 		if got, want := len(tasks), 2; got != want {
 			t.Fatalf("claimed %d tasks, want %d", got, want)
 		}
@@ -297,7 +418,8 @@ func testOutbox(t *testing.T, bs Backends) {
 			t.Fatal(err)
 		}
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		tasks := claim(t, svc, fixedNow.Add(time.Hour), time.Minute, 10)
+		c.Set(fixedNow.Add(time.Hour)) // the service's clock says which secrets sign
+		tasks := claim(t, svc, time.Minute, 10)
 		if len(tasks) != 1 {
 			t.Fatalf("claimed %d tasks, want 1", len(tasks))
 		}
@@ -307,8 +429,10 @@ func testOutbox(t *testing.T, bs Backends) {
 		if diff := cmp.Diff(rotated, tasks[0].Subscription, equateTime); diff != "" {
 			t.Fatalf("Subscription of the task (-want +got):\n%s", diff)
 		}
-		// After the grace period (and the lease) only the new one signs.
-		tasks = claim(t, svc, fixedNow.Add(plantstore.SecretRotationGrace+time.Minute), time.Minute, 10)
+		// After the grace period only the new one signs.
+		complete(t, svc, tasks[0], plantstore.AttemptResult{StatusCode: 500, State: plantstore.DeliveryPending, NextAttemptAt: ptr(fixedNow)})
+		c.Set(fixedNow.Add(plantstore.SecretRotationGrace + time.Minute))
+		tasks = claim(t, svc, time.Minute, 10)
 		if len(tasks) != 1 {
 			t.Fatalf("claimed %d tasks after the grace period, want 1", len(tasks))
 		}
@@ -317,34 +441,43 @@ func testOutbox(t *testing.T, bs Backends) {
 		}
 	})
 
+	// The lease is timed by the database's clock, not the service's.
 	t.Run("Lease", func(t *testing.T) {
 		c := newClock(fixedNow)
 		_, svc := open(t, bs, service.Config{Now: c.Now})
 		createSubscription(t, svc, "alice")
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
-		if got := claim(t, svc, fixedNow.Add(-time.Millisecond), time.Minute, 10); len(got) != 0 {
-			t.Fatalf("claimed %d tasks not yet due, want 0", len(got))
-		}
-		now := fixedNow.Add(time.Millisecond)
-		first := claim(t, svc, now, time.Minute, 10)
+		first := claim(t, svc, time.Second, 10)
+		leased := time.Now()
 		if len(first) != 1 {
 			t.Fatalf("claimed %d tasks, want 1", len(first))
 		}
-		if got := claim(t, svc, now.Add(30*time.Second), time.Minute, 10); len(got) != 0 {
+		c.Add(time.Hour) // the service's clock moves on; the lease does not end
+		if got := claim(t, svc, time.Second, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks during the lease, want 0", len(got))
-		}
-		again := claim(t, svc, now.Add(time.Minute+time.Millisecond), time.Minute, 10)
-		if len(again) != 1 || again[0].MessageID != first[0].MessageID {
-			t.Fatalf("after the lease claimed %v, want the same delivery again", again)
-		}
-		if got, want := again[0].Attempts, 0; got != want {
-			t.Fatalf("Attempts = %d after an expired lease, want %d (no attempt recorded)", got, want)
 		}
 		if n, _ := outboxStats(t, svc); n != 1 {
 			t.Fatalf("%d pending while leased, want 1", n)
 		}
-		if got := claim(t, svc, now, time.Minute, 0); len(got) != 0 {
+		var again []*plantstore.Task
+		for deadline := time.Now().Add(10 * time.Second); len(again) == 0 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+			again = claim(t, svc, time.Minute, 10)
+		}
+		if len(again) != 1 || again[0].MessageID != first[0].MessageID {
+			t.Fatalf("after the lease claimed %v, want the same delivery again", again)
+		}
+		if took := time.Since(leased); took < time.Second {
+			t.Fatalf("claimed again %v after a lease of 1s", took)
+		}
+		if got, want := again[0].Attempts, 0; got != want {
+			t.Fatalf("Attempts = %d after an expired lease, want %d (no attempt recorded)", got, want)
+		}
+		if got := claim(t, svc, time.Minute, 0); len(got) != 0 {
 			t.Fatalf("claimed %d tasks with limit 0, want 0", len(got))
+		}
+		if _, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Limit: 1}); err == nil {
+			t.Fatal("ClaimTasks with no lease: no error")
 		}
 	})
 
@@ -355,26 +488,29 @@ func testOutbox(t *testing.T, bs Backends) {
 		sub := createSubscription(t, svc, "alice")
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Fern"})
 		now := fixedNow.Add(time.Second)
-		task := claim(t, svc, now, time.Minute, 10)[0]
+		task := claim(t, svc, time.Minute, 10)[0]
 
-		retryAt := now.Add(time.Hour)
+		retryAt := time.Now().Add(time.Second) // due by the database's clock then
 		complete(t, svc, task, plantstore.AttemptResult{AttemptedAt: now, StatusCode: 500, Duration: 1500 * time.Microsecond,
 			State: plantstore.DeliveryPending, NextAttemptAt: &retryAt})
 		// Released, but not due before its next attempt.
-		if got := claim(t, svc, now.Add(30*time.Minute), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks before the retry time, want 0", len(got))
 		}
 		if n, _ := outboxStats(t, svc); n != 1 {
 			t.Fatalf("%d pending awaiting a retry, want 1", n)
 		}
-		retry := claim(t, svc, retryAt.Add(time.Millisecond), time.Minute, 10)
+		retry := waitTasks(t, svc)
 		if len(retry) != 1 || retry[0].MessageID != task.MessageID {
 			t.Fatalf("at the retry time claimed %v, want the delivery", retry)
+		}
+		if time.Now().Before(retryAt) {
+			t.Fatalf("claimed at %v a retry due at %v", time.Now(), retryAt)
 		}
 		if got, want := retry[0].Attempts, 1; got != want {
 			t.Fatalf("Attempts = %d, want %d", got, want)
 		}
-		secondAt := retryAt.Add(2 * time.Millisecond)
+		secondAt := fixedNow.Add(time.Hour)
 		complete(t, svc, retry[0], plantstore.AttemptResult{AttemptedAt: secondAt, StatusCode: 204,
 			Duration: time.Millisecond, State: plantstore.DeliverySucceeded})
 		// Completing a delivery no longer pending changes nothing.
@@ -383,7 +519,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		if n, oldest := outboxStats(t, svc); n != 0 || !oldest.IsZero() {
 			t.Fatalf("OutboxStats after success = %d, %v; want 0, zero time", n, oldest)
 		}
-		if got := claim(t, svc, secondAt.Add(time.Hour), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks after success, want 0", len(got))
 		}
 
@@ -411,7 +547,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		sub := createSubscription(t, svc, "alice")
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Fern"})
 		now := fixedNow.Add(time.Second)
-		task := claim(t, svc, now, time.Minute, 10)[0]
+		task := claim(t, svc, time.Minute, 10)[0]
 		complete(t, svc, task, plantstore.AttemptResult{AttemptedAt: now, Error: "timeout",
 			Duration: 15 * time.Second, State: plantstore.DeliveryFailed})
 		want := []*plantstore.Attempt{{MessageID: task.MessageID, PlantID: 3, Attempt: 1, AttemptedAt: now, Error: "timeout",
@@ -437,7 +573,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		}
 		now := fixedNow.Add(time.Minute)
 		var task *plantstore.Task
-		for _, tk := range claim(t, svc, now, time.Minute, 10) {
+		for _, tk := range claim(t, svc, time.Minute, 10) {
 			if tk.SubscriptionID == gone.ID {
 				task = tk
 				break
@@ -451,7 +587,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		complete(t, svc, task, plantstore.AttemptResult{AttemptedAt: attemptedAt, StatusCode: 410,
 			State: plantstore.DeliveryFailed, Disable: true})
 		want := *gone
-		want.DisabledAt = &attemptedAt
+		want.DisabledAt, want.DisabledReason, want.FailingSince = &attemptedAt, plantstore.DisabledGone, &attemptedAt
 		if diff := cmp.Diff(&want, findSubscription(t, svc, "alice", gone.ID), equateTime); diff != "" {
 			t.Fatalf("subscription after a 410 (-want +got):\n%s", diff)
 		}
@@ -459,7 +595,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		if n, _ := outboxStats(t, svc); n != 2 {
 			t.Fatalf("%d pending after disabling, want 2", n)
 		}
-		for _, tk := range claim(t, svc, now.Add(time.Hour), time.Minute, 10) {
+		for _, tk := range claim(t, svc, time.Minute, 10) {
 			if tk.SubscriptionID != other.ID {
 				t.Fatalf("claimed a task of the disabled subscription: %+v", tk)
 			}
@@ -476,6 +612,60 @@ func testOutbox(t *testing.T, bs Backends) {
 		}
 	})
 
+	// With WebhookDisableAfter, a subscription whose attempts have all
+	// failed for longer is disabled at its next failed attempt, reason
+	// failing; a success starts the count again.
+	t.Run("DisableWhenFailing", func(t *testing.T) {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now, WebhookDisableAfter: 5 * 24 * time.Hour})
+		sub := createSubscription(t, svc, "alice")
+		for id := range int64(4) {
+			mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: id, Name: "x"})
+		}
+		// attempt makes an attempt of one of the deliveries, at the
+		// service's clock, due again at once unless it succeeded.
+		attempt := func(state plantstore.DeliveryState) {
+			t.Helper()
+			tasks := claim(t, svc, time.Minute, 1)
+			if len(tasks) != 1 {
+				t.Fatalf("claimed %d tasks, want 1", len(tasks))
+			}
+			r := plantstore.AttemptResult{StatusCode: 500, State: state}
+			if state == plantstore.DeliveryPending {
+				r.NextAttemptAt = ptr(fixedNow)
+			} else if state == plantstore.DeliverySucceeded {
+				r.StatusCode = 200
+			}
+			complete(t, svc, tasks[0], r)
+		}
+		enabled := func(what string) {
+			t.Helper()
+			if got := findSubscription(t, svc, "alice", sub.ID); got.DisabledAt != nil {
+				t.Fatalf("%s: disabled (%s at %v)", what, got.DisabledReason, got.DisabledAt)
+			}
+		}
+		attempt(plantstore.DeliveryPending)
+		c.Add(4 * 24 * time.Hour)
+		attempt(plantstore.DeliveryFailed)
+		enabled("failing for 4 days")
+		attempt(plantstore.DeliverySucceeded)
+		c.Add(2 * 24 * time.Hour)
+		attempt(plantstore.DeliveryPending)
+		enabled("failing since a success 2 days ago")
+		c.Add(5 * 24 * time.Hour)
+		enabled("no attempt since")
+		at := c.Add(time.Second)
+		attempt(plantstore.DeliveryPending)
+		got := findSubscription(t, svc, "alice", sub.ID)
+		if got.DisabledAt == nil || got.DisabledReason != plantstore.DisabledFailing {
+			t.Fatalf("after failing for 5 days and a second: disabled at %v (%q), want at %v (failing)", got.DisabledAt, got.DisabledReason, at)
+		}
+		checkTime(t, "DisabledAt", *got.DisabledAt, at)
+		if n, _ := outboxStats(t, svc); n != 0 {
+			t.Fatalf("%d pending after disabling, want 0", n)
+		}
+	})
+
 	t.Run("DeleteSubscription", func(t *testing.T) {
 		c := newClock(fixedNow)
 		_, svc := open(t, bs, service.Config{Now: c.Now})
@@ -484,7 +674,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy"})
 		now := fixedNow.Add(time.Second)
-		tasks := claim(t, svc, now, time.Minute, 1)
+		tasks := claim(t, svc, time.Minute, 1)
 		if len(tasks) != 1 {
 			t.Fatalf("claimed %d tasks with limit 1, want 1", len(tasks))
 		}
@@ -499,7 +689,7 @@ func testOutbox(t *testing.T, bs Backends) {
 			State: plantstore.DeliverySucceeded}); err != nil {
 			t.Fatalf("CompleteTask after delete: %v", err)
 		}
-		if got := claim(t, svc, now.Add(time.Hour), time.Minute, 10); len(got) != 0 {
+		if got := claim(t, svc, time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks after delete, want 0", len(got))
 		}
 		_, err := svc.Webhooks.FindAttempts(ctx, "alice", sub.ID)
@@ -529,7 +719,6 @@ func testOutbox(t *testing.T, bs Backends) {
 			t.Fatalf("%d pending, want %d", got, n)
 		}
 
-		now := time.Now()
 		claimed := make([][]*plantstore.Task, claimers)
 		claimErrs := make([]error, claimers)
 		start := make(chan struct{})
@@ -537,7 +726,7 @@ func testOutbox(t *testing.T, bs Backends) {
 			wg.Go(func() {
 				<-start
 				for {
-					tasks, err := svc.Outbox.ClaimTasks(t.Context(), now, time.Hour, 3)
+					tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 3})
 					if err != nil {
 						claimErrs[w] = err
 						return

@@ -1,6 +1,10 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +32,10 @@ func insertSubscription(t *testing.T, b plantstore.Backend, owner string, create
 	}
 	sub.CreatedAt = createdAt
 	sub.DisabledAt = disabledAt
-	if err := b.InsertSubscription(t.Context(), sub); err != nil {
+	if disabledAt != nil {
+		sub.DisabledReason = plantstore.DisabledGone
+	}
+	if err := b.InsertSubscription(t.Context(), sub, plantstore.MaxMaxSubscriptions); err != nil {
 		t.Fatal(err)
 	}
 	return sub
@@ -43,18 +50,28 @@ func storeSubscription(t *testing.T, b plantstore.Backend, owner, id string) *pl
 	return sub
 }
 
+// listSubscriptions returns every subscription of owner (at most
+// plantstore.MaxPageSize), by id.
 func listSubscriptions(t *testing.T, b plantstore.Backend, owner string) []*plantstore.Subscription {
 	t.Helper()
-	subs, err := b.ListSubscriptions(t.Context(), owner)
+	subs, err := b.ListSubscriptions(t.Context(), plantstore.SubscriptionFilter{Owner: owner, Limit: plantstore.MaxPageSize})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return subs
 }
 
-func claimDeliveries(t *testing.T, b plantstore.Backend, now, leaseUntil time.Time, limit int) []*plantstore.Task {
+// claimDeliveries leases up to limit due deliveries for an hour, with no
+// bound per subscription or owner.
+func claimDeliveries(t *testing.T, b plantstore.Backend, limit int) []*plantstore.Task {
 	t.Helper()
-	tasks, err := b.ClaimDeliveries(t.Context(), now, leaseUntil, limit)
+	return claimWith(t, b, plantstore.Claim{Lease: time.Hour, Limit: limit})
+}
+
+// claimWith makes claim c on the store.
+func claimWith(t *testing.T, b plantstore.Backend, c plantstore.Claim) []*plantstore.Task {
+	t.Helper()
+	tasks, err := b.ClaimDeliveries(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,39 +107,160 @@ func testWebhookStore(t *testing.T, bs Backends) {
 		}
 		plain := newSub("http://127.0.0.2:8080/h?x=1&y=%20", "", fixedNow.In(elsewhere))
 		disabled := newSub("http://127.0.0.1:9/hooks", "desc", fixedNow.Add(time.Second))
-		disabled.DisabledAt = ptr(fixedNow.Add(time.Minute).In(elsewhere))
-		// Every field set: rotated, then disabled.
+		disabled.DisabledAt, disabled.DisabledReason = ptr(fixedNow.Add(time.Minute).In(elsewhere)), plantstore.DisabledGone
+		// Every field set: rotated, failing, then disabled.
 		full := newSub("http://127.0.0.1:9/rotated", "rotated 🌿", fixedNow.Add(2*time.Second))
 		full.PreviousSecret, full.PreviousSecretUntil = "whsec_previous", ptr(fixedNow.Add(time.Hour).In(elsewhere))
-		full.DisabledAt = ptr(fixedNow.Add(3 * time.Second).In(elsewhere))
+		full.FailingSince = ptr(fixedNow.Add(-time.Hour).In(elsewhere))
+		full.DisabledAt, full.DisabledReason = ptr(fixedNow.Add(3*time.Second).In(elsewhere)), plantstore.DisabledFailing
 		subs := []*plantstore.Subscription{plain, disabled, full}
 		for _, sub := range subs {
-			if err := b.InsertSubscription(t.Context(), sub); err != nil {
+			if err := b.InsertSubscription(t.Context(), sub, plantstore.DefaultMaxSubscriptions); err != nil {
 				t.Fatal(err)
 			}
 		}
+		slices.SortFunc(subs, func(x, y *plantstore.Subscription) int { return strings.Compare(x.ID, y.ID) })
 		for _, want := range subs {
 			if diff := cmp.Diff(want, storeSubscription(t, b, "alice", want.ID), equateTime); diff != "" {
 				t.Fatalf("FindSubscription (-want +got):\n%s", diff)
 			}
 		}
 		if diff := cmp.Diff(subs, listSubscriptions(t, b, "alice"), equateTime); diff != "" {
-			t.Fatalf("ListSubscriptions, oldest first, disabled ones included (-want +got):\n%s", diff)
+			t.Fatalf("ListSubscriptions, by id, disabled ones included (-want +got):\n%s", diff)
 		}
 	})
 
+	// ListSubscriptions pages by id, after f.After (exclusive), at most
+	// f.Limit: an owner's only, disabled ones included.
 	t.Run("ListSubscriptions", func(t *testing.T) {
 		b := bs.Open(t)
 		if got := listSubscriptions(t, b, "alice"); len(got) != 0 {
 			t.Fatalf("%d subscriptions in a new backend, want 0", len(got))
 		}
 		var want []*plantstore.Subscription
-		for i := range 3 {
-			want = append([]*plantstore.Subscription{insertSubscription(t, b, "alice", fixedNow.Add(-time.Duration(i)*time.Second), nil)}, want...)
+		for i := range 5 {
+			var disabled *time.Time
+			if i == 2 {
+				disabled = ptr(fixedNow)
+			}
+			want = append(want, insertSubscription(t, b, "alice", fixedNow.Add(-time.Duration(i)*time.Second), disabled))
 		}
 		insertSubscription(t, b, "bob", fixedNow.Add(-time.Hour), nil)
+		slices.SortFunc(want, func(x, y *plantstore.Subscription) int { return strings.Compare(x.ID, y.ID) })
 		if diff := cmp.Diff(want, listSubscriptions(t, b, "alice"), equateTime); diff != "" {
-			t.Fatalf("ListSubscriptions, oldest first (-want +got):\n%s", diff)
+			t.Fatalf("ListSubscriptions, by id (-want +got):\n%s", diff)
+		}
+		var got []*plantstore.Subscription
+		f := plantstore.SubscriptionFilter{Owner: "alice", Limit: 2}
+		for range 4 {
+			page, err := b.ListSubscriptions(t.Context(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) > f.Limit {
+				t.Fatalf("a page of %d subscriptions with Limit %d", len(page), f.Limit)
+			}
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, page...)
+			f.After = &page[len(page)-1].ID
+		}
+		if diff := cmp.Diff(want, got, equateTime); diff != "" {
+			t.Fatalf("ListSubscriptions by pages of 2 (-want +got):\n%s", diff)
+		}
+		// After an id that is nobody's (between the second and the third):
+		// the ones after it.
+		f = plantstore.SubscriptionFilter{Owner: "alice", After: ptr(want[1].ID + "0"), Limit: 10}
+		page, err := b.ListSubscriptions(t.Context(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want[2:], page, equateTime); diff != "" {
+			t.Fatalf("ListSubscriptions after %s (-want +got):\n%s", *f.After, diff)
+		}
+	})
+
+	// InsertSubscription refuses with ErrLimit once the owner has max
+	// subscriptions, disabled ones included; other owners are not counted,
+	// and a delete makes room.
+	t.Run("ErrLimit", func(t *testing.T) {
+		b := bs.Open(t)
+		const max = 3
+		var subs []*plantstore.Subscription
+		for i := range max {
+			sub, err := plantstore.NewSubscription("alice", "http://127.0.0.1:9/hooks", "", fixedNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				sub.DisabledAt, sub.DisabledReason = ptr(fixedNow), plantstore.DisabledGone
+			}
+			if err := b.InsertSubscription(t.Context(), sub, max); err != nil {
+				t.Fatalf("subscription %d of %d: %v", i+1, max, err)
+			}
+			subs = append(subs, sub)
+		}
+		insertSubscription(t, b, "bob", fixedNow, nil)
+		extra, err := plantstore.NewSubscription("alice", "http://127.0.0.1:9/hooks", "", fixedNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIs(t, "InsertSubscription past the cap", b.InsertSubscription(t.Context(), extra, max), plantstore.ErrLimit)
+		if got := len(listSubscriptions(t, b, "alice")); got != max {
+			t.Fatalf("alice has %d subscriptions, want %d", got, max)
+		}
+		// A taken id with the owner at the cap is one error or the other.
+		if err := b.InsertSubscription(t.Context(), subs[1], max); !errors.Is(err, plantstore.ErrLimit) && !errors.Is(err, plantstore.ErrExists) {
+			t.Fatalf("InsertSubscription of a taken id at the cap: %v, want ErrLimit or ErrExists", err)
+		}
+		if err := b.DeleteSubscription(t.Context(), "alice", subs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.InsertSubscription(t.Context(), extra, max); err != nil {
+			t.Fatalf("InsertSubscription after a delete: %v", err)
+		}
+		if err := b.InsertSubscription(t.Context(), &plantstore.Subscription{ID: "whk_ffffffffffffffff", Owner: "bob",
+			URL: "http://127.0.0.1:9/bob", Secret: "whsec_x", CreatedAt: fixedNow}, 2); err != nil {
+			t.Fatalf("bob's second subscription: %v", err)
+		}
+	})
+
+	// Concurrent inserts of one owner, through every path the backend
+	// batches writes on, never pass the cap: exactly max succeed.
+	t.Run("ErrLimitConcurrent", func(t *testing.T) {
+		const max, n = 5, 24
+		b := bs.Open(t)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				sub, err := plantstore.NewSubscription("alice", fmt.Sprintf("http://127.0.0.1:9/%d", i), "", fixedNow)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				<-start
+				errs[i] = b.InsertSubscription(t.Context(), sub, max)
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, plantstore.ErrLimit):
+				t.Fatalf("insert %d: %v, want nil or ErrLimit", i, err)
+			}
+		}
+		if ok != max {
+			t.Fatalf("%d concurrent inserts succeeded, want %d (the cap)", ok, max)
+		}
+		if got := len(listSubscriptions(t, b, "alice")); got != max {
+			t.Fatalf("alice has %d subscriptions, want %d", got, max)
 		}
 	})
 
@@ -134,7 +272,7 @@ func testWebhookStore(t *testing.T, bs Backends) {
 			t.Fatal(err)
 		}
 		other.ID = sub.ID
-		checkIs(t, "InsertSubscription with a taken id", b.InsertSubscription(t.Context(), other), plantstore.ErrExists)
+		checkIs(t, "InsertSubscription with a taken id", b.InsertSubscription(t.Context(), other, plantstore.DefaultMaxSubscriptions), plantstore.ErrExists)
 		if diff := cmp.Diff(sub, storeSubscription(t, b, "alice", sub.ID), equateTime); diff != "" {
 			t.Fatalf("the first subscription (-want +got):\n%s", diff)
 		}
@@ -196,8 +334,8 @@ func testWebhookStore(t *testing.T, bs Backends) {
 		kept := insertSubscription(t, b, "alice", fixedNow.Add(time.Second), nil)
 		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
 		now := fixedNow.Add(time.Minute)
-		for _, task := range claimDeliveries(t, b, now, now.Add(time.Minute), 10) {
-			next := now.Add(time.Hour)
+		for _, task := range claimDeliveries(t, b, 10) {
+			next := now.Add(time.Hour) // long past: due again at once
 			completeDelivery(t, b, task, plantstore.AttemptResult{AttemptedAt: now, StatusCode: 500, State: plantstore.DeliveryPending, NextAttemptAt: &next})
 		}
 		if err := b.DeleteSubscription(t.Context(), "alice", gone.ID); err != nil {
@@ -209,269 +347,17 @@ func testWebhookStore(t *testing.T, bs Backends) {
 		if got, want := len(listAttempts(t, b, "alice", kept.ID)), 1; got != want {
 			t.Fatalf("the other subscription has %d attempts, want %d", got, want)
 		}
-		tasks := claimDeliveries(t, b, now.Add(2*time.Hour), now.Add(3*time.Hour), 10)
+		tasks := claimDeliveries(t, b, 10)
 		if len(tasks) != 1 || tasks[0].SubscriptionID != kept.ID {
 			t.Fatalf("claimed %d deliveries after delete, want the other subscription's one", len(tasks))
 		}
 		// The id is free again.
 		again := *gone
-		if err := b.InsertSubscription(t.Context(), &again); err != nil {
+		if err := b.InsertSubscription(t.Context(), &again, plantstore.DefaultMaxSubscriptions); err != nil {
 			t.Fatalf("InsertSubscription of a deleted id: %v", err)
 		}
 		if got := listAttempts(t, b, "alice", gone.ID); len(got) != 0 {
 			t.Fatalf("a new subscription with a deleted one's id has %d attempts, want 0", len(got))
-		}
-	})
-}
-
-func testOutboxStore(t *testing.T, bs Backends) {
-	// ClaimDeliveries sets Task.Subscription to the row as it is at the claim.
-	t.Run("ClaimFillsSubscription", func(t *testing.T) {
-		b := bs.Open(t)
-		sub := insertSubscription(t, b, "alice", fixedNow, nil)
-		rotated, err := b.RotateSecret(t.Context(), "alice", sub.ID, "whsec_new", fixedNow.Add(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &plantstore.Plant{Owner: "alice", ID: 9, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.Add(time.Second)}
-		ev := mustInsert(t, b, p)
-		tasks := claimDeliveries(t, b, fixedNow.Add(time.Minute), fixedNow.Add(2*time.Minute), 10)
-		if got, want := len(tasks), 1; got != want {
-			t.Fatalf("claimed %d deliveries, want %d", got, want)
-		}
-		want := &plantstore.Task{MessageID: ev.MessageID, SubscriptionID: sub.ID, Owner: "alice", PlantID: 9,
-			Payload: p.WebhookPayload(), CreatedAt: ev.CreatedAt, Subscription: rotated}
-		if diff := cmp.Diff(want, tasks[0], equateTime, ignoreTaskDispatch); diff != "" {
-			t.Fatalf("claimed task (-want +got):\n%s", diff)
-		}
-	})
-
-	// A new delivery is due at its event's time, not before. The time is a
-	// whole microsecond, so that no rounding moves it.
-	t.Run("DueAtEventTime", func(t *testing.T) {
-		b := bs.Open(t)
-		insertSubscription(t, b, "alice", fixedNow, nil)
-		at := fixedNow.Truncate(time.Microsecond)
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: at})
-		if got := claimDeliveries(t, b, at.Add(-time.Microsecond), at.Add(time.Minute), 10); len(got) != 0 {
-			t.Fatalf("claimed %d deliveries before their time, want 0", len(got))
-		}
-		if got := claimDeliveries(t, b, at, at.Add(time.Minute), 10); len(got) != 1 {
-			t.Fatalf("claimed %d deliveries at their time, want 1", len(got))
-		}
-	})
-
-	t.Run("EarliestFirst", func(t *testing.T) {
-		b := bs.Open(t)
-		insertSubscription(t, b, "alice", fixedNow, nil)
-		for _, p := range []struct {
-			id int64
-			at time.Duration
-		}{{1, 2 * time.Second}, {2, 0}, {3, time.Second}} {
-			mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: p.id, Name: "x", CreatedAt: fixedNow.Add(p.at)})
-		}
-		var ids []int64
-		now := fixedNow.Add(time.Minute)
-		for range 4 {
-			for _, task := range claimDeliveries(t, b, now, now.Add(time.Hour), 1) {
-				ids = append(ids, task.PlantID)
-			}
-		}
-		if diff := cmp.Diff([]int64{2, 3, 1}, ids); diff != "" {
-			t.Fatalf("plants of the deliveries claimed one at a time (-want +got):\n%s", diff)
-		}
-	})
-
-	// The lease lasts until leaseUntil, whatever the distance from now.
-	t.Run("LeaseUntil", func(t *testing.T) {
-		b := bs.Open(t)
-		insertSubscription(t, b, "alice", fixedNow, nil)
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
-		now := fixedNow.Add(time.Second)
-		until := now.Add(10 * time.Minute)
-		if got := claimDeliveries(t, b, now, until, 10); len(got) != 1 {
-			t.Fatalf("claimed %d deliveries, want 1", len(got))
-		}
-		if got := claimDeliveries(t, b, until.Add(-time.Millisecond), until.Add(time.Hour), 10); len(got) != 0 {
-			t.Fatalf("claimed %d deliveries before the lease ends, want 0", len(got))
-		}
-		if got := claimDeliveries(t, b, until.Add(time.Millisecond), until.Add(time.Hour), 10); len(got) != 1 {
-			t.Fatalf("claimed %d deliveries after the lease, want 1", len(got))
-		}
-	})
-
-	t.Run("Limit", func(t *testing.T) {
-		b := bs.Open(t)
-		insertSubscription(t, b, "alice", fixedNow, nil)
-		for id := range int64(5) {
-			mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: id, Name: "x", CreatedAt: fixedNow})
-		}
-		now := fixedNow.Add(time.Second)
-		var got []int
-		for range 4 {
-			got = append(got, len(claimDeliveries(t, b, now, now.Add(time.Hour), 2)))
-		}
-		if diff := cmp.Diff([]int{2, 2, 1, 0}, got); diff != "" {
-			t.Fatalf("deliveries per claim of 2 (-want +got):\n%s", diff)
-		}
-	})
-
-	// Concurrent claims never return the same delivery.
-	t.Run("ConcurrentClaims", func(t *testing.T) {
-		const n, claimers = 40, 4
-		b := bs.Open(t)
-		insertSubscription(t, b, "alice", fixedNow, nil)
-		insertSubscription(t, b, "alice", fixedNow, nil)
-		for id := range int64(n) {
-			mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: id, Name: "x", CreatedAt: fixedNow})
-		}
-		now := fixedNow.Add(time.Second)
-		claimed := make([][]*plantstore.Task, claimers)
-		errs := make([]error, claimers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range claimers {
-			wg.Go(func() {
-				<-start
-				for {
-					tasks, err := b.ClaimDeliveries(t.Context(), now, now.Add(time.Hour), 3)
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					if len(tasks) == 0 {
-						return
-					}
-					claimed[w] = append(claimed[w], tasks...)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		seen := map[string]int{}
-		for w := range claimers {
-			if errs[w] != nil {
-				t.Fatalf("claimer %d: %v", w, errs[w])
-			}
-			for _, task := range claimed[w] {
-				key := task.MessageID + " " + task.SubscriptionID
-				if prev, ok := seen[key]; ok {
-					t.Fatalf("delivery %s claimed by claimer %d and claimer %d", key, prev, w)
-				}
-				seen[key] = w
-				if task.Subscription == nil || task.Subscription.ID != task.SubscriptionID {
-					t.Fatalf("delivery %s claimed with Subscription %+v", key, task.Subscription)
-				}
-			}
-		}
-		if got, want := len(seen), 2*n; got != want {
-			t.Fatalf("%d deliveries claimed, want %d", got, want)
-		}
-	})
-
-	// CompleteDelivery stores the attempt as given.
-	t.Run("CompleteDelivery", func(t *testing.T) {
-		b := bs.Open(t)
-		sub := insertSubscription(t, b, "alice", fixedNow, nil)
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 4, Name: "Fern", CreatedAt: fixedNow})
-		now := fixedNow.Add(time.Second)
-		task := claimDeliveries(t, b, now, now.Add(time.Minute), 10)[0]
-		attemptedAt := now.Add(time.Second).In(elsewhere)
-		next := now.Add(time.Hour).In(elsewhere)
-		completeDelivery(t, b, task, plantstore.AttemptResult{AttemptedAt: attemptedAt, StatusCode: 503, Error: "",
-			Duration: 1234 * time.Microsecond, State: plantstore.DeliveryPending, NextAttemptAt: &next})
-		want := []*plantstore.Attempt{{MessageID: task.MessageID, PlantID: 4, Attempt: 1, AttemptedAt: attemptedAt, StatusCode: 503,
-			Duration: 1234 * time.Microsecond, State: plantstore.DeliveryPending, NextAttemptAt: &next, SubscriptionID: sub.ID}}
-		if diff := cmp.Diff(want, listAttempts(t, b, "alice", sub.ID), equateTime); diff != "" {
-			t.Fatalf("ListAttempts (-want +got):\n%s", diff)
-		}
-		// Due again at next, with the attempt counted.
-		if got := claimDeliveries(t, b, next.Add(-time.Millisecond), next.Add(time.Hour), 10); len(got) != 0 {
-			t.Fatalf("claimed %d deliveries before their next attempt, want 0", len(got))
-		}
-		again := claimDeliveries(t, b, next, next.Add(time.Minute), 10)
-		if len(again) != 1 || again[0].Attempts != 1 {
-			t.Fatalf("at the next attempt claimed %d deliveries (%+v), want the one with Attempts 1", len(again), again)
-		}
-		completeDelivery(t, b, again[0], plantstore.AttemptResult{AttemptedAt: next, StatusCode: 200, State: plantstore.DeliverySucceeded})
-		// No longer pending: left alone.
-		completeDelivery(t, b, again[0], plantstore.AttemptResult{AttemptedAt: next.Add(time.Second), Error: "late", State: plantstore.DeliveryFailed})
-		if got, want := len(listAttempts(t, b, "alice", sub.ID)), 2; got != want {
-			t.Fatalf("%d attempts, want %d", got, want)
-		}
-		if n, _ := storeOutboxStats(t, b); n != 0 {
-			t.Fatalf("%d pending after success, want 0", n)
-		}
-	})
-
-	// Disable sets the subscription's DisabledAt to r.AttemptedAt (the
-	// store has no clock) and fails its other pending deliveries.
-	t.Run("DisableAtAttemptTime", func(t *testing.T) {
-		b := bs.Open(t)
-		gone := insertSubscription(t, b, "alice", fixedNow, nil)
-		kept := insertSubscription(t, b, "alice", fixedNow, nil)
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 2, Name: "Ivy", CreatedAt: fixedNow})
-		now := fixedNow.Add(time.Second)
-		var task *plantstore.Task
-		for _, tk := range claimDeliveries(t, b, now, now.Add(time.Minute), 10) {
-			if tk.SubscriptionID == gone.ID {
-				task = tk
-				break
-			}
-		}
-		if task == nil {
-			t.Fatal("no delivery claimed for the subscription")
-		}
-		attemptedAt := fixedNow.Add(-time.Hour).In(elsewhere) // long ago: only the caller's time will do
-		completeDelivery(t, b, task, plantstore.AttemptResult{AttemptedAt: attemptedAt, StatusCode: 410, State: plantstore.DeliveryFailed, Disable: true})
-		want := *gone
-		want.DisabledAt = &attemptedAt
-		if diff := cmp.Diff(&want, storeSubscription(t, b, "alice", gone.ID), equateTime); diff != "" {
-			t.Fatalf("disabled subscription (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(kept, storeSubscription(t, b, "alice", kept.ID), equateTime); diff != "" {
-			t.Fatalf("the other subscription (-want +got):\n%s", diff)
-		}
-		if n, _ := storeOutboxStats(t, b); n != 2 {
-			t.Fatalf("%d pending after disabling, want 2 (the other subscription's)", n)
-		}
-		for _, tk := range claimDeliveries(t, b, now.Add(time.Hour), now.Add(2*time.Hour), 10) {
-			if tk.SubscriptionID != kept.ID {
-				t.Fatalf("claimed a delivery of the disabled subscription: %+v", tk)
-			}
-		}
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 3, Name: "Moss", CreatedAt: now})
-		if n, _ := storeOutboxStats(t, b); n != 3 {
-			t.Fatalf("%d pending after an insert, want 3 (none for the disabled subscription)", n)
-		}
-	})
-
-	t.Run("CompleteAfterDelete", func(t *testing.T) {
-		b := bs.Open(t)
-		sub := insertSubscription(t, b, "alice", fixedNow, nil)
-		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
-		now := fixedNow.Add(time.Second)
-		tasks := claimDeliveries(t, b, now, now.Add(time.Minute), 10)
-		if len(tasks) != 1 {
-			t.Fatalf("claimed %d deliveries, want 1", len(tasks))
-		}
-		if err := b.DeleteSubscription(t.Context(), "alice", sub.ID); err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range []plantstore.AttemptResult{
-			{AttemptedAt: now, StatusCode: 200, State: plantstore.DeliverySucceeded},
-			{AttemptedAt: now, StatusCode: 410, State: plantstore.DeliveryFailed, Disable: true},
-		} {
-			if err := b.CompleteDelivery(t.Context(), tasks[0], r); err != nil {
-				t.Fatalf("CompleteDelivery (%s) after delete: %v", r.State, err)
-			}
-		}
-		if n, _ := storeOutboxStats(t, b); n != 0 {
-			t.Fatalf("%d pending, want 0", n)
-		}
-		if got := listSubscriptions(t, b, "alice"); len(got) != 0 {
-			t.Fatalf("%d subscriptions after delete, want 0", len(got))
 		}
 	})
 }

@@ -23,9 +23,23 @@ const UserAgent = "plantstore-webhooks/1"
 
 // Dispatcher defaults.
 const (
-	DefaultConcurrency  = 8
+	// DefaultConcurrency is the default number of workers: attempts in
+	// flight at once. Each is a goroutine mostly waiting on the network; 32
+	// lets an owner whose receivers hang hold a quarter of them (the
+	// default owner share) while the other owners keep 24.
+	DefaultConcurrency = 32
+	// DefaultMaxInFlight bounds the attempts in flight to one subscription.
+	DefaultMaxInFlight  = 2
 	DefaultLease        = 60 * time.Second
 	DefaultPollInterval = 500 * time.Millisecond
+	// DefaultPruneInterval is the time between two passes of the
+	// retention pruning (shorter when the retention is); PruneBatch bounds
+	// the rows one statement deletes, and pruneBatchPause is the pause
+	// between two batches of a pass, which leaves the database to the
+	// requests.
+	DefaultPruneInterval = time.Minute
+	PruneBatch           = 500
+	pruneBatchPause      = 20 * time.Millisecond
 	// MinRetryAfter and MaxRetryAfter clamp a receiver's Retry-After.
 	MinRetryAfter = time.Second
 	MaxRetryAfter = 24 * time.Hour
@@ -75,6 +89,13 @@ func DefaultJitter(d time.Duration) time.Duration {
 // and signing secrets); every other field has a default. Several dispatchers
 // (replicas) may share one outbox: the lease keeps a task with one of them
 // at a time. Do not change fields once Run has started.
+//
+// Claims are fair (plantstore.Claim.Pick): round-robin across owners, then
+// across an owner's subscriptions, at most MaxInFlight attempts in flight
+// to one subscription and MaxInFlightPerOwner to one owner (both counted
+// over every dispatcher sharing the database), so one owner's slow or
+// hanging receivers hold at most that share of the workers and another
+// owner's delivery takes the next free one.
 type Dispatcher struct {
 	Outbox plantstore.OutboxService
 	// Client sends the deliveries; nil means NewClient with private
@@ -89,6 +110,17 @@ type Dispatcher struct {
 	// 0 means DefaultConcurrency. A claim asks for as many tasks as there
 	// are idle workers.
 	Concurrency int
+	// MaxInFlight bounds the attempts in flight to one subscription; 0
+	// means DefaultMaxInFlight.
+	MaxInFlight int
+	// MaxInFlightPerOwner bounds the attempts in flight to one owner's
+	// subscriptions; 0 means a quarter of Concurrency, at least 1.
+	MaxInFlightPerOwner int
+	// Retention is how long delivery history is kept: attempts, and
+	// finished (succeeded or failed) deliveries, older than this are deleted
+	// in batches of PruneBatch rows, a pass every DefaultPruneInterval (or
+	// Retention, if shorter) and one when Run starts. 0 keeps everything.
+	Retention time.Duration
 	// AttemptTimeout bounds one attempt; 0 means DefaultAttemptTimeout.
 	AttemptTimeout time.Duration
 	// Lease is how long a claimed task stays with this dispatcher; it
@@ -125,23 +157,26 @@ func (d *Dispatcher) wake() chan struct{} {
 
 // dispatch is a Dispatcher with its defaults applied.
 type dispatch struct {
-	outbox         plantstore.OutboxService
-	client         *http.Client
-	log            *slog.Logger
-	now            func() time.Time
-	metrics        *Metrics
-	concurrency    int
-	attemptTimeout time.Duration
-	lease          time.Duration
-	poll           time.Duration
-	schedule       []time.Duration
-	jitter         func(time.Duration) time.Duration
+	outbox                    plantstore.OutboxService
+	client                    *http.Client
+	log                       *slog.Logger
+	now                       func() time.Time
+	metrics                   *Metrics
+	concurrency               int
+	perSubscription, perOwner int
+	retention                 time.Duration
+	attemptTimeout            time.Duration
+	lease                     time.Duration
+	poll                      time.Duration
+	schedule                  []time.Duration
+	jitter                    func(time.Duration) time.Duration
 }
 
 func (d *Dispatcher) settings() (*dispatch, error) {
 	s := &dispatch{
 		outbox: d.Outbox, client: d.Client, log: d.Logger, now: d.Now, metrics: d.Metrics,
 		concurrency: d.Concurrency, attemptTimeout: d.AttemptTimeout,
+		perSubscription: d.MaxInFlight, perOwner: d.MaxInFlightPerOwner, retention: d.Retention,
 		lease: d.Lease, poll: d.PollInterval,
 		schedule: d.Schedule, jitter: d.Jitter,
 	}
@@ -156,6 +191,12 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	}
 	if s.concurrency <= 0 {
 		s.concurrency = DefaultConcurrency
+	}
+	if s.perSubscription <= 0 {
+		s.perSubscription = DefaultMaxInFlight
+	}
+	if s.perOwner <= 0 {
+		s.perOwner = max(1, s.concurrency/4)
 	}
 	if s.attemptTimeout <= 0 {
 		s.attemptTimeout = DefaultAttemptTimeout
@@ -199,6 +240,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if s.metrics != nil {
 		wg.Go(func() { s.refreshStats(ctx) })
 	}
+	if s.retention > 0 {
+		wg.Go(func() { s.prune(ctx) })
+	}
 	// idle holds one token per idle worker.
 	idle := make(chan struct{}, s.concurrency)
 	for range s.concurrency {
@@ -230,7 +274,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if ctx.Err() != nil { // select picks at random among ready cases
 			return nil
 		}
-		tasks, err := s.outbox.ClaimTasks(ctx, s.now(), s.lease, n)
+		tasks, err := s.outbox.ClaimTasks(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
+			PerSubscription: s.perSubscription, PerOwner: s.perOwner})
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("webhook: claim tasks", "err", err)
 		}
@@ -283,6 +328,54 @@ func (s *dispatch) refreshStats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// prune deletes the delivery history older than the retention, a pass at
+// start and then every interval, each pass in batches until none is left.
+// A pass that fails is logged and tried again at the next.
+func (s *dispatch) prune(ctx context.Context) {
+	interval := min(DefaultPruneInterval, s.retention)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before := s.now().Add(-s.retention)
+		total := 0
+		for {
+			n, err := s.outbox.PruneOutbox(ctx, before, PruneBatch)
+			total += n
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Warn("webhook: prune delivery history", "err", err)
+				}
+				break
+			}
+			if n < PruneBatch || !sleep(ctx, pruneBatchPause) {
+				break
+			}
+		}
+		if total > 0 {
+			s.log.Info("webhook: pruned delivery history", "rows", total, "before", before)
+		}
+		t.Reset(interval)
+	}
+}
+
+// sleep waits d, or less if ctx ends first; it reports whether ctx is
+// still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

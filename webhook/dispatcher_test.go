@@ -2,10 +2,12 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,8 @@ type memOutbox struct {
 	entries  []*memEntry
 	disabled map[string]bool
 	claims   int
+	prunes   []time.Time         // the before of each PruneOutbox call
+	prune    func(limit int) int // what PruneOutbox deletes; nil: nothing
 }
 
 type memEntry struct {
@@ -47,19 +51,31 @@ func (o *memOutbox) add(t plantstore.Task) {
 	o.entries = append(o.entries, &memEntry{task: t, state: plantstore.DeliveryPending})
 }
 
-func (o *memOutbox) ClaimTasks(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*plantstore.Task, error) {
+// ClaimTasks leases due entries as the row stores do: chosen by c.Pick,
+// timed by the real clock (the database's).
+func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.claims++
-	var out []*plantstore.Task
+	now := time.Now()
+	var due []plantstore.DueDelivery
+	var inFlight []plantstore.InFlight
+	entries := map[[2]string]*memEntry{}
 	for _, e := range o.entries {
-		if len(out) == limit {
-			break
+		switch {
+		case e.state != plantstore.DeliveryPending:
+		case e.leaseUntil.After(now):
+			inFlight = append(inFlight, plantstore.InFlight{SubscriptionID: e.task.SubscriptionID, Owner: e.task.Owner, N: 1})
+		case !e.nextAt.After(now):
+			due = append(due, plantstore.DueDelivery{MessageID: e.task.MessageID, SubscriptionID: e.task.SubscriptionID,
+				Owner: e.task.Owner, NextAttemptAt: e.nextAt})
+			entries[[2]string{e.task.MessageID, e.task.SubscriptionID}] = e
 		}
-		if e.state != plantstore.DeliveryPending || e.nextAt.After(now) || e.leaseUntil.After(now) {
-			continue
-		}
-		e.leaseUntil = now.Add(lease)
+	}
+	var out []*plantstore.Task
+	for _, d := range c.Pick(due, inFlight) {
+		e := entries[[2]string{d.MessageID, d.SubscriptionID}]
+		e.leaseUntil = now.Add(c.Lease)
 		t := e.task
 		t.Attempts = len(e.results)
 		out = append(out, &t)
@@ -103,6 +119,17 @@ func (o *memOutbox) OutboxStats(ctx context.Context) (int, time.Time, error) {
 		}
 	}
 	return n, oldest, nil
+}
+
+// PruneOutbox records the call and deletes nothing, unless prune is set.
+func (o *memOutbox) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.prunes = append(o.prunes, before)
+	if o.prune != nil {
+		return o.prune(limit), nil
+	}
+	return 0, nil
 }
 
 // results returns the attempts recorded for a message.
@@ -438,8 +465,11 @@ func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
 		t.Fatal("slow receiver never called")
 	}
 	// Created while the slow attempt is in flight: claiming must go on.
+	// (Another owner's: alice has her share of the 4 workers, 1, in flight.)
 	for _, id := range []string{"msg_fast1", "msg_fast2", "msg_fast3"} {
-		o.add(task(id, fast.URL, newSecret(t)))
+		tk := task(id, fast.URL, newSecret(t))
+		tk.Owner = "bob"
+		o.add(tk)
 	}
 	d.Notify()
 	waitFor(t, "the fast deliveries", func() bool {
@@ -562,7 +592,7 @@ func TestDispatcherQueueGauges(t *testing.T) {
 
 type statsOnly struct{ *memOutbox }
 
-func (statsOnly) ClaimTasks(context.Context, time.Time, time.Duration, int) ([]*plantstore.Task, error) {
+func (statsOnly) ClaimTasks(context.Context, plantstore.Claim) ([]*plantstore.Task, error) {
 	return nil, nil
 }
 
@@ -581,5 +611,89 @@ func TestDispatcherConfig(t *testing.T) {
 	d.Notify()
 	if err := d.Run(ctx); err != nil {
 		t.Errorf("Run with defaults on a cancelled context = %v", err)
+	}
+}
+
+// TestDispatcherOwnerShare: an owner whose receivers accept and never
+// answer holds at most its share of the workers (a quarter of them), at
+// most MaxInFlight per subscription; another owner's delivery goes out at
+// once.
+func TestDispatcherOwnerShare(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight, most atomic.Int32
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+	}))
+	defer hang.Close()
+	defer close(release)
+	fast, got := recorder(t, http.StatusOK)
+
+	o := newMemOutbox()
+	for sub := range 4 {
+		for n := range 5 {
+			tk := task(fmt.Sprintf("msg_a%d_%d", sub, n), hang.URL, newSecret(t))
+			tk.SubscriptionID = fmt.Sprint("whk_a", sub)
+			o.add(tk)
+		}
+	}
+	d := newDispatcher(o, nil)
+	d.Concurrency = 8 // a's share: 2
+	start(t, d)
+	waitFor(t, "a's share in flight", func() bool { return inFlight.Load() == 2 })
+	tk := task("msg_b", fast.URL, newSecret(t))
+	tk.Owner, tk.SubscriptionID = "bob", "whk_b"
+	o.add(tk)
+	began := time.Now()
+	d.Notify()
+	waitFor(t, "bob's delivery", func() bool { return len(got()) == 1 })
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("bob's delivery took %v behind a's hanging receivers", took)
+	}
+	time.Sleep(100 * time.Millisecond) // claims go on: a must stay at its share
+	if n := most.Load(); n != 2 {
+		t.Errorf("a had %d attempts in flight at most, want 2 (a quarter of 8 workers)", n)
+	}
+}
+
+// TestDispatcherPrunes: with a retention, a pass at start deletes batches
+// of history older than it until one comes back short; none without.
+func TestDispatcherPrunes(t *testing.T) {
+	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
+	o := newMemOutbox()
+	left := webhook.PruneBatch + 3
+	o.prune = func(limit int) int {
+		n := min(left, limit)
+		left -= n
+		return n
+	}
+	d := newDispatcher(o, nil)
+	d.Now = func() time.Time { return now }
+	d.Retention = 30 * 24 * time.Hour
+	start(t, d)
+	waitFor(t, "a pruning pass", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.prunes) >= 2
+	})
+	time.Sleep(100 * time.Millisecond) // the next pass is a minute away
+	o.mu.Lock()
+	prunes := slices.Clone(o.prunes)
+	o.mu.Unlock()
+	before := now.Add(-30 * 24 * time.Hour)
+	if diff := cmp.Diff([]time.Time{before, before}, prunes); diff != "" {
+		t.Fatalf("PruneOutbox calls, by before (-want +got):\n%s", diff)
+	}
+
+	o = newMemOutbox()
+	d = newDispatcher(o, nil)
+	stop, _ := start(t, d)
+	time.Sleep(50 * time.Millisecond)
+	stop()
+	if len(o.prunes) != 0 {
+		t.Fatalf("%d PruneOutbox calls with no retention", len(o.prunes))
 	}
 }

@@ -74,10 +74,12 @@ type Invoker interface {
 	ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (ListWebhookDeliveriesRes, error)
 	// ListWebhooks invokes listWebhooks operation.
 	//
-	// The token owner's subscriptions, oldest first. Secrets are not shown.
+	// The token owner's subscriptions, by id ascending (ids issued by this version sort by creation time),
+	// a page at a time (keyset pagination). When more follow, the `Link` header carries the next page's
+	// URL (`rel="next"`). Secrets are not shown.
 	//
 	// GET /webhooks
-	ListWebhooks(ctx context.Context) (ListWebhooksRes, error)
+	ListWebhooks(ctx context.Context, params ListWebhooksParams) (ListWebhooksRes, error)
 	// RotateWebhookSecret invokes rotateWebhookSecret operation.
 	//
 	// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
@@ -891,20 +893,59 @@ func (c *Client) sendListWebhookDeliveries(ctx context.Context, params ListWebho
 
 // ListWebhooks invokes listWebhooks operation.
 //
-// The token owner's subscriptions, oldest first. Secrets are not shown.
+// The token owner's subscriptions, by id ascending (ids issued by this version sort by creation time),
+// a page at a time (keyset pagination). When more follow, the `Link` header carries the next page's
+// URL (`rel="next"`). Secrets are not shown.
 //
 // GET /webhooks
-func (c *Client) ListWebhooks(ctx context.Context) (ListWebhooksRes, error) {
-	res, err := c.sendListWebhooks(ctx)
+func (c *Client) ListWebhooks(ctx context.Context, params ListWebhooksParams) (ListWebhooksRes, error) {
+	res, err := c.sendListWebhooks(ctx, params)
 	return res, err
 }
 
-func (c *Client) sendListWebhooks(ctx context.Context) (res ListWebhooksRes, err error) {
+func (c *Client) sendListWebhooks(ctx context.Context, params ListWebhooksParams) (res ListWebhooksRes, err error) {
 
 	u := uri.Clone(c.requestURL(ctx))
 	var pathParts [1]string
 	pathParts[0] = "/webhooks"
 	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
 
 	r, err := ht.NewRequest(ctx, "GET", u)
 	if err != nil {

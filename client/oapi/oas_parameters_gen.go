@@ -42,6 +42,14 @@ type ListWebhookDeliveriesParams struct {
 	ID string
 }
 
+// ListWebhooksParams is parameters of listWebhooks operation.
+type ListWebhooksParams struct {
+	// The max number of results to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only subscriptions whose id sorts after this one (exclusive); used by the next link.
+	After OptString `json:",omitempty,omitzero"`
+}
+
 // RotateWebhookSecretParams is parameters of rotateWebhookSecret operation.
 type RotateWebhookSecretParams struct {
 	// Subscription id.

@@ -58,6 +58,10 @@ type CreateWebhookBadRequest Error
 
 func (*CreateWebhookBadRequest) createWebhookRes() {}
 
+type CreateWebhookConflict Error
+
+func (*CreateWebhookConflict) createWebhookRes() {}
+
 type CreateWebhookInternalServerError Error
 
 func (*CreateWebhookInternalServerError) createWebhookRes() {}
@@ -290,8 +294,6 @@ func (s *Error) SetMessage(val string) {
 	s.Message = val
 }
 
-func (*Error) listWebhooksRes() {}
-
 // ForbiddenHeaders wraps Error with response headers.
 type ForbiddenHeaders struct {
 	WWWAuthenticate OptString
@@ -405,9 +407,41 @@ type ListWebhookDeliveriesOKApplicationJSON []Delivery
 
 func (*ListWebhookDeliveriesOKApplicationJSON) listWebhookDeliveriesRes() {}
 
-type ListWebhooksOKApplicationJSON []Webhook
+type ListWebhooksBadRequest Error
 
-func (*ListWebhooksOKApplicationJSON) listWebhooksRes() {}
+func (*ListWebhooksBadRequest) listWebhooksRes() {}
+
+type ListWebhooksInternalServerError Error
+
+func (*ListWebhooksInternalServerError) listWebhooksRes() {}
+
+// ListWebhooksOKHeaders wraps []Webhook with response headers.
+type ListWebhooksOKHeaders struct {
+	Link     OptString
+	Response []Webhook
+}
+
+// GetLink returns the value of Link.
+func (s *ListWebhooksOKHeaders) GetLink() OptString {
+	return s.Link
+}
+
+// GetResponse returns the value of Response.
+func (s *ListWebhooksOKHeaders) GetResponse() []Webhook {
+	return s.Response
+}
+
+// SetLink sets the value of Link.
+func (s *ListWebhooksOKHeaders) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetResponse sets the value of Response.
+func (s *ListWebhooksOKHeaders) SetResponse(val []Webhook) {
+	s.Response = val
+}
+
+func (*ListWebhooksOKHeaders) listWebhooksRes() {}
 
 // Merged schema.
 // Ref: #/components/schemas/NewPlant
@@ -809,6 +843,98 @@ func (o OptString) Or(d string) string {
 	return d
 }
 
+// NewOptWebhookDisabledReason returns new OptWebhookDisabledReason with value set to v.
+func NewOptWebhookDisabledReason(v WebhookDisabledReason) OptWebhookDisabledReason {
+	return OptWebhookDisabledReason{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptWebhookDisabledReason is optional WebhookDisabledReason.
+type OptWebhookDisabledReason struct {
+	Value WebhookDisabledReason
+	Set   bool
+}
+
+// IsSet returns true if OptWebhookDisabledReason was set.
+func (o OptWebhookDisabledReason) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptWebhookDisabledReason) Reset() {
+	var v WebhookDisabledReason
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptWebhookDisabledReason) SetTo(v WebhookDisabledReason) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptWebhookDisabledReason) Get() (v WebhookDisabledReason, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptWebhookDisabledReason) Or(d WebhookDisabledReason) WebhookDisabledReason {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptWebhookWithSecretDisabledReason returns new OptWebhookWithSecretDisabledReason with value set to v.
+func NewOptWebhookWithSecretDisabledReason(v WebhookWithSecretDisabledReason) OptWebhookWithSecretDisabledReason {
+	return OptWebhookWithSecretDisabledReason{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptWebhookWithSecretDisabledReason is optional WebhookWithSecretDisabledReason.
+type OptWebhookWithSecretDisabledReason struct {
+	Value WebhookWithSecretDisabledReason
+	Set   bool
+}
+
+// IsSet returns true if OptWebhookWithSecretDisabledReason was set.
+func (o OptWebhookWithSecretDisabledReason) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptWebhookWithSecretDisabledReason) Reset() {
+	var v WebhookWithSecretDisabledReason
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptWebhookWithSecretDisabledReason) SetTo(v WebhookWithSecretDisabledReason) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptWebhookWithSecretDisabledReason) Get() (v WebhookWithSecretDisabledReason, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptWebhookWithSecretDisabledReason) Or(d WebhookWithSecretDisabledReason) WebhookWithSecretDisabledReason {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // Ref: #/components/schemas/Plant
 type Plant struct {
 	// Identification number of the plant (always present in responses of this service).
@@ -982,8 +1108,13 @@ type Webhook struct {
 	URL         string    `json:"url"`
 	Description OptString `json:"description"`
 	CreatedAt   time.Time `json:"created_at"`
-	// False once a receiver answered 410.
+	// False once a receiver answered 410, or after its deliveries failed for days.
 	Enabled bool `json:"enabled"`
+	// When the subscription was disabled; absent while it is enabled.
+	DisabledAt OptDateTime `json:"disabled_at"`
+	// Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
+	// longer than the server allows (5 days by default). Absent while enabled.
+	DisabledReason OptWebhookDisabledReason `json:"disabled_reason"`
 }
 
 // GetID returns the value of ID.
@@ -1011,6 +1142,16 @@ func (s *Webhook) GetEnabled() bool {
 	return s.Enabled
 }
 
+// GetDisabledAt returns the value of DisabledAt.
+func (s *Webhook) GetDisabledAt() OptDateTime {
+	return s.DisabledAt
+}
+
+// GetDisabledReason returns the value of DisabledReason.
+func (s *Webhook) GetDisabledReason() OptWebhookDisabledReason {
+	return s.DisabledReason
+}
+
 // SetID sets the value of ID.
 func (s *Webhook) SetID(val string) {
 	s.ID = val
@@ -1036,7 +1177,60 @@ func (s *Webhook) SetEnabled(val bool) {
 	s.Enabled = val
 }
 
+// SetDisabledAt sets the value of DisabledAt.
+func (s *Webhook) SetDisabledAt(val OptDateTime) {
+	s.DisabledAt = val
+}
+
+// SetDisabledReason sets the value of DisabledReason.
+func (s *Webhook) SetDisabledReason(val OptWebhookDisabledReason) {
+	s.DisabledReason = val
+}
+
 func (*Webhook) getWebhookRes() {}
+
+// Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
+// longer than the server allows (5 days by default). Absent while enabled.
+type WebhookDisabledReason string
+
+const (
+	WebhookDisabledReasonGone    WebhookDisabledReason = "gone"
+	WebhookDisabledReasonFailing WebhookDisabledReason = "failing"
+)
+
+// AllValues returns all WebhookDisabledReason values.
+func (WebhookDisabledReason) AllValues() []WebhookDisabledReason {
+	return []WebhookDisabledReason{
+		WebhookDisabledReasonGone,
+		WebhookDisabledReasonFailing,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s WebhookDisabledReason) MarshalText() ([]byte, error) {
+	switch s {
+	case WebhookDisabledReasonGone:
+		return []byte(s), nil
+	case WebhookDisabledReasonFailing:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *WebhookDisabledReason) UnmarshalText(data []byte) error {
+	switch WebhookDisabledReason(data) {
+	case WebhookDisabledReasonGone:
+		*s = WebhookDisabledReasonGone
+		return nil
+	case WebhookDisabledReasonFailing:
+		*s = WebhookDisabledReasonFailing
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 // Merged schema.
 // Ref: #/components/schemas/WebhookWithSecret
@@ -1046,8 +1240,13 @@ type WebhookWithSecret struct {
 	URL         string    `json:"url"`
 	Description OptString `json:"description"`
 	CreatedAt   time.Time `json:"created_at"`
-	// False once a receiver answered 410.
+	// False once a receiver answered 410, or after its deliveries failed for days.
 	Enabled bool `json:"enabled"`
+	// When the subscription was disabled; absent while it is enabled.
+	DisabledAt OptDateTime `json:"disabled_at"`
+	// Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
+	// longer than the server allows (5 days by default). Absent while enabled.
+	DisabledReason OptWebhookWithSecretDisabledReason `json:"disabled_reason"`
 	// The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and rotate.
 	Secret string `json:"secret"`
 }
@@ -1075,6 +1274,16 @@ func (s *WebhookWithSecret) GetCreatedAt() time.Time {
 // GetEnabled returns the value of Enabled.
 func (s *WebhookWithSecret) GetEnabled() bool {
 	return s.Enabled
+}
+
+// GetDisabledAt returns the value of DisabledAt.
+func (s *WebhookWithSecret) GetDisabledAt() OptDateTime {
+	return s.DisabledAt
+}
+
+// GetDisabledReason returns the value of DisabledReason.
+func (s *WebhookWithSecret) GetDisabledReason() OptWebhookWithSecretDisabledReason {
+	return s.DisabledReason
 }
 
 // GetSecret returns the value of Secret.
@@ -1107,6 +1316,16 @@ func (s *WebhookWithSecret) SetEnabled(val bool) {
 	s.Enabled = val
 }
 
+// SetDisabledAt sets the value of DisabledAt.
+func (s *WebhookWithSecret) SetDisabledAt(val OptDateTime) {
+	s.DisabledAt = val
+}
+
+// SetDisabledReason sets the value of DisabledReason.
+func (s *WebhookWithSecret) SetDisabledReason(val OptWebhookWithSecretDisabledReason) {
+	s.DisabledReason = val
+}
+
 // SetSecret sets the value of Secret.
 func (s *WebhookWithSecret) SetSecret(val string) {
 	s.Secret = val
@@ -1114,3 +1333,46 @@ func (s *WebhookWithSecret) SetSecret(val string) {
 
 func (*WebhookWithSecret) createWebhookRes()       {}
 func (*WebhookWithSecret) rotateWebhookSecretRes() {}
+
+// Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
+// longer than the server allows (5 days by default). Absent while enabled.
+type WebhookWithSecretDisabledReason string
+
+const (
+	WebhookWithSecretDisabledReasonGone    WebhookWithSecretDisabledReason = "gone"
+	WebhookWithSecretDisabledReasonFailing WebhookWithSecretDisabledReason = "failing"
+)
+
+// AllValues returns all WebhookWithSecretDisabledReason values.
+func (WebhookWithSecretDisabledReason) AllValues() []WebhookWithSecretDisabledReason {
+	return []WebhookWithSecretDisabledReason{
+		WebhookWithSecretDisabledReasonGone,
+		WebhookWithSecretDisabledReasonFailing,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s WebhookWithSecretDisabledReason) MarshalText() ([]byte, error) {
+	switch s {
+	case WebhookWithSecretDisabledReasonGone:
+		return []byte(s), nil
+	case WebhookWithSecretDisabledReasonFailing:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *WebhookWithSecretDisabledReason) UnmarshalText(data []byte) error {
+	switch WebhookWithSecretDisabledReason(data) {
+	case WebhookWithSecretDisabledReasonGone:
+		*s = WebhookWithSecretDisabledReasonGone
+		return nil
+	case WebhookWithSecretDisabledReasonFailing:
+		*s = WebhookWithSecretDisabledReasonFailing
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/plantstore/plantstore"
 )
 
 // validate checks serve's settings once, before anything starts, and names
@@ -28,6 +30,15 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "must be positive, got %v", c.WebhookTimeout)
 	case c.WebhookFirstRetry <= 0:
 		return invalidSetting("webhook-first-retry", "PLANTSTORE_WEBHOOK_FIRST_RETRY", "must be positive, got %v", c.WebhookFirstRetry)
+	case c.WebhookInFlight < 1:
+		return invalidSetting("webhook-max-in-flight", "PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT", "must be at least 1, got %d", c.WebhookInFlight)
+	case c.WebhookMaxSubs < 1 || c.WebhookMaxSubs > plantstore.MaxMaxSubscriptions:
+		return invalidSetting("webhook-max-subscriptions", "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS", "must be from 1 to %d, got %d",
+			plantstore.MaxMaxSubscriptions, c.WebhookMaxSubs)
+	case c.WebhookDisableAfter < 0:
+		return invalidSetting("webhook-disable-after", "PLANTSTORE_WEBHOOK_DISABLE_AFTER", "must not be negative (0: never), got %v", c.WebhookDisableAfter)
+	case c.WebhookRetention < 0:
+		return invalidSetting("webhook-retention", "PLANTSTORE_WEBHOOK_RETENTION", "must not be negative (0: keep everything), got %v", c.WebhookRetention)
 	}
 	return nil
 }

@@ -165,13 +165,18 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrNegativeRateBurst", map[string]string{"PLANTSTORE_RATE_BURST": "-5"}, nil, []string{"--rate-burst", "PLANTSTORE_RATE_BURST"}},
 		{"ErrWebhookTimeoutZero", nil, []string{"--webhook-timeout", "0"}, []string{"--webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "positive"}},
 		{"ErrWebhookConcurrencyZero", nil, []string{"--webhook-concurrency", "0"}, []string{"--webhook-concurrency"}},
+		{"ErrWebhookMaxSubscriptions", nil, []string{"--webhook-max-subscriptions", "1001"}, []string{"--webhook-max-subscriptions", "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS", "1 to 1000"}},
+		{"ErrWebhookMaxSubscriptionsFromEnv", map[string]string{"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS": "0"}, nil, []string{"--webhook-max-subscriptions", "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS"}},
+		{"ErrWebhookMaxInFlightZero", nil, []string{"--webhook-max-in-flight", "0"}, []string{"--webhook-max-in-flight", "PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT"}},
+		{"ErrWebhookRetentionNegative", nil, []string{"--webhook-retention=-1h"}, []string{"--webhook-retention", "negative"}},
+		{"ErrWebhookDisableAfterNegative", map[string]string{"PLANTSTORE_WEBHOOK_DISABLE_AFTER": "-1h"}, nil, []string{"--webhook-disable-after", "PLANTSTORE_WEBHOOK_DISABLE_AFTER"}},
 		{"ErrShutdownTimeoutFromEnv", map[string]string{"PLANTSTORE_SHUTDOWN_TIMEOUT": "soon"}, nil, []string{"--shutdown-timeout", "PLANTSTORE_SHUTDOWN_TIMEOUT", `"soon"`}},
 		{"ErrTokenCacheTTL", nil, []string{"--token-cache-ttl", "2h"}, []string{"--token-cache-ttl"}},
 		{"ErrLogLevel", nil, []string{"--log-level", "loud"}, []string{"--log-level"}},
 		{"ErrDBTimeoutZero", nil, []string{"--db-timeout", "0"}, []string{"--db-timeout", "positive"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			path := tempDBPath(t)
+			path := missingDBPath(t)
 			r := runCLI(t, tt.env, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", path, "--no-bootstrap-admin"}, tt.args...)...)
 			if r.err == nil {
 				t.Fatal("no error")

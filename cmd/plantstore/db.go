@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -18,9 +21,12 @@ var (
 	_ plantstore.Backend = (*postgres.DB)(nil)
 )
 
+// defaultDBPath is the default of --db (dbFlags.DB's tag says it again).
+const defaultDBPath = "data/plantstore.db"
+
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path (created on first use), or a postgres:// URL."`
+	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path, or a postgres:// URL. A SQLite file that does not exist is created only by migrate, by serve --create-db, and by serve on the default path when no database was ever there; otherwise it is an error naming the path."`
 	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
 	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
 	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call, waiting for a connection (PostgreSQL) or for the write lock (SQLite) included; past it the request gets 503."`
@@ -29,6 +35,74 @@ type dbFlags struct {
 	durability sqlite.Durability
 	// onCommit observes group commits (serve's metrics).
 	onCommit func(writes int, took time.Duration)
+	// create says whether the command may create a SQLite database that
+	// does not exist; created is set by connect when it did.
+	create  createRule
+	created bool
+}
+
+// createRule says when a command may create a SQLite database file that does
+// not exist. A missing file is otherwise an error naming it, so that a
+// database deleted or moved, or a volume that did not mount, is never
+// replaced silently by a new, empty database (with a new admin token).
+type createRule int
+
+const (
+	// createNever: the token commands.
+	createNever createRule = iota
+	// createFirstRun: serve without --create-db creates the default path
+	// (the quick start's first run), and only when no earlier database left
+	// its lock file there.
+	createFirstRun
+	// createAlways: migrate, the explicit step, and serve --create-db.
+	createAlways
+)
+
+// createDBFlag is serve's --create-db.
+type createDBFlag struct {
+	CreateDB bool `name:"create-db" env:"PLANTSTORE_CREATE_DB" help:"SQLite: create the --db file (and its directory) if it does not exist: for the first start. Without it serve refuses to start on a missing file (deleted, moved, a volume not mounted) instead of starting on a new, empty database, except on the default path when no database was ever there. plantstore migrate creates the file too."`
+}
+
+// rule is serve's createRule.
+func (f createDBFlag) rule() createRule {
+	if f.CreateDB {
+		return createAlways
+	}
+	return createFirstRun
+}
+
+// mustExist reports whether the SQLite file at f.DB must exist already.
+func (f *dbFlags) mustExist() bool {
+	switch f.create {
+	case createAlways:
+		return false
+	case createFirstRun:
+		return f.DB != defaultDBPath || exists(f.DB+".lock")
+	}
+	return true
+}
+
+// exists reports whether there is a file at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// missingDatabase explains, naming the path, why a command does not open a
+// SQLite database that does not exist; any other error of Open is the
+// storage's.
+func (f *dbFlags) missingDatabase(err error) error {
+	switch {
+	case errors.Is(err, sqlite.ErrOrphanWAL):
+		return fmt.Errorf("--db: %w", err) // its message says what to do
+	case !errors.Is(err, sqlite.ErrNoDatabase):
+		return storageError(err)
+	case f.create == createNever:
+		return fmt.Errorf("--db: database %s does not exist: give the path of an existing database (--db, PLANTSTORE_DB), or create one with `plantstore migrate --db %s`", f.DB, f.DB)
+	case f.DB == defaultDBPath:
+		return fmt.Errorf("--db: database %s does not exist, but %s.lock shows that one was opened there before: it was deleted or moved. Restore it, or start with --create-db (PLANTSTORE_CREATE_DB=true) to create a new, empty database", f.DB, f.DB)
+	}
+	return fmt.Errorf("--db: database %s does not exist: it was deleted or moved, its volume is not mounted, or this is the first start. Restore it, or create a new, empty database: run `plantstore migrate --db %s`, or start once with --create-db (PLANTSTORE_CREATE_DB=true)", f.DB, f.DB)
 }
 
 // isPostgres reports whether the --db value is a PostgreSQL URL.
@@ -49,15 +123,22 @@ func displayDB(db string) string {
 	return u.Redacted()
 }
 
-// connect opens the database without looking at its schema.
+// connect opens the database without looking at its schema. A SQLite file
+// that does not exist is created only as f.create allows.
 func (f *dbFlags) connect(ctx context.Context) (plantstore.Backend, error) {
 	db, err := f.backend()
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Open(ctx); err != nil {
-		return nil, storageError(err)
+	missing := false
+	if !isPostgres(f.DB) {
+		_, err := os.Stat(f.DB)
+		missing = errors.Is(err, fs.ErrNotExist)
 	}
+	if err := db.Open(ctx); err != nil {
+		return nil, f.missingDatabase(err)
+	}
+	f.created = missing
 	return db, nil
 }
 
@@ -80,6 +161,7 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 		return nil, fmt.Errorf("--db-timeout must be positive")
 	}
 	db := sqlite.NewDB(f.DB)
+	db.MustExist = f.mustExist()
 	if f.durability != "" {
 		db.Durability = f.durability
 	}
@@ -131,13 +213,18 @@ type migrateCmd struct {
 	dbFlags
 }
 
-// Run applies pending migrations.
+// Run applies pending migrations; it creates a SQLite database that does
+// not exist (the explicit first step).
 func (c *migrateCmd) Run(ctx context.Context, e *env) error {
+	c.create = createAlways
 	db, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if c.created {
+		fmt.Fprintf(e.stderr, "plantstore: created a new database %s\n", c.DB)
+	}
 	n, err := db.Migrate(ctx)
 	if err != nil {
 		return storageError(err)

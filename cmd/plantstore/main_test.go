@@ -52,7 +52,21 @@ func mustRun(t *testing.T, args ...string) result {
 	return r
 }
 
+// tempDBPath returns the path of a new, empty database file in a new
+// directory: a 0-byte file, which SQLite takes as an empty database, so
+// every command opens it (serve migrates it and bootstraps as on a first
+// start). Tests of a path with no file use missingDBPath.
 func tempDBPath(t *testing.T) string {
+	t.Helper()
+	path := missingDBPath(t)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// missingDBPath returns a path in a new directory with no file at it.
+func missingDBPath(t *testing.T) string {
 	t.Helper()
 	return filepath.Join(t.TempDir(), "plantstore.db")
 }

@@ -27,6 +27,7 @@ import (
 // serveCmd is `plantstore serve`.
 type serveCmd struct {
 	dbFlags
+	createDBFlag
 	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
@@ -38,16 +39,22 @@ type serveCmd struct {
 	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications (401s) per minute allowed to each client IP, with a burst of 20; past it, that IP's requests with a missing or bad token get 429 (valid tokens still work). The IP is the TCP peer, X-Forwarded-For is not trusted: behind a proxy all clients share one. 0: no limit."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
 	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses (refused by default, checked on the resolved address at connect time)."`
-	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"8" help:"Webhook deliveries in flight at once per process."`
+	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook deliveries in flight at once per process. One owner gets at most a quarter of them (at least 1), so that its hanging receivers cannot hold them all."`
+	WebhookInFlight     int           `name:"webhook-max-in-flight" env:"PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT" default:"2" help:"Webhook deliveries in flight at once to one subscription, counted over every replica."`
+	WebhookMaxSubs      int           `name:"webhook-max-subscriptions" env:"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS" default:"16" help:"Webhook subscriptions one owner may have, disabled ones included (1..1000); past it POST /webhooks answers 409 (error 40902). It also bounds the deliveries one plant create writes."`
 	WebhookTimeout      time.Duration `env:"PLANTSTORE_WEBHOOK_TIMEOUT" default:"15s" help:"Time limit of one webhook delivery attempt."`
 	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day)."`
+	WebhookDisableAfter time.Duration `env:"PLANTSTORE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a subscription whose delivery attempts have all failed for longer than this, at its next failed attempt (GET /webhooks/{id} then shows disabled_reason failing). 0: never (a 410 still disables it)."`
+	WebhookRetention    time.Duration `env:"PLANTSTORE_WEBHOOK_RETENTION" default:"720h" help:"How long delivery history is kept: attempts and finished deliveries older than this are deleted, 500 rows a statement, a pass a minute. 0 keeps everything."`
 	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
 	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
 	OIDCIssuer          string        `name:"oidc-issuer" env:"PLANTSTORE_OIDC_ISSUER" placeholder:"URL" help:"Accept JWT access tokens from this OpenID Connect issuer too: its keys come from URL/.well-known/openid-configuration (fetched at start, at most 10s) and are fetched again for an unknown key id. Needs --jwt-audience."`
 	JWTJWKSFile         string        `name:"jwt-jwks-file" env:"PLANTSTORE_JWT_JWKS_FILE" placeholder:"PATH" help:"Accept JWT access tokens signed by a key of this local JWKS file (offline setups; instead of --oidc-issuer). Needs --jwt-issuer and --jwt-audience."`
 	JWTIssuer           string        `name:"jwt-issuer" env:"PLANTSTORE_JWT_ISSUER" help:"The iss a JWT must carry, with --jwt-jwks-file (with --oidc-issuer it is that URL)."`
 	JWTAudience         string        `name:"jwt-audience" env:"PLANTSTORE_JWT_AUDIENCE" help:"A value the aud of a JWT must contain (this API's identifier at the issuer); required with --oidc-issuer or --jwt-jwks-file."`
-	JWTOwnerClaim       string        `name:"jwt-owner-claim" env:"PLANTSTORE_JWT_OWNER_CLAIM" default:"sub" help:"The JWT claim (a non-empty string) whose value is the owner."`
+	JWTOwnerClaim       string        `name:"jwt-owner-claim" env:"PLANTSTORE_JWT_OWNER_CLAIM" default:"sub" help:"The JWT claim (a non-empty string) whose value, after --jwt-owner-prefix, is the owner."`
+	JWTOwnerPrefix      string        `name:"jwt-owner-prefix" env:"PLANTSTORE_JWT_OWNER_PREFIX" placeholder:"PREFIX" help:"Put this before the owner claim to make a JWT's owner (default: jwt:ISSUER#, so owners are jwt:ISSUER#SUB), keeping JWT owners apart from opaque tokens' owners. At most 192 bytes; an owner over 256 bytes is refused (401)."`
+	JWTSharedOwners     bool          `name:"jwt-shared-owners" env:"PLANTSTORE_JWT_SHARED_OWNERS" help:"RISK: make a JWT's owner the claim's value as is, shared with opaque tokens' owners: a JWT whose claim is admin then reads and changes owner admin's plants and webhooks (secrets included). Only for an issuer trusted to name any owner. Excludes --jwt-owner-prefix."`
 }
 
 // Run serves until ctx is cancelled (SIGTERM/SIGINT), then shuts down
@@ -75,6 +82,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	c.durability = sqlite.Durability(c.Durability)
+	c.create = c.createDBFlag.rule()
 	registry := plantstorehttp.NewRegistry()
 	c.onCommit = plantstorehttp.CommitObserver(registry)
 	db, err := c.open(ctx, c.Migrate)
@@ -82,6 +90,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer db.Close()
+	if c.created {
+		logger.Warn("created a new, empty database", "db", c.DB)
+	}
 
 	// One clock for the services, the dispatcher and the transport. The
 	// dispatcher exists first so the plant service can wake it after a
@@ -93,6 +104,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		Notify:        dispatcher.Notify,
 		TokenCacheTTL: c.TokenCacheTTL,
 		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
+
+		MaxSubscriptions:    c.WebhookMaxSubs,
+		WebhookDisableAfter: c.WebhookDisableAfter,
 	})
 	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
 	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
@@ -160,6 +174,10 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 			return nil, invalidSetting("jwt-audience", "PLANTSTORE_JWT_AUDIENCE", "needs --oidc-issuer or --jwt-jwks-file")
 		case c.JWTOwnerClaim != plantstorehttp.DefaultJWTOwnerClaim:
 			return nil, invalidSetting("jwt-owner-claim", "PLANTSTORE_JWT_OWNER_CLAIM", "needs --oidc-issuer or --jwt-jwks-file")
+		case c.JWTOwnerPrefix != "":
+			return nil, invalidSetting("jwt-owner-prefix", "PLANTSTORE_JWT_OWNER_PREFIX", "needs --oidc-issuer or --jwt-jwks-file")
+		case c.JWTSharedOwners:
+			return nil, invalidSetting("jwt-shared-owners", "PLANTSTORE_JWT_SHARED_OWNERS", "needs --oidc-issuer or --jwt-jwks-file")
 		}
 		return nil, nil
 	}
@@ -178,15 +196,22 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	dctx, cancel := context.WithTimeout(ctx, oidcDiscoveryTimeout)
 	defer cancel()
 	v, err := plantstorehttp.NewJWTVerifier(dctx, plantstorehttp.JWTConfig{
-		OIDCIssuer: c.OIDCIssuer,
-		JWKSFile:   c.JWTJWKSFile,
-		Issuer:     c.JWTIssuer,
-		Audience:   c.JWTAudience,
-		OwnerClaim: c.JWTOwnerClaim,
+		OIDCIssuer:   c.OIDCIssuer,
+		JWKSFile:     c.JWTJWKSFile,
+		Issuer:       c.JWTIssuer,
+		Audience:     c.JWTAudience,
+		OwnerClaim:   c.JWTOwnerClaim,
+		OwnerPrefix:  c.JWTOwnerPrefix,
+		SharedOwners: c.JWTSharedOwners,
 	})
 	if err != nil {
 		flag, env := "oidc-issuer", "PLANTSTORE_OIDC_ISSUER"
-		if c.JWTJWKSFile != "" {
+		switch {
+		case errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) && c.JWTSharedOwners:
+			flag, env = "jwt-shared-owners", "PLANTSTORE_JWT_SHARED_OWNERS"
+		case errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix):
+			flag, env = "jwt-owner-prefix", "PLANTSTORE_JWT_OWNER_PREFIX"
+		case c.JWTJWKSFile != "":
 			flag, env = "jwt-jwks-file", "PLANTSTORE_JWT_JWKS_FILE"
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -209,9 +234,11 @@ func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *w
 		Logger:         logger,
 		Metrics:        webhook.NewMetrics(reg),
 		Concurrency:    c.WebhookConcurrency,
+		MaxInFlight:    c.WebhookInFlight,
 		AttemptTimeout: c.WebhookTimeout,
 		Lease:          c.WebhookTimeout + 15*time.Second, // a crashed replica's claims free up this soon
 		Schedule:       schedule,
+		Retention:      c.WebhookRetention,
 	}
 }
 

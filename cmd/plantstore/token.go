@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,12 @@ type tokenCreateCmd struct {
 
 // Run creates the token and prints its secret, the only time it is shown.
 func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
+	// The service checks the owner too; checked here first, before the
+	// database is opened, the error is about the owner whatever the
+	// database's state.
+	if err := plantstore.ValidateOwner(strings.TrimSpace(c.Owner)); err != nil {
+		return fmt.Errorf("--owner: %s", describe(err))
+	}
 	db, err := c.open(ctx, true)
 	if err != nil {
 		return err
@@ -90,7 +97,7 @@ func (c *tokenListCmd) Run(ctx context.Context, e *env) error {
 		if t.ExpiresAt != nil {
 			expires = t.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Owner, strings.Join(t.Scopes, ","),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, ownerColumn(t.Owner), strings.Join(t.Scopes, ","),
 			t.CreatedAt.Format(time.RFC3339), expires, t.Status(now))
 	}
 	return tw.Flush()
@@ -113,6 +120,17 @@ func (c *tokenRevokeCmd) Run(ctx context.Context, e *env) error {
 	}
 	fmt.Fprintf(e.stderr, "plantstore: revoked %s\n", c.ID)
 	return nil
+}
+
+// ownerColumn is an owner as the table of `token list` shows it: as it is
+// when it is a valid owner name, else quoted (Go syntax, escapes for what
+// is not printable), so that a name stored before owners were checked
+// cannot add or hide rows.
+func ownerColumn(owner string) string {
+	if plantstore.ValidateOwner(owner) == nil {
+		return owner
+	}
+	return strconv.Quote(owner)
 }
 
 // tokenService is the token service over db, for one command.

@@ -9,9 +9,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/plantstore/plantstore/internal/pgtest"
@@ -293,5 +295,239 @@ func TestWebhookTwoReplicas(t *testing.T) {
 		if c != 1 {
 			t.Fatalf("message %s delivered %d times", id, c)
 		}
+	}
+}
+
+// webhookJSON is a Webhook as GET /webhooks shows it.
+type webhookJSON struct {
+	ID             string     `json:"id"`
+	URL            string     `json:"url"`
+	Enabled        bool       `json:"enabled"`
+	DisabledAt     *time.Time `json:"disabled_at"`
+	DisabledReason string     `json:"disabled_reason"`
+}
+
+// getWebhook returns GET /webhooks/{id}.
+func getWebhook(t *testing.T, s *server, token, id string) webhookJSON {
+	t.Helper()
+	status, _, body := do(t, testClient, "GET", s.url+"/webhooks/"+id, token, "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /webhooks/%s: %d %s", id, status, body)
+	}
+	var w webhookJSON
+	if err := json.Unmarshal(body, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestWebhookLimits: an owner's subscriptions are capped
+// (--webhook-max-subscriptions): past it 409 40902, another owner is not
+// counted, a delete makes room; GET /webhooks pages by id (creation order)
+// with a Link to the next page, and refuses a bad limit or after with 400
+// 40003.
+func TestWebhookLimits(t *testing.T) {
+	for _, backend := range []string{"SQLite", "PostgreSQL"} {
+		t.Run(backend, func(t *testing.T) {
+			db := tempDBPath(t)
+			if backend == "PostgreSQL" {
+				db = pgtest.NewDatabase(t)
+			}
+			s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0", "--webhook-max-subscriptions", "3")
+			alice, bob := webhookToken(t, db, "alice"), webhookToken(t, db, "bob")
+			var ids []string
+			for i := range 3 {
+				id, _ := subscribe(t, s, alice, fmt.Sprintf("http://127.0.0.1:9/%d", i))
+				ids = append(ids, id)
+			}
+			status, _, body := do(t, testClient, "POST", s.url+"/webhooks", alice, `{"url":"http://127.0.0.1:9/4"}`)
+			if status != http.StatusConflict || errorCode(body) != 40902 {
+				t.Fatalf("a 4th subscription with a cap of 3: %d %s, want 409 40902", status, body)
+			}
+			if !strings.Contains(string(body), "the owner has 3 webhook subscriptions") {
+				t.Fatalf("409 body %s does not say the cap", body)
+			}
+			subscribe(t, s, bob, "http://127.0.0.1:9/bob")
+
+			// Pages of 2, by id: the creation order.
+			var got []string
+			next := s.url + "/webhooks?limit=2"
+			for pages := 0; next != ""; pages++ {
+				if pages == 3 {
+					t.Fatal("more than 2 pages of 3 subscriptions by 2")
+				}
+				status, h, body := do(t, testClient, "GET", next, alice, "")
+				if status != http.StatusOK {
+					t.Fatalf("GET %s: %d %s", next, status, body)
+				}
+				var page []webhookJSON
+				if err := json.Unmarshal(body, &page); err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range page {
+					got = append(got, w.ID)
+				}
+				next = nextLink(t, s.url, h)
+				if pages == 0 && h.Get("Link") != fmt.Sprintf(`</webhooks?after=%s&limit=2>; rel="next"`, ids[1]) {
+					t.Fatalf("Link of the first page: %q", h.Get("Link"))
+				}
+			}
+			if diff := cmp.Diff(ids, got); diff != "" {
+				t.Fatalf("subscriptions by pages of 2 (-want +got):\n%s", diff)
+			}
+			for _, q := range []string{"limit=0", "limit=1001", "after=whk_123", "after=" + strings.ToUpper(ids[0])} {
+				status, _, body := do(t, testClient, "GET", s.url+"/webhooks?"+q, alice, "")
+				if status != http.StatusBadRequest || errorCode(body) != 40003 {
+					t.Errorf("GET /webhooks?%s: %d %s, want 400 40003", q, status, body)
+				}
+			}
+
+			if status, _, body := do(t, testClient, "DELETE", s.url+"/webhooks/"+ids[0], alice, ""); status != http.StatusNoContent {
+				t.Fatalf("DELETE: %d %s", status, body)
+			}
+			subscribe(t, s, alice, "http://127.0.0.1:9/again")
+		})
+	}
+}
+
+// TestWebhookDisabled: a subscription whose attempts all fail for longer
+// than --webhook-disable-after is disabled at its next failed attempt
+// (reason failing), one whose receiver answers 410 at once (reason gone);
+// GET shows both.
+func TestWebhookDisabled(t *testing.T) {
+	db := tempDBPath(t)
+	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0",
+		"--webhook-first-retry", "100ms", "--webhook-disable-after", "1s")
+	tok := webhookToken(t, db, "alice")
+	failing, gone := newReceiver(t), newReceiver(t)
+	failing.status = func(int) int { return http.StatusInternalServerError }
+	gone.status = func(int) int { return http.StatusGone }
+	failingID, _ := subscribe(t, s, tok, failing.URL+"/hook")
+	goneID, _ := subscribe(t, s, tok, gone.URL+"/hook")
+	if w := getWebhook(t, s, tok, failingID); !w.Enabled || w.DisabledAt != nil || w.DisabledReason != "" {
+		t.Fatalf("a new subscription: %+v", w)
+	}
+	if status, _, body := do(t, testClient, "POST", s.url+"/plants", tok, `{"id":1,"name":"Fern"}`); status != 200 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	// Attempts at about 0, 0.1, 0.7 and 3.1 s: the last one is past 1 s of
+	// failing.
+	waitFor(t, 20*time.Second, "the failing subscription to be disabled", func() bool { return !getWebhook(t, s, tok, failingID).Enabled })
+	w := getWebhook(t, s, tok, failingID)
+	if w.DisabledReason != "failing" || w.DisabledAt == nil {
+		t.Fatalf("failing subscription: %+v, want disabled_reason failing with disabled_at", w)
+	}
+	if n := len(failing.got()); n < 2 {
+		t.Fatalf("disabled after %d attempts, want at least 2 (failing for over 1s)", n)
+	}
+	w = getWebhook(t, s, tok, goneID)
+	if w.Enabled || w.DisabledReason != "gone" || w.DisabledAt == nil || len(gone.got()) != 1 {
+		t.Fatalf("subscription answered 410: %+v after %d attempts, want disabled_reason gone after 1", w, len(gone.got()))
+	}
+	// The list shows them the same way; a disabled subscription gets nothing.
+	_, _, body := do(t, testClient, "GET", s.url+"/webhooks", tok, "")
+	if !strings.Contains(string(body), `"disabled_reason":"failing"`) || !strings.Contains(string(body), `"disabled_reason":"gone"`) {
+		t.Fatalf("GET /webhooks: %s", body)
+	}
+	before := len(failing.got())
+	do(t, testClient, "POST", s.url+"/plants", tok, `{"id":2,"name":"Ivy"}`)
+	time.Sleep(500 * time.Millisecond)
+	if n := len(failing.got()); n != before {
+		t.Fatalf("a disabled subscription got %d more deliveries", n-before)
+	}
+}
+
+// TestWebhookRetention: delivery history older than --webhook-retention
+// is deleted off the request path.
+func TestWebhookRetention(t *testing.T) {
+	db := tempDBPath(t)
+	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0", "--webhook-retention", "2s")
+	tok := webhookToken(t, db, "alice")
+	r := newReceiver(t)
+	id, _ := subscribe(t, s, tok, r.URL+"/hook")
+	if status, _, body := do(t, testClient, "POST", s.url+"/plants", tok, `{"id":1,"name":"Fern"}`); status != 200 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	attempts := func() string {
+		_, _, body := do(t, testClient, "GET", s.url+"/webhooks/"+id+"/deliveries", tok, "")
+		return strings.TrimSpace(string(body))
+	}
+	waitFor(t, 20*time.Second, "the delivery", func() bool { return strings.Contains(attempts(), `"succeeded"`) })
+	waitFor(t, 20*time.Second, "the attempt to be pruned", func() bool { return attempts() == "[]" })
+}
+
+// hangingReceiver listens on 127.0.0.1, accepts connections and never
+// answers; it counts the connections accepted.
+func hangingReceiver(t *testing.T, accepted *atomic.Int32) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/hook"
+}
+
+// TestWebhookFairness: owner A has 16 subscriptions whose receivers accept
+// and never answer, and a backlog for them; owner B's delivery, created
+// after, still arrives within 3 s, while A holds no more than its share of
+// the dispatcher's workers (a quarter of 32).
+func TestWebhookFairness(t *testing.T) {
+	for _, backend := range []string{"SQLite", "PostgreSQL"} {
+		t.Run(backend, func(t *testing.T) {
+			db := tempDBPath(t)
+			if backend == "PostgreSQL" {
+				db = pgtest.NewDatabase(t)
+			}
+			s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0")
+			a, b := webhookToken(t, db, "owner-a"), webhookToken(t, db, "owner-b")
+			var accepted atomic.Int32
+			for range 16 {
+				subscribe(t, s, a, hangingReceiver(t, &accepted))
+			}
+			for id := 1; id <= 5; id++ { // 80 deliveries
+				if status, _, body := do(t, testClient, "POST", s.url+"/plants", a, fmt.Sprintf(`{"id":%d,"name":"A%d"}`, id, id)); status != 200 {
+					t.Fatalf("A's create: %d %s", status, body)
+				}
+			}
+			waitFor(t, 10*time.Second, "A's share of attempts in flight", func() bool { return accepted.Load() >= 8 })
+			r := newReceiver(t)
+			subscribe(t, s, b, r.URL+"/hook")
+			start := time.Now()
+			if status, _, body := do(t, testClient, "POST", s.url+"/plants", b, `{"id":1,"name":"B"}`); status != 200 {
+				t.Fatalf("B's create: %d %s", status, body)
+			}
+			waitFor(t, 10*time.Second, "B's delivery", func() bool { return len(r.got()) == 1 })
+			took := time.Since(start)
+			t.Logf("B's delivery arrived %v after its create, with A's 16 receivers hanging", took)
+			if took > 3*time.Second {
+				t.Fatalf("B's delivery took %v, want at most 3s", took)
+			}
+			time.Sleep(time.Second) // A's attempts hang for 15s: its share must hold meanwhile
+			if n := accepted.Load(); n != 8 {
+				t.Fatalf("A's receivers accepted %d connections, want 8 (a quarter of 32 workers)", n)
+			}
+		})
 	}
 }

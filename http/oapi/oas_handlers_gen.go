@@ -1064,7 +1064,9 @@ func (s *Server) handleListWebhookDeliveriesRequest(args [1]string, argsEscaped 
 
 // handleListWebhooksRequest handles listWebhooks operation.
 //
-// The token owner's subscriptions, oldest first. Secrets are not shown.
+// The token owner's subscriptions, by id ascending (ids issued by this version sort by creation time),
+// a page at a time (keyset pagination). When more follow, the `Link` header carries the next page's
+// URL (`rel="next"`). Secrets are not shown.
 //
 // GET /webhooks
 func (s *Server) handleListWebhooksRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1123,6 +1125,16 @@ func (s *Server) handleListWebhooksRequest(args [0]string, argsEscaped bool, w h
 			return
 		}
 	}
+	params, err := decodeListWebhooksParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
 
 	var rawBody []byte
 
@@ -1135,13 +1147,22 @@ func (s *Server) handleListWebhooksRequest(args [0]string, argsEscaped bool, w h
 			OperationID:      "listWebhooks",
 			Body:             nil,
 			RawBody:          rawBody,
-			Params:           middleware.Parameters{},
-			Raw:              r,
+			Params: middleware.Parameters{
+				{
+					Name: "limit",
+					In:   "query",
+				}: params.Limit,
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+			},
+			Raw: r,
 		}
 
 		type (
 			Request  = struct{}
-			Params   = struct{}
+			Params   = ListWebhooksParams
 			Response = ListWebhooksRes
 		)
 		response, err = middleware.HookMiddleware[
@@ -1151,14 +1172,14 @@ func (s *Server) handleListWebhooksRequest(args [0]string, argsEscaped bool, w h
 		](
 			m,
 			mreq,
-			nil,
+			unpackListWebhooksParams,
 			func(ctx context.Context, request Request, params Params) (response Response, err error) {
-				response, err = s.h.ListWebhooks(ctx)
+				response, err = s.h.ListWebhooks(ctx, params)
 				return response, err
 			},
 		)
 	} else {
-		response, err = s.h.ListWebhooks(ctx)
+		response, err = s.h.ListWebhooks(ctx, params)
 	}
 	if err != nil {
 		defer recordError("Internal", err)

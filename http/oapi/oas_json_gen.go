@@ -241,6 +241,44 @@ func (s *CreateWebhookBadRequest) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes CreateWebhookConflict as json.
+func (s *CreateWebhookConflict) Encode(e *jx.Encoder) {
+	unwrapped := (*Error)(s)
+
+	unwrapped.Encode(e)
+}
+
+// Decode decodes CreateWebhookConflict from json.
+func (s *CreateWebhookConflict) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode CreateWebhookConflict to nil")
+	}
+	var unwrapped Error
+	if err := func() error {
+		if err := unwrapped.Decode(d); err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return errors.Wrap(err, "alias")
+	}
+	*s = CreateWebhookConflict(unwrapped)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *CreateWebhookConflict) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *CreateWebhookConflict) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode encodes CreateWebhookInternalServerError as json.
 func (s *CreateWebhookInternalServerError) Encode(e *jx.Encoder) {
 	unwrapped := (*Error)(s)
@@ -1437,52 +1475,78 @@ func (s *ListWebhookDeliveriesOKApplicationJSON) UnmarshalJSON(data []byte) erro
 	return s.Decode(d)
 }
 
-// Encode encodes ListWebhooksOKApplicationJSON as json.
-func (s ListWebhooksOKApplicationJSON) Encode(e *jx.Encoder) {
-	unwrapped := []Webhook(s)
+// Encode encodes ListWebhooksBadRequest as json.
+func (s *ListWebhooksBadRequest) Encode(e *jx.Encoder) {
+	unwrapped := (*Error)(s)
 
-	e.ArrStart()
-	for _, elem := range unwrapped {
-		elem.Encode(e)
-	}
-	e.ArrEnd()
+	unwrapped.Encode(e)
 }
 
-// Decode decodes ListWebhooksOKApplicationJSON from json.
-func (s *ListWebhooksOKApplicationJSON) Decode(d *jx.Decoder) error {
+// Decode decodes ListWebhooksBadRequest from json.
+func (s *ListWebhooksBadRequest) Decode(d *jx.Decoder) error {
 	if s == nil {
-		return errors.New("invalid: unable to decode ListWebhooksOKApplicationJSON to nil")
+		return errors.New("invalid: unable to decode ListWebhooksBadRequest to nil")
 	}
-	var unwrapped []Webhook
+	var unwrapped Error
 	if err := func() error {
-		unwrapped = make([]Webhook, 0)
-		if err := d.Arr(func(d *jx.Decoder) error {
-			var elem Webhook
-			if err := elem.Decode(d); err != nil {
-				return err
-			}
-			unwrapped = append(unwrapped, elem)
-			return nil
-		}); err != nil {
+		if err := unwrapped.Decode(d); err != nil {
 			return err
 		}
 		return nil
 	}(); err != nil {
 		return errors.Wrap(err, "alias")
 	}
-	*s = ListWebhooksOKApplicationJSON(unwrapped)
+	*s = ListWebhooksBadRequest(unwrapped)
 	return nil
 }
 
 // MarshalJSON implements stdjson.Marshaler.
-func (s ListWebhooksOKApplicationJSON) MarshalJSON() ([]byte, error) {
+func (s *ListWebhooksBadRequest) MarshalJSON() ([]byte, error) {
 	e := jx.Encoder{}
 	s.Encode(&e)
 	return e.Bytes(), nil
 }
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
-func (s *ListWebhooksOKApplicationJSON) UnmarshalJSON(data []byte) error {
+func (s *ListWebhooksBadRequest) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes ListWebhooksInternalServerError as json.
+func (s *ListWebhooksInternalServerError) Encode(e *jx.Encoder) {
+	unwrapped := (*Error)(s)
+
+	unwrapped.Encode(e)
+}
+
+// Decode decodes ListWebhooksInternalServerError from json.
+func (s *ListWebhooksInternalServerError) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode ListWebhooksInternalServerError to nil")
+	}
+	var unwrapped Error
+	if err := func() error {
+		if err := unwrapped.Decode(d); err != nil {
+			return err
+		}
+		return nil
+	}(); err != nil {
+		return errors.Wrap(err, "alias")
+	}
+	*s = ListWebhooksInternalServerError(unwrapped)
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s *ListWebhooksInternalServerError) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *ListWebhooksInternalServerError) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }
@@ -1938,6 +2002,72 @@ func (s *OptString) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes WebhookDisabledReason as json.
+func (o OptWebhookDisabledReason) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Str(string(o.Value))
+}
+
+// Decode decodes WebhookDisabledReason from json.
+func (o *OptWebhookDisabledReason) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptWebhookDisabledReason to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptWebhookDisabledReason) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptWebhookDisabledReason) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes WebhookWithSecretDisabledReason as json.
+func (o OptWebhookWithSecretDisabledReason) Encode(e *jx.Encoder) {
+	if !o.Set {
+		return
+	}
+	e.Str(string(o.Value))
+}
+
+// Decode decodes WebhookWithSecretDisabledReason from json.
+func (o *OptWebhookWithSecretDisabledReason) Decode(d *jx.Decoder) error {
+	if o == nil {
+		return errors.New("invalid: unable to decode OptWebhookWithSecretDisabledReason to nil")
+	}
+	o.Set = true
+	if err := o.Value.Decode(d); err != nil {
+		return err
+	}
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s OptWebhookWithSecretDisabledReason) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *OptWebhookWithSecretDisabledReason) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode implements json.Marshaler.
 func (s *Plant) Encode(e *jx.Encoder) {
 	e.ObjStart()
@@ -2213,14 +2343,28 @@ func (s *Webhook) encodeFields(e *jx.Encoder) {
 		e.FieldStart("enabled")
 		e.Bool(s.Enabled)
 	}
+	{
+		if s.DisabledAt.Set {
+			e.FieldStart("disabled_at")
+			s.DisabledAt.Encode(e, json.EncodeDateTime)
+		}
+	}
+	{
+		if s.DisabledReason.Set {
+			e.FieldStart("disabled_reason")
+			s.DisabledReason.Encode(e)
+		}
+	}
 }
 
-var jsonFieldsNameOfWebhook = [5]string{
+var jsonFieldsNameOfWebhook = [7]string{
 	0: "id",
 	1: "url",
 	2: "description",
 	3: "created_at",
 	4: "enabled",
+	5: "disabled_at",
+	6: "disabled_reason",
 }
 
 // Decode decodes Webhook from json.
@@ -2290,6 +2434,26 @@ func (s *Webhook) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"enabled\"")
 			}
+		case "disabled_at":
+			if err := func() error {
+				s.DisabledAt.Reset()
+				if err := s.DisabledAt.Decode(d, json.DecodeDateTime); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"disabled_at\"")
+			}
+		case "disabled_reason":
+			if err := func() error {
+				s.DisabledReason.Reset()
+				if err := s.DisabledReason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"disabled_reason\"")
+			}
 		default:
 			return d.Skip()
 		}
@@ -2346,6 +2510,46 @@ func (s *Webhook) UnmarshalJSON(data []byte) error {
 	return s.Decode(d)
 }
 
+// Encode encodes WebhookDisabledReason as json.
+func (s WebhookDisabledReason) Encode(e *jx.Encoder) {
+	e.Str(string(s))
+}
+
+// Decode decodes WebhookDisabledReason from json.
+func (s *WebhookDisabledReason) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode WebhookDisabledReason to nil")
+	}
+	v, err := d.StrBytes()
+	if err != nil {
+		return err
+	}
+	// Try to use constant string.
+	switch WebhookDisabledReason(v) {
+	case WebhookDisabledReasonGone:
+		*s = WebhookDisabledReasonGone
+	case WebhookDisabledReasonFailing:
+		*s = WebhookDisabledReasonFailing
+	default:
+		*s = WebhookDisabledReason(v)
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s WebhookDisabledReason) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *WebhookDisabledReason) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
 // Encode implements json.Marshaler.
 func (s *WebhookWithSecret) Encode(e *jx.Encoder) {
 	e.ObjStart()
@@ -2378,18 +2582,32 @@ func (s *WebhookWithSecret) encodeFields(e *jx.Encoder) {
 		e.Bool(s.Enabled)
 	}
 	{
+		if s.DisabledAt.Set {
+			e.FieldStart("disabled_at")
+			s.DisabledAt.Encode(e, json.EncodeDateTime)
+		}
+	}
+	{
+		if s.DisabledReason.Set {
+			e.FieldStart("disabled_reason")
+			s.DisabledReason.Encode(e)
+		}
+	}
+	{
 		e.FieldStart("secret")
 		e.Str(s.Secret)
 	}
 }
 
-var jsonFieldsNameOfWebhookWithSecret = [6]string{
+var jsonFieldsNameOfWebhookWithSecret = [8]string{
 	0: "id",
 	1: "url",
 	2: "description",
 	3: "created_at",
 	4: "enabled",
-	5: "secret",
+	5: "disabled_at",
+	6: "disabled_reason",
+	7: "secret",
 }
 
 // Decode decodes WebhookWithSecret from json.
@@ -2459,8 +2677,28 @@ func (s *WebhookWithSecret) Decode(d *jx.Decoder) error {
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"enabled\"")
 			}
+		case "disabled_at":
+			if err := func() error {
+				s.DisabledAt.Reset()
+				if err := s.DisabledAt.Decode(d, json.DecodeDateTime); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"disabled_at\"")
+			}
+		case "disabled_reason":
+			if err := func() error {
+				s.DisabledReason.Reset()
+				if err := s.DisabledReason.Decode(d); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"disabled_reason\"")
+			}
 		case "secret":
-			requiredBitSet[0] |= 1 << 5
+			requiredBitSet[0] |= 1 << 7
 			if err := func() error {
 				v, err := d.Str()
 				s.Secret = string(v)
@@ -2481,7 +2719,7 @@ func (s *WebhookWithSecret) Decode(d *jx.Decoder) error {
 	// Validate required fields.
 	var failures []validate.FieldError
 	for i, mask := range [1]uint8{
-		0b00111011,
+		0b10011011,
 	} {
 		if result := (requiredBitSet[i] & mask) ^ mask; result != 0 {
 			// Mask only required fields and check equality to mask using XOR.
@@ -2523,6 +2761,46 @@ func (s *WebhookWithSecret) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *WebhookWithSecret) UnmarshalJSON(data []byte) error {
+	d := jx.DecodeBytes(data)
+	return s.Decode(d)
+}
+
+// Encode encodes WebhookWithSecretDisabledReason as json.
+func (s WebhookWithSecretDisabledReason) Encode(e *jx.Encoder) {
+	e.Str(string(s))
+}
+
+// Decode decodes WebhookWithSecretDisabledReason from json.
+func (s *WebhookWithSecretDisabledReason) Decode(d *jx.Decoder) error {
+	if s == nil {
+		return errors.New("invalid: unable to decode WebhookWithSecretDisabledReason to nil")
+	}
+	v, err := d.StrBytes()
+	if err != nil {
+		return err
+	}
+	// Try to use constant string.
+	switch WebhookWithSecretDisabledReason(v) {
+	case WebhookWithSecretDisabledReasonGone:
+		*s = WebhookWithSecretDisabledReasonGone
+	case WebhookWithSecretDisabledReasonFailing:
+		*s = WebhookWithSecretDisabledReasonFailing
+	default:
+		*s = WebhookWithSecretDisabledReason(v)
+	}
+
+	return nil
+}
+
+// MarshalJSON implements stdjson.Marshaler.
+func (s WebhookWithSecretDisabledReason) MarshalJSON() ([]byte, error) {
+	e := jx.Encoder{}
+	s.Encode(&e)
+	return e.Bytes(), nil
+}
+
+// UnmarshalJSON implements stdjson.Unmarshaler.
+func (s *WebhookWithSecretDisabledReason) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
 	return s.Decode(d)
 }

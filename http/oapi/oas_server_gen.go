@@ -60,10 +60,12 @@ type Handler interface {
 	ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (ListWebhookDeliveriesRes, error)
 	// ListWebhooks implements listWebhooks operation.
 	//
-	// The token owner's subscriptions, oldest first. Secrets are not shown.
+	// The token owner's subscriptions, by id ascending (ids issued by this version sort by creation time),
+	// a page at a time (keyset pagination). When more follow, the `Link` header carries the next page's
+	// URL (`rel="next"`). Secrets are not shown.
 	//
 	// GET /webhooks
-	ListWebhooks(ctx context.Context) (ListWebhooksRes, error)
+	ListWebhooks(ctx context.Context, params ListWebhooksParams) (ListWebhooksRes, error)
 	// RotateWebhookSecret implements rotateWebhookSecret operation.
 	//
 	// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed

@@ -89,10 +89,12 @@ func (UnimplementedHandler) ListWebhookDeliveries(ctx context.Context, params Li
 
 // ListWebhooks implements listWebhooks operation.
 //
-// The token owner's subscriptions, oldest first. Secrets are not shown.
+// The token owner's subscriptions, by id ascending (ids issued by this version sort by creation time),
+// a page at a time (keyset pagination). When more follow, the `Link` header carries the next page's
+// URL (`rel="next"`). Secrets are not shown.
 //
 // GET /webhooks
-func (UnimplementedHandler) ListWebhooks(ctx context.Context) (r ListWebhooksRes, _ error) {
+func (UnimplementedHandler) ListWebhooks(ctx context.Context, params ListWebhooksParams) (r ListWebhooksRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 

@@ -1,0 +1,171 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/plantstore/plantstore"
+)
+
+// TestCheckBodyValues runs checkBody over bodies that are well-formed JSON:
+// U+0000, duplicate keys and lone surrogates are refused with where and
+// what; everything else JSON allows passes.
+func TestCheckBodyValues(t *testing.T) {
+	wide := func(n int, dupAt int) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			k := i
+			if i == dupAt {
+				k = 0
+			}
+			b.WriteString(`"k` + strings.Repeat("x", k%7) + string(rune('a'+k%26)) + string(rune('a'+k/26%26)) + string(rune('a'+k/676)) + `":1`)
+		}
+		b.WriteString("}")
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, body, want string // want "" means accepted
+	}{
+		{"OK", `{"id":1,"name":"fern","tag":"x"}`, ""},
+		{"OKEscapes", `{"id":1,"name":"a\"b\\c\/\n\u00e9\ud83c\udf31\uFFFD","tag":"\\u0000"}`, ""},
+		{"OKSameKeyOtherObjects", `{"a":{"a":1},"b":[{"a":1},{"a":2}],"c":{"a":{"a":1}}}`, ""},
+		{"OKScalar", `"x"`, ""},
+		{"OKWide", wide(500, -1), ""},
+		{"OKWideSiblings", "[" + strings.Repeat(wide(40, -1)+",", 50) + wide(40, -1) + "]", ""},
+		{"OKWideInWide", wide(20, -1)[:len(wide(20, -1))-1] + `,"z":` + wide(30, -1) + "}", ""},
+		{"DupWideAfterWideChild", wide(20, -1)[:len(wide(20, -1))-1] + `,"z":` + wide(30, -1) + `,"kaaa":2}`, `duplicate key "kaaa"`},
+		{"DupWideChild", `{"z":` + wide(30, 25) + "}", `z: duplicate key "kaaa"`},
+		{"OKDeep", strings.Repeat(`{"a":[`, maxBodyDepth/2) + strings.Repeat("]}", maxBodyDepth/2), ""},
+		{"DeepArrays", strings.Repeat("[", maxBodyDepth+1) + strings.Repeat("]", maxBodyDepth+1), "objects and arrays must not nest more than 64 deep"},
+		{"DeepObjects", strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), "objects and arrays must not nest more than 64 deep"},
+		{"OKEmpty", `{"a":[],"b":{},"c":[[],{}],"d":[{"a":1},{"a":1}]}`, ""},
+		{"DupAfterEmpty", `{"a":[],"b":{},"a":1}`, `duplicate key "a"`},
+		{"DupInArrayElem", `[1,[],{"x":{},"x":[]}]`, `[2]: duplicate key "x"`},
+		{"NULName", `{"id":1,"name":"a\u0000b"}`, `name: must not contain U+0000 (\u0000)`},
+		{"NULTag", `{"id":1,"name":"a","tag":"\u0000"}`, `tag: must not contain U+0000 (\u0000)`},
+		{"NULNested", `{"x":[1,{"y z":"\u0000"}]}`, `x[1]."y z": must not contain U+0000 (\u0000)`},
+		{"NULTop", `"\u0000"`, `must not contain U+0000 (\u0000)`},
+		{"NULKey", `{"a\u0000":1}`, `an object key must not contain U+0000 (\u0000)`},
+		{"DupTop", `{"id":7,"name":"a","name":"b"}`, `duplicate key "name"`},
+		{"DupEscaped", `{"id":7,"name":"a","n\u0061me":"b"}`, `duplicate key "name"`},
+		{"DupNested", `{"a":{"b":[{"c":1,"c":2}]}}`, `a.b[0]: duplicate key "c"`},
+		{"DupAfterChild", `{"a":{"a":1,"b":2},"b":1,"a":2}`, `duplicate key "a"`},
+		{"DupWide", wide(500, 400), `duplicate key "kaaa"`},
+		{"DupLongKey", `{"` + strings.Repeat("é", 100) + `":1,"` + strings.Repeat("é", 100) + `":2}`, `duplicate key "` + strings.Repeat("é", 32) + `"…`},
+		{"LoneHigh", `{"name":"\ud800"}`, `name: must not contain a lone surrogate (\ud800 not followed by a low surrogate \udc00-\udfff)`},
+		{"LoneHighThenChar", `{"name":"\uD800x"}`, `name: must not contain a lone surrogate (\ud800 not followed by a low surrogate \udc00-\udfff)`},
+		{"HighHigh", `{"name":"\ud800\ud800\udc00"}`, `name: must not contain a lone surrogate (\ud800 not followed by a low surrogate \udc00-\udfff)`},
+		{"LoneLow", `{"name":"\udc00"}`, `name: must not contain a lone surrogate (\udc00 not after a high surrogate \ud800-\udbff)`},
+		{"LowHigh", `{"name":"\udc00\ud800"}`, `name: must not contain a lone surrogate (\udc00 not after a high surrogate \ud800-\udbff)`},
+		{"LoneKey", `{"\udfff":1}`, `an object key must not contain a lone surrogate (\udfff not after a high surrogate \ud800-\udbff)`},
+		{"EscapedBackslashU", `{"name":"\\ud800"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkBody([]byte(tc.body))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var e *bodyValueError
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want a bodyValueError %q", err, tc.want)
+			}
+			if got := e.Error(); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckBodyMalformed: what is not JSON is still 40001, before the
+// value checks.
+func TestCheckBodyMalformed(t *testing.T) {
+	for _, body := range []string{``, ` `, `{"a":1,"a":2`, "{\"a\":\"\x00\"}", `{"a":"\u00"}`, "\xff", strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
+		var e *plantstore.Error
+		if err := checkBody([]byte(body)); !errors.As(err, &e) || e.Code != plantstore.CodeMalformedJSON {
+			t.Errorf("%.40q: got %v, want code %d", body, err, plantstore.CodeMalformedJSON)
+		}
+	}
+}
+
+// FuzzCheckBody: checkBody never panics, and a body it accepts is, read
+// by encoding/json's tokenizer as the oracle, well-formed JSON without a key
+// twice in an object and without U+0000 in a string or key.
+func FuzzCheckBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":1,"name":"fern","tag":"x"}`,
+		`{"a":{"a":1},"b":[{"a":1},{"a":2}]}`,
+		`{"a":1,"\u0061":2}`,
+		`{"x":"\u0000"}`,
+		`{"x":"\\u0000"}`,
+		`["\ud800\udc00","\ud800","\udc00"]`,
+		`{"k":[{"k":{"k":[]}}],"k2":null}`,
+		`"\ud83c\udf31"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if checkBody(body) != nil {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		type frame struct {
+			obj     bool
+			keys    map[string]bool
+			wantKey bool
+		}
+		var stack []*frame
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("accepted %q, which encoding/json refuses: %v", body, err)
+			}
+			var top *frame
+			if len(stack) > 0 {
+				top = stack[len(stack)-1]
+			}
+			isKey := top != nil && top.obj && top.wantKey
+			switch v := tok.(type) {
+			case json.Delim:
+				switch v {
+				case '{', '[':
+					if top != nil && top.obj {
+						top.wantKey = true
+					}
+					stack = append(stack, &frame{obj: v == '{', keys: map[string]bool{}, wantKey: true})
+				default:
+					stack = stack[:len(stack)-1]
+				}
+				continue
+			case string:
+				if strings.IndexByte(v, 0) >= 0 {
+					t.Fatalf("accepted %q with U+0000", body)
+				}
+				if isKey {
+					if top.keys[v] {
+						t.Fatalf("accepted %q with key %q twice", body, v)
+					}
+					top.keys[v] = true
+					top.wantKey = false
+					continue
+				}
+			}
+			if top != nil && top.obj {
+				top.wantKey = true
+			}
+		}
+	})
+}
