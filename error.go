@@ -23,6 +23,7 @@ const (
 	CodeMethodNotAllowed   int32 = 40501 // route exists, method does not
 	CodeConflict           int32 = 40901 // same id, different content
 	CodeTooManyWebhooks    int32 = 40902 // the owner has as many subscriptions as allowed
+	CodePreconditionFailed int32 = 41201 // If-Match names no ETag the plant has: it changed
 	CodeBodyTooLarge       int32 = 41301 // body over MaxBodyBytes
 	CodeUnsupportedMedia   int32 = 41501 // Content-Type other than JSON
 	CodeRateLimited        int32 = 42901 // too many requests for this token
@@ -36,6 +37,7 @@ var Codes = []int32{
 	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath, CodeInvalidHeader,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
 	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
+	CodePreconditionFailed,
 	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited,
 	CodeInternal, CodeStorageUnavailable,
 }
@@ -101,6 +103,10 @@ var (
 	// ErrContended: the row kept changing under the operation (a plant
 	// created and deleted concurrently); the caller may retry.
 	ErrContended = errors.New("row changed concurrently")
+	// ErrChanged: a conditional write found the row with other content than
+	// the caller expected (it changed since the caller read it); nothing
+	// was written.
+	ErrChanged = errors.New("row content is not the expected one")
 	// ErrUnavailable: the storage cannot serve now: unreachable or shutting
 	// down, the disk full or read-only, an I/O error, locked or busy past
 	// the operation's timeout. Retrying later may succeed.

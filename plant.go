@@ -8,6 +8,10 @@ package plantstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -108,6 +112,18 @@ type PlantService interface {
 	FindPlants(ctx context.Context, f PlantFilter) (plants []*Plant, more bool, err error)
 	// DeletePlant deletes the owner's plant or returns a CodeNotFound error.
 	DeletePlant(ctx context.Context, owner string, id int64) error
+	// DeletePlantIf deletes the owner's plant only while its ETag is one
+	// that ifMatch (an If-Match value: entity tags, or "*") lists, by strong
+	// comparison; otherwise it deletes nothing and returns a
+	// CodePreconditionFailed error. No such plant is a CodeNotFound error.
+	DeletePlantIf(ctx context.Context, owner string, id int64, ifMatch string) error
+	// UpdatePlant applies upd (validated like a new plant's fields) to the
+	// owner's plant and returns the plant as stored. With ifMatch non-empty
+	// it changes the plant only while its ETag is one that ifMatch lists
+	// (strong comparison), else a CodePreconditionFailed error. An empty upd
+	// changes nothing. It writes no webhook event: events announce new
+	// plants. No such plant is a CodeNotFound error.
+	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, ifMatch string) (*Plant, error)
 	// ImportPlants validates every plant, then stores them in one
 	// transaction, skipping those whose (owner, id) exists, and returns how
 	// many it stored. It is for loading data (benchmarks, moves from
@@ -134,8 +150,121 @@ type PlantStore interface {
 	ListPlants(ctx context.Context, f PlantFilter) ([]*Plant, error)
 	// DeletePlant deletes the owner's plant or returns ErrNotFound.
 	DeletePlant(ctx context.Context, owner string, id int64) error
+	// UpdatePlant applies upd to the owner's plant and returns the plant as
+	// stored, or ErrNotFound. With expect non-nil it changes the plant only
+	// while its name and tag are expect's, atomically, and returns
+	// ErrChanged (writing nothing) when they are not.
+	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant) (*Plant, error)
+	// DeletePlantIf deletes the owner's plant only while its name and tag
+	// are expect's, atomically: ErrChanged (deleting nothing) when they are
+	// not, ErrNotFound when there is no such plant.
+	DeletePlantIf(ctx context.Context, owner string, id int64, expect *Plant) error
 	// BulkInsertPlants stores plants (CreatedAt set by the caller) in one
 	// transaction, skipping those whose (owner, id) exists, writing no
 	// outbox rows, and returns how many it stored.
 	BulkInsertPlants(ctx context.Context, plants []*Plant) (stored int, err error)
+}
+
+// PlantUpdate is a change of a plant's fields (a JSON merge patch of name and
+// tag): a nil Name keeps the name; SetTag false keeps the tag, SetTag true
+// sets it to Tag (nil removes it).
+type PlantUpdate struct {
+	Name   *string
+	Tag    *string
+	SetTag bool
+}
+
+// Empty reports whether u changes nothing by itself (an empty patch).
+func (u *PlantUpdate) Empty() bool { return u.Name == nil && !u.SetTag }
+
+// Apply returns a copy of p with u applied.
+func (u *PlantUpdate) Apply(p *Plant) *Plant {
+	out := *p
+	if u.Name != nil {
+		out.Name = *u.Name
+	}
+	if u.SetTag {
+		out.Tag = u.Tag
+	}
+	return &out
+}
+
+// Validate checks the fields u sets against the limits of a new plant's,
+// naming the contract's PlantPatch schema in its messages.
+func (u *PlantUpdate) Validate() error {
+	p := Plant{Name: "-"} // a kept name is valid already
+	if u.Name != nil {
+		p.Name = *u.Name
+	}
+	if u.SetTag {
+		p.Tag = u.Tag
+	}
+	if err := p.Validate(); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return Errorf(e.Code, "%s", strings.Replace(e.Message, "invalid NewPlant:", "invalid PlantPatch:", 1))
+		}
+		return err
+	}
+	return nil
+}
+
+// ETag returns p's strong entity tag (RFC 9110 §8.8.3), quoted: 128 bits of
+// a SHA-256 over its id, name and tag (length-prefixed, so no two contents
+// share an input), so it changes exactly when the content does. The owner is
+// not part of it: a tag is only ever compared for one owner's plant.
+func (p *Plant) ETag() string {
+	h := sha256.New()
+	var b [binary.MaxVarintLen64]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(p.ID))
+	h.Write(b[:8])
+	h.Write(b[:binary.PutUvarint(b[:], uint64(len(p.Name)))])
+	h.Write([]byte(p.Name))
+	if p.Tag != nil {
+		h.Write([]byte{1})
+		h.Write(b[:binary.PutUvarint(b[:], uint64(len(*p.Tag)))])
+		h.Write([]byte(*p.Tag))
+	} else {
+		h.Write([]byte{0})
+	}
+	sum := h.Sum(nil)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// MatchETag reports whether list, the value of an If-Match or If-None-Match
+// header (RFC 9110 §13.1), names etag (a quoted strong tag): "*" names any;
+// otherwise one of its comma-separated entity tags must equal etag. With
+// weak false (strong comparison, for If-Match) a weak tag (W/"...") never
+// matches; with weak true (If-None-Match) its opaque part is compared. A
+// list that does not parse matches nothing from its first fault on.
+func MatchETag(list, etag string, weak bool) bool {
+	s := strings.TrimSpace(list)
+	if s == "*" {
+		return true
+	}
+	for {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
+			return false
+		}
+		isWeak := strings.HasPrefix(s, "W/")
+		if isWeak {
+			s = s[2:]
+		}
+		if !strings.HasPrefix(s, `"`) {
+			return false
+		}
+		end := strings.IndexByte(s[1:], '"')
+		if end < 0 {
+			return false
+		}
+		tag := s[:end+2]
+		s = strings.TrimLeft(s[end+2:], " \t")
+		if tag == etag && (weak || !isWeak) {
+			return true
+		}
+		if s != "" && s[0] != ',' {
+			return false
+		}
+	}
 }

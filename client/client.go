@@ -1,13 +1,21 @@
-// Package client is a Go client for the Plant Store API. It wraps the code
-// that ogen generates from api/openapi.yaml (package client/oapi) with bearer
-// authentication, typed errors and pagination that follows the Link header:
+// Package client is a Go client for the Plant Store API, every operation of
+// its contract (plants and webhook subscriptions). It wraps the code that
+// ogen generates from api/openapi.yaml (package client/oapi) with bearer
+// authentication, typed errors, conditional requests (ETag, If-Match) and
+// iterators that follow the Link header from page to page:
 //
 //	c, err := client.New("http://127.0.0.1:8080", token)
-//	p, err := c.CreatePlant(ctx, 1, "Monstera", nil)
-//	for p, err := range c.AllPlants(ctx, client.ListOptions{}) { ... }
+//	p, err := c.CreatePlant(ctx, client.NewPlant{ID: 1, Name: "Monstera"})
+//	p, err = c.GetPlant(ctx, 1, client.GetPlantOptions{})
+//	p, err = c.UpdatePlant(ctx, 1, client.PlantPatch{Name: &name}, client.UpdatePlantOptions{IfMatch: p.ETag})
+//	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Tag: &tag}) { ... }
+//	w, err := c.CreateWebhook(ctx, client.NewWebhook{URL: "https://example.com/hook"})
 //
-// Every error the API answers is an *Error (use errors.As) carrying the HTTP
-// status and the contract's stable error code.
+// Operations take their optional parameters as an options struct whose
+// zero value means none. Every error the API answers is an *Error (use
+// errors.As) carrying the HTTP status and the contract's stable error code.
+// The HEAD operations have methods too (HeadPlant, HeadPlants, ...): they
+// answer the GET's headers (ETag, Link, the rate limit) without a body.
 package client
 
 import (
@@ -35,21 +43,25 @@ type Plant struct {
 	ID   int64   `json:"id"`
 	Name string  `json:"name"`
 	Tag  *string `json:"tag,omitempty"` // nil when the plant has no tag
+	// ETag is the strong entity tag of the plant's content, as GetPlant
+	// and UpdatePlant answer it (empty from CreatePlant and lists): the
+	// IfMatch of a later change, the IfNoneMatch of a later GetPlant.
+	ETag string `json:"-"`
 }
 
-// ListOptions selects a page of plants. The zero value asks for the first
-// page of all plants at the server's default page size.
-type ListOptions struct {
+// ListPlantsOptions selects a page of plants. The zero value asks for the
+// first page of all plants at the server's default page size.
+type ListPlantsOptions struct {
 	Limit int     // page size, 1..1000; 0 for the server's default (100)
 	Tag   *string // only plants with exactly this tag
 	After *int64  // only plants whose id is greater (the cursor)
 }
 
-// Page is one page of plants. Next is the query of the following page, taken
-// from the answer's Link header; nil on the last page.
-type Page struct {
+// PlantPage is one page of plants. Next is the query of the following page,
+// taken from the answer's Link header; nil on the last page.
+type PlantPage struct {
 	Plants []Plant
-	Next   *ListOptions
+	Next   *ListPlantsOptions
 }
 
 // Error is an error answer of the API: Status is the HTTP status, Code the
@@ -143,6 +155,7 @@ func (b bearer) BearerAuth(context.Context, oapi.OperationName) (oapi.BearerAuth
 type exchange struct {
 	status int
 	url    *url.URL
+	header http.Header // the answer's headers (HEAD answers carry nothing else)
 }
 
 type exchangeKey struct{}
@@ -157,6 +170,7 @@ func (r recorder) Do(req *http.Request) (*http.Response, error) {
 		x.url = req.URL
 		if err == nil {
 			x.status = resp.StatusCode
+			x.header = resp.Header
 		}
 	}
 	return resp, err
@@ -167,42 +181,132 @@ func withExchange(ctx context.Context) (context.Context, *exchange) {
 	return context.WithValue(ctx, exchangeKey{}, x), x
 }
 
-// CreatePlant creates the plant id with name and tag (nil for none). Creating
-// a plant again with the same content is not an error: the API answers the
-// stored plant. Different content is an *Error with Code 40901.
-func (c *Client) CreatePlant(ctx context.Context, id int64, name string, tag *string) (*Plant, error) {
+// NewPlant is a plant to create.
+type NewPlant struct {
+	ID   int64   // any int64, chosen by the caller
+	Name string  // 1 to 256 characters
+	Tag  *string // at most 64 characters; nil for none
+}
+
+// CreatePlant creates the plant p and returns it as stored. Creating a plant
+// again with the same content is not an error: the API answers the stored
+// plant. Different content is an *Error with Code 40901.
+func (c *Client) CreatePlant(ctx context.Context, p NewPlant) (*Plant, error) {
 	ctx, x := withExchange(ctx)
-	req := &oapi.NewPlant{ID: id, Name: name}
-	if tag != nil {
-		req.Tag = oapi.NewOptString(*tag)
+	req := &oapi.NewPlant{ID: p.ID, Name: p.Name}
+	if p.Tag != nil {
+		req.Tag = oapi.NewOptString(*p.Tag)
 	}
 	res, err := c.api.AddPlant(ctx, req)
 	if err != nil {
 		return nil, callError("create plant", x, err)
 	}
-	if p, ok := res.(*oapi.Plant); ok {
-		return fromAPI(p), nil
+	if p, ok := res.(*oapi.PlantHeaders); ok {
+		return fromAPI(&p.Response, ""), nil
 	}
 	return nil, answerError(x, res)
 }
 
-// GetPlant returns the plant id; an unknown id is an *Error with Code 40401.
-func (c *Client) GetPlant(ctx context.Context, id int64) (*Plant, error) {
+// GetPlantOptions are the optional parameters of GetPlant. The zero value
+// asks for the plant unconditionally.
+type GetPlantOptions struct {
+	// IfNoneMatch makes the request conditional: if the plant's current
+	// ETag is one of these (a Plant.ETag, or a comma-separated list),
+	// GetPlant returns ErrNotModified and no plant.
+	IfNoneMatch string
+}
+
+// ErrNotModified is the error of a conditional GetPlant whose plant still
+// has an ETag of GetPlantOptions.IfNoneMatch (HTTP 304).
+var ErrNotModified = errors.New("client: not modified")
+
+// GetPlant returns the plant id, with its ETag; an unknown id is an *Error
+// with Code 40401.
+func (c *Client) GetPlant(ctx context.Context, id int64, opts GetPlantOptions) (*Plant, error) {
 	ctx, x := withExchange(ctx)
-	res, err := c.api.GetPlant(ctx, oapi.GetPlantParams{ID: id})
+	params := oapi.GetPlantParams{ID: id}
+	if opts.IfNoneMatch != "" {
+		params.IfNoneMatch = oapi.NewOptString(opts.IfNoneMatch)
+	}
+	res, err := c.api.GetPlant(ctx, params)
 	if err != nil {
 		return nil, callError("get plant", x, err)
 	}
-	if p, ok := res.(*oapi.Plant); ok {
-		return fromAPI(p), nil
+	switch r := res.(type) {
+	case *oapi.GetPlantOKHeaders:
+		return fromAPI(&r.Response, r.ETag.Or("")), nil
+	case *oapi.NotModified:
+		return nil, ErrNotModified
 	}
 	return nil, answerError(x, res)
 }
 
-// DeletePlant deletes the plant id; an unknown id is an *Error with Code 40401.
-func (c *Client) DeletePlant(ctx context.Context, id int64) error {
+// PlantPatch is a change of a plant: each non-nil field is set, the others
+// keep their value. A zero PlantPatch changes nothing.
+type PlantPatch struct {
+	Name *string // the new name, 1 to 256 characters
+	Tag  *string // the new tag, at most 64 characters
+	// RemoveTag removes the plant's tag (the merge patch `"tag": null`);
+	// it excludes Tag.
+	RemoveTag bool
+}
+
+// UpdatePlantOptions are the optional parameters of UpdatePlant.
+type UpdatePlantOptions struct {
+	// IfMatch makes the change conditional: it is made only if the plant's
+	// current ETag is one of these (a Plant.ETag from GetPlant or
+	// UpdatePlant, a comma-separated list, or "*"), else UpdatePlant returns
+	// an *Error with Status 412 and Code 41201 and nothing changes.
+	IfMatch string
+}
+
+// UpdatePlant changes the plant id as patch says (a JSON merge patch, RFC
+// 7396) and returns it as changed, with its new ETag. An unknown id is an
+// *Error with Code 40401, an invalid name or tag one with Code 40002.
+func (c *Client) UpdatePlant(ctx context.Context, id int64, patch PlantPatch, opts UpdatePlantOptions) (*Plant, error) {
+	if patch.RemoveTag && patch.Tag != nil {
+		return nil, errors.New("client: update plant: PlantPatch with both Tag and RemoveTag")
+	}
 	ctx, x := withExchange(ctx)
-	res, err := c.api.DeletePlant(ctx, oapi.DeletePlantParams{ID: id})
+	req := oapi.UpdatePlantApplicationMergePatchJSON{}
+	if patch.Name != nil {
+		req.Name = oapi.NewOptString(*patch.Name)
+	}
+	switch {
+	case patch.Tag != nil:
+		req.Tag = oapi.NewOptNilString(*patch.Tag)
+	case patch.RemoveTag:
+		req.Tag.SetToNull()
+	}
+	params := oapi.UpdatePlantParams{ID: id}
+	if opts.IfMatch != "" {
+		params.IfMatch = oapi.NewOptString(opts.IfMatch)
+	}
+	res, err := c.api.UpdatePlant(ctx, &req, params)
+	if err != nil {
+		return nil, callError("update plant", x, err)
+	}
+	if r, ok := res.(*oapi.GetPlantOKHeaders); ok {
+		return fromAPI(&r.Response, r.ETag.Or("")), nil
+	}
+	return nil, answerError(x, res)
+}
+
+// DeletePlantOptions are the optional parameters of DeletePlant.
+type DeletePlantOptions struct {
+	// IfMatch makes the delete conditional, as UpdatePlantOptions.IfMatch.
+	IfMatch string
+}
+
+// DeletePlant deletes the plant id; an unknown id is an *Error with Code
+// 40401.
+func (c *Client) DeletePlant(ctx context.Context, id int64, opts DeletePlantOptions) error {
+	ctx, x := withExchange(ctx)
+	params := oapi.DeletePlantParams{ID: id}
+	if opts.IfMatch != "" {
+		params.IfMatch = oapi.NewOptString(opts.IfMatch)
+	}
+	res, err := c.api.DeletePlant(ctx, params)
 	if err != nil {
 		return callError("delete plant", x, err)
 	}
@@ -214,7 +318,7 @@ func (c *Client) DeletePlant(ctx context.Context, id int64) error {
 
 // ListPlants returns one page of plants, by id ascending, and the query of
 // the next page from the Link header.
-func (c *Client) ListPlants(ctx context.Context, opts ListOptions) (*Page, error) {
+func (c *Client) ListPlants(ctx context.Context, opts ListPlantsOptions) (*PlantPage, error) {
 	ctx, x := withExchange(ctx)
 	params := oapi.ListPlantsParams{}
 	if opts.Limit != 0 {
@@ -234,9 +338,9 @@ func (c *Client) ListPlants(ctx context.Context, opts ListOptions) (*Page, error
 	if !isOK {
 		return nil, answerError(x, res)
 	}
-	page := &Page{Plants: make([]Plant, len(ok.Response))}
+	page := &PlantPage{Plants: make([]Plant, len(ok.Response))}
 	for i := range ok.Response {
-		page.Plants[i] = *fromAPI(&ok.Response[i])
+		page.Plants[i] = *fromAPI(&ok.Response[i], "")
 	}
 	if link, has := ok.Link.Get(); has {
 		next, err := nextPage(x.url, link)
@@ -248,52 +352,56 @@ func (c *Client) ListPlants(ctx context.Context, opts ListOptions) (*Page, error
 	return page, nil
 }
 
-// AllPlants iterates over every plant that opts selects, from opts.After on,
+// Plants iterates over every plant that opts selects, from opts.After on,
 // requesting page after page by following each answer's Link rel="next"
-// until there is none. An error ends the iteration after it is yielded.
-func (c *Client) AllPlants(ctx context.Context, opts ListOptions) iter.Seq2[Plant, error] {
-	return func(yield func(Plant, error) bool) {
-		next := &opts
-		for next != nil {
-			page, err := c.ListPlants(ctx, *next)
+// until there is none; breaking out of the loop stops the requests. An
+// error ends the iteration after it is yielded.
+func (c *Client) Plants(ctx context.Context, opts ListPlantsOptions) iter.Seq2[Plant, error] {
+	return paginate(opts, func(o ListPlantsOptions) ([]Plant, *ListPlantsOptions, error) {
+		page, err := c.ListPlants(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		if n := page.Next; n != nil && o.After != nil && (n.After == nil || *n.After <= *o.After) {
+			return nil, nil, fmt.Errorf("client: list plants: next link does not advance past after=%d", *o.After)
+		}
+		return page.Plants, page.Next, nil
+	})
+}
+
+// paginate iterates over the items of the pages that list returns, from
+// the first query on, each page's next query (nil after the last) leading
+// to the following one.
+func paginate[T, Q any](first Q, list func(Q) ([]T, *Q, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for next := &first; next != nil; {
+			items, following, err := list(*next)
 			if err != nil {
-				yield(Plant{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, p := range page.Plants {
-				if !yield(p, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if page.Next != nil && next.After != nil && page.Next.After != nil && *page.Next.After <= *next.After {
-				yield(Plant{}, fmt.Errorf("client: list plants: next link does not advance (after=%d)", *page.Next.After))
-				return
-			}
-			next = page.Next
+			next = following
 		}
 	}
 }
 
 // nextPage resolves the Link header's rel="next" target against the request
-// URL and reads its query into ListOptions; nil when no link is rel="next".
-func nextPage(base *url.URL, header string) (*ListOptions, error) {
-	target, ok, err := linkTarget(header, "next")
-	if err != nil || !ok {
+// URL and reads its query into ListPlantsOptions; nil when no link is
+// rel="next".
+func nextPage(base *url.URL, header string) (*ListPlantsOptions, error) {
+	q, err := nextQuery(base, header)
+	if err != nil || q == nil {
 		return nil, err
 	}
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, fmt.Errorf("link header: %w", err)
-	}
-	if base != nil {
-		u = base.ResolveReference(u)
-	}
-	q := u.Query()
-	var opts ListOptions
-	if s := q.Get("limit"); s != "" {
-		if opts.Limit, err = strconv.Atoi(s); err != nil {
-			return nil, fmt.Errorf("link header: limit %q: %w", s, err)
-		}
+	var opts ListPlantsOptions
+	if opts.Limit, err = limitParam(q); err != nil {
+		return nil, err
 	}
 	if q.Has("tag") {
 		tag := q.Get("tag")
@@ -307,6 +415,36 @@ func nextPage(base *url.URL, header string) (*ListOptions, error) {
 		opts.After = &after
 	}
 	return &opts, nil
+}
+
+// nextQuery returns the query of the Link header's rel="next" target,
+// resolved against the request URL; nil when no link is rel="next".
+func nextQuery(base *url.URL, header string) (url.Values, error) {
+	target, ok, err := linkTarget(header, "next")
+	if err != nil || !ok {
+		return nil, err
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, fmt.Errorf("link header: %w", err)
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	return u.Query(), nil
+}
+
+// limitParam reads the limit of a next link's query; 0 when absent.
+func limitParam(q url.Values) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("link header: limit %q: %w", s, err)
+	}
+	return n, nil
 }
 
 // linkTarget returns the target URI reference of the first link in an RFC
@@ -394,8 +532,8 @@ func paramValue(s string) (value, rest string, err error) {
 	return "", "", errors.New("unterminated quoted string")
 }
 
-func fromAPI(p *oapi.Plant) *Plant {
-	out := &Plant{ID: p.ID.Or(0), Name: p.Name}
+func fromAPI(p *oapi.Plant, etag string) *Plant {
+	out := &Plant{ID: p.ID, Name: p.Name, ETag: etag}
 	if tag, ok := p.Tag.Get(); ok {
 		out.Tag = &tag
 	}
@@ -406,26 +544,28 @@ var errorType = reflect.TypeFor[oapi.Error]()
 
 // answerError turns a generated error response into an *Error. The generated
 // code gives each (operation, status) its own named type over oapi.Error, or
-// a *Headers wrapper for shared responses.
+// a *Headers wrapper (its Response field the oapi.Error, a RetryAfter field
+// with the Retry-After header) for responses shared by operations.
 func answerError(x *exchange, res any) error {
 	e := &Error{Status: x.status}
+	v := reflect.ValueOf(res)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("client: unexpected answer %T (HTTP %d)", res, x.status)
+	}
+	v = v.Elem()
 	var body oapi.Error
-	switch r := res.(type) {
-	case *oapi.UnauthorizedHeaders:
-		body = r.Response
-	case *oapi.ForbiddenHeaders:
-		body = r.Response
-	case *oapi.TooManyRequestsHeaders:
-		body = r.Response
-		if s, ok := r.RetryAfter.Get(); ok {
-			e.RetryAfter = time.Duration(s) * time.Second
+	switch {
+	case v.Type().ConvertibleTo(errorType):
+		body = v.Convert(errorType).Interface().(oapi.Error)
+	case v.FieldByName("Response").IsValid() && v.FieldByName("Response").Type() == errorType:
+		body = v.FieldByName("Response").Interface().(oapi.Error)
+		if f := v.FieldByName("RetryAfter"); f.IsValid() && f.Type() == reflect.TypeFor[oapi.OptInt]() {
+			if s, ok := f.Interface().(oapi.OptInt).Get(); ok {
+				e.RetryAfter = time.Duration(s) * time.Second
+			}
 		}
 	default:
-		v := reflect.ValueOf(res)
-		if v.Kind() != reflect.Pointer || v.IsNil() || !v.Elem().Type().ConvertibleTo(errorType) {
-			return fmt.Errorf("client: unexpected answer %T (HTTP %d)", res, x.status)
-		}
-		body = v.Elem().Convert(errorType).Interface().(oapi.Error)
+		return fmt.Errorf("client: unexpected answer %T (HTTP %d)", res, x.status)
 	}
 	e.Code, e.Message = body.Error, body.Message
 	if e.Status == 0 {

@@ -9,24 +9,31 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/webhook"
 )
 
-// testServer is a real server on 127.0.0.1 over a real SQLite file.
+// testServer is a real server on 127.0.0.1 over a real SQLite file, with
+// a webhook dispatcher that may deliver to loopback receivers.
 type testServer struct {
 	URL    string
 	Tokens plantstore.TokenService
 }
+
+// maxSubscriptions is each owner's subscription limit in the test server.
+const maxSubscriptions = 6
 
 func startServer(tb testing.TB) *testServer {
 	tb.Helper()
@@ -37,11 +44,21 @@ func startServer(tb testing.TB) *testServer {
 	if _, err := db.Migrate(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dispatcher := &webhook.Dispatcher{
+		Client:   webhook.NewClient(webhook.ClientOptions{AllowPrivate: true}),
+		Logger:   logger,
+		Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond},
+	}
+	svc := service.New(db, service.Config{Notify: dispatcher.Notify, MaxSubscriptions: maxSubscriptions})
+	dispatcher.Outbox = svc.Outbox
+	dctx, stopDispatcher := context.WithCancel(context.Background())
+	dispatched := make(chan error, 1)
+	go func() { dispatched <- dispatcher.Run(dctx) }()
 	s := plantstorehttp.NewServer()
 	s.Addr = "127.0.0.1:0"
-	svc := service.New(db, service.Config{})
 	s.PlantService, s.TokenService, s.WebhookService, s.Storage = svc.Plants, svc.Tokens, svc.Webhooks, db
-	s.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s.Logger = logger
 	if err := s.Open(); err != nil {
 		tb.Fatal(err)
 	}
@@ -51,6 +68,8 @@ func startServer(tb testing.TB) *testServer {
 		if err := s.Close(ctx); err != nil {
 			tb.Errorf("close server: %v", err)
 		}
+		stopDispatcher()
+		<-dispatched
 		if err := db.Close(); err != nil {
 			tb.Errorf("close db: %v", err)
 		}
@@ -61,14 +80,29 @@ func startServer(tb testing.TB) *testServer {
 // token issues a token for owner with scopes (default: read and write).
 func (ts *testServer) token(tb testing.TB, owner string, scopes ...string) string {
 	tb.Helper()
+	_, secret := ts.tokenWithID(tb, owner, scopes...)
+	return secret
+}
+
+// tokenWithID issues a token as token does and returns its id too.
+func (ts *testServer) tokenWithID(tb testing.TB, owner string, scopes ...string) (id, secret string) {
+	tb.Helper()
 	if len(scopes) == 0 {
 		scopes = []string{plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite}
 	}
-	_, secret, err := ts.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: owner, Scopes: scopes})
+	tok, secret, err := ts.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: owner, Scopes: scopes})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return secret
+	return tok.ID, secret
+}
+
+// revoke revokes the token id.
+func (ts *testServer) revoke(tb testing.TB, id string) {
+	tb.Helper()
+	if err := ts.Tokens.RevokeToken(context.Background(), id); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func (ts *testServer) client(tb testing.TB, token string, opts ...client.Option) *client.Client {
@@ -81,6 +115,9 @@ func (ts *testServer) client(tb testing.TB, token string, opts ...client.Option)
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ignoreETag compares plants without their ETag.
+var ignoreETag = cmpopts.IgnoreFields(client.Plant{}, "ETag")
 
 // apiError returns err as an *client.Error, failing the test if it is not one.
 func apiError(t *testing.T, err error) *client.Error {
@@ -97,7 +134,7 @@ func TestCreateGetDelete(t *testing.T) {
 	c := ts.client(t, ts.token(t, "alice"))
 	ctx := context.Background()
 
-	got, err := c.CreatePlant(ctx, 7, "Monstera", ptr("indoor"))
+	got, err := c.CreatePlant(ctx, client.NewPlant{ID: 7, Name: "Monstera", Tag: ptr("indoor")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,29 +143,32 @@ func TestCreateGetDelete(t *testing.T) {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
 	// Identical replay: 200 with the stored plant.
-	if got, err = c.CreatePlant(ctx, 7, "Monstera", ptr("indoor")); err != nil {
+	if got, err = c.CreatePlant(ctx, client.NewPlant{ID: 7, Name: "Monstera", Tag: ptr("indoor")}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
-	if got, err = c.GetPlant(ctx, 7); err != nil {
+	if got, err = c.GetPlant(ctx, 7, client.GetPlantOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if !strings.HasPrefix(got.ETag, `"`) || !strings.HasSuffix(got.ETag, `"`) || len(got.ETag) < 3 {
+		t.Errorf("get: ETag = %q, want a strong entity tag", got.ETag)
+	}
+	if diff := cmp.Diff(want, got, ignoreETag); diff != "" {
 		t.Errorf("get (-want +got):\n%s", diff)
 	}
-	noTag, err := c.CreatePlant(ctx, 8, "Fern", nil)
+	noTag, err := c.CreatePlant(ctx, client.NewPlant{ID: 8, Name: "Fern"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(&client.Plant{ID: 8, Name: "Fern"}, noTag); diff != "" {
 		t.Errorf("create without tag (-want +got):\n%s", diff)
 	}
-	if err := c.DeletePlant(ctx, 7); err != nil {
+	if err := c.DeletePlant(ctx, 7, client.DeletePlantOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.GetPlant(ctx, 7); err == nil {
+	if _, err := c.GetPlant(ctx, 7, client.GetPlantOptions{}); err == nil {
 		t.Fatal("get after delete: no error")
 	}
 }
@@ -137,7 +177,7 @@ func TestErrors(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()
 	c := ts.client(t, ts.token(t, "alice"))
-	if _, err := c.CreatePlant(ctx, 1, "Rose", nil); err != nil {
+	if _, err := c.CreatePlant(ctx, client.NewPlant{ID: 1, Name: "Rose"}); err != nil {
 		t.Fatal(err)
 	}
 	readOnly := ts.client(t, ts.token(t, "alice", plantstore.ScopePlantsRead))
@@ -148,14 +188,14 @@ func TestErrors(t *testing.T) {
 		call func() error
 		want client.Error // Message is not compared
 	}{
-		{"get unknown", func() error { _, err := c.GetPlant(ctx, 404); return err }, client.Error{Status: 404, Code: 40401}},
-		{"delete unknown", func() error { return c.DeletePlant(ctx, 404) }, client.Error{Status: 404, Code: 40401}},
-		{"conflict", func() error { _, err := c.CreatePlant(ctx, 1, "Tulip", nil); return err }, client.Error{Status: 409, Code: 40901}},
-		{"empty name", func() error { _, err := c.CreatePlant(ctx, 2, "", nil); return err }, client.Error{Status: 400, Code: 40002}},
-		{"bad limit", func() error { _, err := c.ListPlants(ctx, client.ListOptions{Limit: 5000}); return err }, client.Error{Status: 400, Code: 40003}},
-		{"unknown token", func() error { _, err := badToken.GetPlant(ctx, 1); return err }, client.Error{Status: 401, Code: 40102}},
-		{"unknown token list", func() error { _, err := badToken.ListPlants(ctx, client.ListOptions{}); return err }, client.Error{Status: 401, Code: 40102}},
-		{"missing scope", func() error { _, err := readOnly.CreatePlant(ctx, 3, "Ivy", nil); return err }, client.Error{Status: 403, Code: 40301}},
+		{"get unknown", func() error { _, err := c.GetPlant(ctx, 404, client.GetPlantOptions{}); return err }, client.Error{Status: 404, Code: 40401}},
+		{"delete unknown", func() error { return c.DeletePlant(ctx, 404, client.DeletePlantOptions{}) }, client.Error{Status: 404, Code: 40401}},
+		{"conflict", func() error { _, err := c.CreatePlant(ctx, client.NewPlant{ID: 1, Name: "Tulip"}); return err }, client.Error{Status: 409, Code: 40901}},
+		{"empty name", func() error { _, err := c.CreatePlant(ctx, client.NewPlant{ID: 2, Name: ""}); return err }, client.Error{Status: 400, Code: 40002}},
+		{"bad limit", func() error { _, err := c.ListPlants(ctx, client.ListPlantsOptions{Limit: 5000}); return err }, client.Error{Status: 400, Code: 40003}},
+		{"unknown token", func() error { _, err := badToken.GetPlant(ctx, 1, client.GetPlantOptions{}); return err }, client.Error{Status: 401, Code: 40102}},
+		{"unknown token list", func() error { _, err := badToken.ListPlants(ctx, client.ListPlantsOptions{}); return err }, client.Error{Status: 401, Code: 40102}},
+		{"missing scope", func() error { _, err := readOnly.CreatePlant(ctx, client.NewPlant{ID: 3, Name: "Ivy"}); return err }, client.Error{Status: 403, Code: 40301}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,13 +232,13 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func TestListAndAllPlants(t *testing.T) {
+func TestListPlantsAndPlants(t *testing.T) {
 	ts := startServer(t)
 	ctx := context.Background()
 	counter := &countingTransport{}
 	c := ts.client(t, ts.token(t, "alice"), client.WithHTTPClient(&http.Client{Transport: counter}))
 	other := ts.client(t, ts.token(t, "bob"))
-	if _, err := other.CreatePlant(ctx, 3, "Bob's", nil); err != nil {
+	if _, err := other.CreatePlant(ctx, client.NewPlant{ID: 3, Name: "Bob's"}); err != nil {
 		t.Fatal(err)
 	}
 	var all, red []client.Plant
@@ -207,7 +247,7 @@ func TestListAndAllPlants(t *testing.T) {
 		if i%3 == 0 {
 			tag = ptr("red")
 		}
-		p, err := c.CreatePlant(ctx, i*10, "plant "+strconv.FormatInt(i, 10), tag)
+		p, err := c.CreatePlant(ctx, client.NewPlant{ID: i * 10, Name: "plant " + strconv.FormatInt(i, 10), Tag: tag})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,17 +258,17 @@ func TestListAndAllPlants(t *testing.T) {
 	}
 
 	// One page, then the next one from its Link header.
-	page, err := c.ListPlants(ctx, client.ListOptions{Limit: 10})
+	page, err := c.ListPlants(ctx, client.ListPlantsOptions{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(all[:10], page.Plants); diff != "" {
 		t.Errorf("page 1 (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&client.ListOptions{Limit: 10, After: ptr(int64(100))}, page.Next); diff != "" {
+	if diff := cmp.Diff(&client.ListPlantsOptions{Limit: 10, After: ptr(int64(100))}, page.Next); diff != "" {
 		t.Errorf("page 1 next (-want +got):\n%s", diff)
 	}
-	last, err := c.ListPlants(ctx, client.ListOptions{Limit: 10, After: ptr(int64(200))})
+	last, err := c.ListPlants(ctx, client.ListPlantsOptions{Limit: 10, After: ptr(int64(200))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,23 +281,23 @@ func TestListAndAllPlants(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		opts  client.ListOptions
+		opts  client.ListPlantsOptions
 		want  []client.Plant
 		pages int64
 	}{
-		{"default page size", client.ListOptions{}, all, 1},
-		{"pages of 5", client.ListOptions{Limit: 5}, all, 5},
-		{"exact pages", client.ListOptions{Limit: 23}, all, 1},
-		{"pages of 1", client.ListOptions{Limit: 1}, all, 23},
-		{"after", client.ListOptions{Limit: 4, After: ptr(int64(150))}, all[15:], 2},
-		{"tag", client.ListOptions{Limit: 2, Tag: ptr("red")}, red, 4},
-		{"no match", client.ListOptions{Tag: ptr("blue")}, nil, 1},
+		{"default page size", client.ListPlantsOptions{}, all, 1},
+		{"pages of 5", client.ListPlantsOptions{Limit: 5}, all, 5},
+		{"exact pages", client.ListPlantsOptions{Limit: 23}, all, 1},
+		{"pages of 1", client.ListPlantsOptions{Limit: 1}, all, 23},
+		{"after", client.ListPlantsOptions{Limit: 4, After: ptr(int64(150))}, all[15:], 2},
+		{"tag", client.ListPlantsOptions{Limit: 2, Tag: ptr("red")}, red, 4},
+		{"no match", client.ListPlantsOptions{Tag: ptr("blue")}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := counter.n.Load()
 			var got []client.Plant
-			for p, err := range c.AllPlants(ctx, tt.opts) {
+			for p, err := range c.Plants(ctx, tt.opts) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -275,7 +315,7 @@ func TestListAndAllPlants(t *testing.T) {
 	t.Run("break stops requests", func(t *testing.T) {
 		before := counter.n.Load()
 		n := 0
-		for _, err := range c.AllPlants(ctx, client.ListOptions{Limit: 2}) {
+		for _, err := range c.Plants(ctx, client.ListPlantsOptions{Limit: 2}) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +330,7 @@ func TestListAndAllPlants(t *testing.T) {
 	t.Run("error is yielded", func(t *testing.T) {
 		bad := ts.client(t, "not-a-token")
 		var errs []error
-		for _, err := range bad.AllPlants(ctx, client.ListOptions{}) {
+		for _, err := range bad.Plants(ctx, client.ListPlantsOptions{}) {
 			errs = append(errs, err)
 		}
 		if len(errs) != 1 || apiError(t, errs[0]).Code != 40102 {
@@ -331,7 +371,7 @@ func TestLinkHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []int64
-	for p, err := range c.AllPlants(context.Background(), client.ListOptions{}) {
+	for p, err := range c.Plants(context.Background(), client.ListPlantsOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ func FuzzLinkHeader(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, err := c.ListPlants(context.Background(), client.ListOptions{Limit: 1})
+		page, err := c.ListPlants(context.Background(), client.ListPlantsOptions{Limit: 1})
 		if err == nil && (len(page.Plants) != 1 || page.Next != nil && !ok) {
 			t.Fatalf("ListPlants with Link %q: %+v", header, page)
 		}

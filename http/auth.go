@@ -18,6 +18,9 @@ var operationScopes = map[string]string{
 	oapi.DeletePlantOperation: plantstore.ScopePlantsWrite,
 	oapi.GetPlantOperation:    plantstore.ScopePlantsRead,
 	oapi.ListPlantsOperation:  plantstore.ScopePlantsRead,
+	oapi.HeadPlantOperation:   plantstore.ScopePlantsRead,
+	oapi.HeadPlantsOperation:  plantstore.ScopePlantsRead,
+	oapi.UpdatePlantOperation: plantstore.ScopePlantsWrite,
 
 	oapi.CreateWebhookOperation:         plantstore.ScopeWebhooksManage,
 	oapi.ListWebhooksOperation:          plantstore.ScopeWebhooksManage,
@@ -25,6 +28,9 @@ var operationScopes = map[string]string{
 	oapi.DeleteWebhookOperation:         plantstore.ScopeWebhooksManage,
 	oapi.RotateWebhookSecretOperation:   plantstore.ScopeWebhooksManage,
 	oapi.ListWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
+	oapi.HeadWebhooksOperation:          plantstore.ScopeWebhooksManage,
+	oapi.HeadWebhookOperation:           plantstore.ScopeWebhooksManage,
+	oapi.HeadWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
 }
 
 // HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
@@ -47,9 +53,14 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 		return nil, internalError(fmt.Errorf("http: operation %s has no scope", op))
 	}
 	if !tok.HasScope(scope) {
+		// The token is known: the 403 shows its bucket too (unspent).
+		if s.RateLimit > 0 {
+			now := s.Now()
+			s.setRateLimit(ctx, s.limiters.get(tok.ID, s.RateLimit, max(1, s.RateBurst), now), now)
+		}
 		return nil, insufficientScope(scope)
 	}
-	if err := s.allow(tok); err != nil {
+	if err := s.allow(ctx, tok); err != nil {
 		return nil, err
 	}
 	setOwner(ctx, tok.Owner)
@@ -77,10 +88,11 @@ func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.T
 	return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 }
 
-// allow spends one request from the token's bucket. The buckets are kept in
-// a bounded table that forgets the refilled ones (limiterTable), so tokens
-// that stopped sending cost no memory.
-func (s *Server) allow(tok *plantstore.Token) error {
+// allow spends one request from the token's bucket and puts the bucket's
+// state in the answer's RateLimit fields (ratelimit.go), whatever the answer
+// then is. The buckets are kept in a bounded table that forgets the refilled
+// ones (limiterTable), so tokens that stopped sending cost no memory.
+func (s *Server) allow(ctx context.Context, tok *plantstore.Token) error {
 	if s.RateLimit <= 0 {
 		return nil
 	}
@@ -90,7 +102,9 @@ func (s *Server) allow(tok *plantstore.Token) error {
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		s.metrics.rateLimited.Inc()
+		s.setRateLimit(ctx, l, now)
 		return tooManyRequests("too many requests for this token: retry later", d)
 	}
+	s.setRateLimit(ctx, l, now)
 	return nil
 }

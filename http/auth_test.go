@@ -208,10 +208,10 @@ func TestRoutes(t *testing.T) {
 		})
 	}
 	for _, tt := range []struct{ method, path, allow string }{
-		{"PUT", "/plants", "GET,POST"},
-		{"DELETE", "/plants", "GET,POST"},
-		{"PATCH", "/plants/1", "DELETE,GET"},
-		{"POST", "/plants/1", "DELETE,GET"},
+		{"PUT", "/plants", "GET,HEAD,POST"},
+		{"DELETE", "/plants", "GET,HEAD,POST"},
+		{"PUT", "/plants/1", "DELETE,GET,HEAD,PATCH"},
+		{"POST", "/plants/1", "DELETE,GET,HEAD,PATCH"},
 		{"POST", "/healthz", "GET, HEAD"},
 		{"DELETE", "/openapi.json", "GET, HEAD"},
 	} {

@@ -99,6 +99,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		notFound  = "404"     // the object is hidden
 		emptyList = "[]"      // the list is the other owner's own: empty
 		ownSpace  = "created" // a create succeeds in the other owner's namespace
+		// HEAD answers carry no body: only the status tells.
+		headNotFound = "HEAD 404" // the object is hidden
+		headOwnList  = "HEAD 200" // the list is the other owner's own: no Link
 	)
 	tests := []struct {
 		op      string // operationId in api/openapi.yaml
@@ -111,12 +114,18 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"listPlants", Request{Method: "GET", Path: "/plants?tag=green"}, emptyList, 0, 0},
 		{"getPlant", Request{Method: "GET", Path: "/plants/1"}, notFound, plantstore.CodeNotFound, 0},
 		{"deletePlant", Request{Method: "DELETE", Path: "/plants/1"}, notFound, plantstore.CodeNotFound, 0},
+		{"updatePlant", Request{Method: "PATCH", Path: "/plants/1", Body: `{"name":"Intruder","tag":null}`}, notFound, plantstore.CodeNotFound, 0},
+		{"headPlants", Request{Method: "HEAD", Path: "/plants?tag=green&limit=1"}, headOwnList, 0, 0},
+		{"headPlant", Request{Method: "HEAD", Path: "/plants/1"}, headNotFound, 0, 0},
 		{"createWebhook", Request{Method: "POST", Path: "/webhooks", Body: `{"url":"http://127.0.0.1:9/hook"}`}, ownSpace, 0, 201},
 		{"listWebhooks", Request{Method: "GET", Path: "/webhooks"}, emptyList, 0, 0},
 		{"getWebhook", Request{Method: "GET", Path: wh}, notFound, plantstore.CodeWebhookNotFound, 0},
 		{"deleteWebhook", Request{Method: "DELETE", Path: wh}, notFound, plantstore.CodeWebhookNotFound, 0},
 		{"rotateWebhookSecret", Request{Method: "POST", Path: wh + "/rotate-secret"}, notFound, plantstore.CodeWebhookNotFound, 0},
 		{"listWebhookDeliveries", Request{Method: "GET", Path: wh + "/deliveries"}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"headWebhooks", Request{Method: "HEAD", Path: "/webhooks?limit=1"}, headOwnList, 0, 0},
+		{"headWebhook", Request{Method: "HEAD", Path: wh}, headNotFound, 0, 0},
+		{"headWebhookDeliveries", Request{Method: "HEAD", Path: wh + "/deliveries"}, headNotFound, 0, 0},
 	}
 
 	t.Run("EveryOperationCovered", func(t *testing.T) {
@@ -166,6 +175,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 				if resp.Status != 200 || string(resp.Body) != "[]" {
 					t.Fatalf("%d %s, want 200 []", resp.Status, resp.Body)
 				}
+			case headNotFound:
+				mustHead(t, resp, 404)
+			case headOwnList:
+				mustHead(t, resp, 200)
+				if link := resp.Header.Get("Link"); link != "" {
+					t.Fatalf("Link = %q: the intruder's list has a next page", link)
+				}
 			case ownSpace:
 				if resp.Status != tt.created {
 					t.Fatalf("%d %s, want %d", resp.Status, resp.Body, tt.created)
@@ -189,7 +205,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 			r := tt.req
 			r.Token = ts.Token(t, owner, scopes...)
 			resp := ts.Do(t, r)
-			mustError(t, resp, 403, plantstore.CodeInsufficientScope)
+			if r.Method == "HEAD" {
+				mustHead(t, resp, 403)
+			} else {
+				mustError(t, resp, 403, plantstore.CodeInsufficientScope)
+			}
 			if got := resp.Header.Get("WWW-Authenticate"); !strings.Contains(got, `scope="`+scope+`"`) {
 				t.Fatalf("WWW-Authenticate = %q, want the %s scope", got, scope)
 			}
@@ -203,4 +223,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 		decodeWebhook(t, ts.Get(t, full, wh), 200)
 	})
+}
+
+// mustHead checks that resp, the answer to a HEAD, has status and no body.
+func mustHead(tb testing.TB, resp *Response, status int) {
+	tb.Helper()
+	if resp.Status != status || len(resp.Body) != 0 {
+		tb.Fatalf("HEAD: %d %q, want %d and no body", resp.Status, resp.Body, status)
+	}
 }

@@ -140,12 +140,18 @@ func TestContract_SeedOperation(t *testing.T) {
 	}
 	t.Run("200", func(t *testing.T) {
 		want, got := response(seed, "200").(map[string]any), response(ours, "200").(map[string]any)
-		// The one addition: an optional id property on Plant.
+		// The one addition: an id property on Plant, required (every response
+		// carries it; the seed's Plant allows it).
 		props := got["properties"].(map[string]any)
 		if diff := cmp.Diff(map[string]any{"type": "integer", "format": "int64"}, props["id"]); diff != "" {
 			t.Errorf("Plant.id:\n%s", diff)
 		}
 		delete(props, "id")
+		if req, _ := got["required"].([]string); !slices.Contains(req, "id") {
+			t.Errorf("Plant.required = %v, want id in it", req)
+		} else {
+			got["required"] = slices.DeleteFunc(slices.Clone(req), func(s string) bool { return s == "id" })
+		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Plant (-seed +ours):\n%s", diff)
 		}
@@ -222,6 +228,97 @@ func TestContract_OperationScopes(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("operation %s has no scope", id)
+		}
+	}
+}
+
+// TestContract_ForIntegrators: what generated clients and Redoc rely on.
+// Every schema and every error response has an example (Spectral's
+// spectral:oas ruleset, run by .ci/lint-openapi.sh, checks that each is
+// valid for its schema); every operation has a declared tag; info.contact
+// is there; servers is relative; Plant.id is required and documents the
+// JavaScript 2^53 caveat.
+func TestContract_ForIntegrators(t *testing.T) {
+	ours := loadDocument(t, api.JSON)
+	resolve := func(v any) map[string]any {
+		m, _ := v.(map[string]any)
+		for m != nil {
+			ref, ok := m["$ref"].(string)
+			if !ok {
+				break
+			}
+			m, _ = ours.get(strings.Split(strings.TrimPrefix(ref, "#/"), "/")...).(map[string]any)
+		}
+		return m
+	}
+	hasExample := func(m map[string]any) bool {
+		_, one := m["example"]
+		many, _ := m["examples"].([]any)
+		named, _ := m["examples"].(map[string]any)
+		return one || len(many) > 0 || len(named) > 0
+	}
+	for name, s := range ours.get("components", "schemas").(map[string]any) {
+		if !hasExample(s.(map[string]any)) {
+			t.Errorf("schema %s has no example", name)
+		}
+	}
+	tags := map[string]bool{}
+	for _, tag := range asSlice(ours.get("tags")) {
+		tag := tag.(map[string]any)
+		if d, _ := tag["description"].(string); d == "" {
+			t.Errorf("tag %v has no description", tag["name"])
+		}
+		tags[tag["name"].(string)] = true
+	}
+	if !tags["plants"] || !tags["webhooks"] || len(tags) != 2 {
+		t.Errorf("tags = %v, want plants and webhooks", tags)
+	}
+	for _, section := range []string{"paths", "webhooks"} {
+		for path, item := range ours.get(section).(map[string]any) {
+			for method, o := range item.(map[string]any) {
+				op, ok := o.(map[string]any)
+				if !ok || op["responses"] == nil {
+					continue
+				}
+				if opTags := asSlice(op["tags"]); len(opTags) != 1 || !tags[opTags[0].(string)] {
+					t.Errorf("%s %s: tags %v, want one declared tag", method, path, opTags)
+				}
+				for status, r := range op["responses"].(map[string]any) {
+					if status < "400" {
+						continue
+					}
+					content, _ := resolve(r)["content"].(map[string]any) // HEAD answers have none
+					for ctype, media := range content {
+						if !hasExample(media.(map[string]any)) {
+							t.Errorf("%s %s %s %s: no example", method, path, status, ctype)
+						}
+					}
+				}
+			}
+		}
+	}
+	contact, _ := ours.get("info", "contact").(map[string]any)
+	if contact["name"] == nil || contact["url"] == nil {
+		t.Errorf("info.contact = %v, want name and url", contact)
+	}
+	if diff := cmp.Diff([]any{"/"}, func() (urls []any) {
+		for _, s := range asSlice(ours.get("servers")) {
+			urls = append(urls, s.(map[string]any)["url"])
+		}
+		return urls
+	}()); diff != "" {
+		t.Errorf("servers (-want +got):\n%s", diff)
+	}
+	if req := asSlice(ours.get("components", "schemas", "Plant", "required")); !slices.Contains(req, any("id")) {
+		t.Errorf("Plant.required = %v, want id", req)
+	}
+	for _, path := range [][]string{
+		{"components", "schemas", "Plant", "properties", "id", "description"},
+		{"components", "schemas", "NewPlant", "allOf"},
+	} {
+		text, _ := json.Marshal(ours.get(path...))
+		if !strings.Contains(string(text), "2^53") || !strings.Contains(string(text), "BigInt") {
+			t.Errorf("%v lacks the 2^53 caveat for JavaScript clients", path)
 		}
 	}
 }

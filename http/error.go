@@ -139,6 +139,9 @@ func toHTTPError(r *http.Request, err error) *HTTPError {
 		}
 		return paramError(op, param)
 	case errors.As(err, &ctype):
+		if r.Method == http.MethodPatch {
+			return newError(plantstore.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/merge-patch+json or application/json", ctype.ContentType)
+		}
 		return newError(plantstore.CodeUnsupportedMedia, "Content-Type %q is not supported: send application/json", ctype.ContentType)
 	case errors.As(err, &request):
 		return requestError(r, request)
@@ -175,6 +178,8 @@ var webhookOperations = map[string]bool{
 	oapi.DeleteWebhookOperation:         true,
 	oapi.RotateWebhookSecretOperation:   true,
 	oapi.ListWebhookDeliveriesOperation: true,
+	oapi.HeadWebhookOperation:           true,
+	oapi.HeadWebhookDeliveriesOperation: true,
 }
 
 // requestError is the answer to a request body the generated decoder
@@ -260,6 +265,11 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed string) {
+	// The generated router adds these to an OPTIONS request's 405 whatever
+	// its origin; CORS is answered by Server.cors alone (cors.go).
+	h := w.Header()
+	delete(h, "Access-Control-Allow-Methods")
+	delete(h, "Access-Control-Allow-Headers")
 	s.writeError(w, r, newError(plantstore.CodeMethodNotAllowed, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allowed).
 		withHeader("Allow", allowed))
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -59,7 +60,7 @@ func TestAllow_TokenLimitersBounded(t *testing.T) {
 	tok := func(i int) *plantstore.Token { return &plantstore.Token{ID: fmt.Sprintf("tok_%016x", i)} }
 	allowN := func(tok *plantstore.Token, n int) error {
 		for range n {
-			if err := s.allow(tok); err != nil {
+			if err := s.allow(context.Background(), tok); err != nil {
 				return err
 			}
 		}
@@ -92,7 +93,7 @@ func TestAllow_TokenLimitersBounded(t *testing.T) {
 		}
 		if i == maxLimiterKeys/2 {
 			var he *HTTPError
-			if err := s.allow(hot); !errors.As(err, &he) || he.Code != plantstore.CodeRateLimited {
+			if err := s.allow(context.Background(), hot); !errors.As(err, &he) || he.Code != plantstore.CodeRateLimited {
 				t.Fatalf("the hot token at its limit: %v, want a 429", err)
 			}
 		}

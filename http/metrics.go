@@ -33,6 +33,9 @@ var operationRoutes = map[oapi.OperationName]string{
 	oapi.ListPlantsOperation:  "/plants",
 	oapi.GetPlantOperation:    "/plants/{id}",
 	oapi.DeletePlantOperation: "/plants/{id}",
+	oapi.HeadPlantsOperation:  "/plants",
+	oapi.HeadPlantOperation:   "/plants/{id}",
+	oapi.UpdatePlantOperation: "/plants/{id}",
 
 	oapi.CreateWebhookOperation:         "/webhooks",
 	oapi.ListWebhooksOperation:          "/webhooks",
@@ -40,6 +43,9 @@ var operationRoutes = map[oapi.OperationName]string{
 	oapi.DeleteWebhookOperation:         "/webhooks/{id}",
 	oapi.RotateWebhookSecretOperation:   "/webhooks/{id}/rotate-secret",
 	oapi.ListWebhookDeliveriesOperation: "/webhooks/{id}/deliveries",
+	oapi.HeadWebhooksOperation:          "/webhooks",
+	oapi.HeadWebhookOperation:           "/webhooks/{id}",
+	oapi.HeadWebhookDeliveriesOperation: "/webhooks/{id}/deliveries",
 }
 
 // NewRegistry returns a registry with the Go and process collectors, for
@@ -187,15 +193,21 @@ func (rs *routeStats) newCode(ms *methodStats, i, status int) prometheus.Counter
 	return c
 }
 
-// statusRecorder remembers the status a handler wrote.
+// statusRecorder remembers the status a handler wrote. As the header goes
+// out it also settles Access-Control-Expose-Headers, which the generated
+// encoders set on every answer with headers in the contract: the CORS
+// policy's list for an allowed origin (expose, set by Server.cors), else
+// none (cors.go).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	expose []string // Access-Control-Expose-Headers; nil: none
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.settleExpose()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -203,8 +215,20 @@ func (w *statusRecorder) WriteHeader(code int) {
 func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.settleExpose()
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// settleExpose sets or removes Access-Control-Expose-Headers (no
+// allocation either way).
+func (w *statusRecorder) settleExpose() {
+	h := w.ResponseWriter.Header()
+	if w.expose != nil {
+		h["Access-Control-Expose-Headers"] = w.expose
+	} else if _, ok := h["Access-Control-Expose-Headers"]; ok {
+		delete(h, "Access-Control-Expose-Headers")
+	}
 }
 
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -52,10 +57,90 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
-// handleOpenAPI handles the "GET /openapi.json" route: the contract.
+// handleOpenAPI handles the "GET /openapi.json" route: the contract, whose
+// servers entry is relative ("/": the server that served it) or PublicURL.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	doc := s.openapiDoc
+	if doc == nil {
+		doc = api.JSON
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	http.ServeContent(w, r, "openapi.json", time.Time{}, bytes.NewReader(api.JSON))
+	http.ServeContent(w, r, "openapi.json", time.Time{}, bytes.NewReader(doc))
+}
+
+// CheckPublicURL reports whether u can be a Server's PublicURL: an absolute
+// http or https URL with a host and no user, query or fragment.
+func CheckPublicURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return fmt.Errorf("must be an absolute http(s) URL: %w", err)
+	case p.Scheme != "http" && p.Scheme != "https":
+		return errors.New("must be an absolute http:// or https:// URL")
+	case p.Host == "" || p.Opaque != "":
+		return errors.New("must be an absolute http(s) URL with a host")
+	case p.User != nil:
+		return errors.New("must not carry a user or password")
+	case p.RawQuery != "" || p.ForceQuery:
+		return errors.New("must not have a query")
+	case p.Fragment != "" || strings.Contains(u, "#"):
+		return errors.New("must not have a fragment")
+	}
+	return nil
+}
+
+// publicDocument returns the contract (api.JSON) with its servers set to
+// the one entry publicURL (without a trailing slash, so that clients appending
+// "/plants" get one slash), the other top-level keys in their order.
+func publicDocument(publicURL string) ([]byte, error) {
+	if err := CheckPublicURL(publicURL); err != nil {
+		return nil, fmt.Errorf("http: public URL %q: %w", publicURL, err)
+	}
+	servers, err := json.Marshal([]map[string]string{{
+		"url":         strings.TrimRight(publicURL, "/"),
+		"description": "This deployment (plantstore serve --public-url)",
+	}})
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(api.JSON))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("http: the contract is not a JSON object: %v", err)
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	replaced := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("http: read the contract: %w", err)
+		}
+		key, _ := t.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, fmt.Errorf("http: read the contract: %w", err)
+		}
+		if key == "servers" {
+			value, replaced = servers, true
+		}
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(value)
+	}
+	if !replaced {
+		return nil, errors.New("http: the contract has no servers")
+	}
+	out.WriteByte('}')
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, out.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	indented.WriteByte('\n')
+	return indented.Bytes(), nil
 }
 
 // handleDocs handles the "GET /docs" route: a human API reference rendered

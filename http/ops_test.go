@@ -2,11 +2,17 @@ package http_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/api"
+	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/mock"
 )
 
 func TestHealth(t *testing.T) {
@@ -64,6 +70,92 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 	if !bytes.Equal(resp.Body, api.JSON) {
 		t.Fatal("served document differs from api/openapi.json")
+	}
+	// Relative: clients and /docs call the server that served the document,
+	// whatever its address.
+	if got, want := servers(t, resp.Body), []any{map[string]any{"url": "/", "description": "The server that serves this document (`--public-url` when set)"}}; !cmp.Equal(got, want) {
+		t.Errorf("servers = %v, want %v", got, want)
+	}
+}
+
+// servers decodes a document's servers.
+func servers(t *testing.T, doc []byte) any {
+	t.Helper()
+	var d struct{ Servers any }
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Servers
+}
+
+// TestOpenAPIPublicURL: with PublicURL the served document's servers is
+// that URL (no trailing slash), and nothing else changes.
+func TestOpenAPIPublicURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://api.example.com", "https://api.example.com"},
+		{"https://api.example.com/", "https://api.example.com"},
+		{"http://127.0.0.1:9000/plantstore/", "http://127.0.0.1:9000/plantstore"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			ts := MustOpenServer(t, func(ts *TestServer) { ts.PublicURL = tc.in })
+			resp := ts.Get(t, "", "/openapi.json")
+			if resp.Status != 200 {
+				t.Fatalf("%d %s", resp.Status, resp.Body)
+			}
+			want := []any{map[string]any{"url": tc.want, "description": "This deployment (plantstore serve --public-url)"}}
+			if got := servers(t, resp.Body); !cmp.Equal(got, want) {
+				t.Errorf("servers = %v, want %v", got, want)
+			}
+			var got, orig map[string]any
+			if err := json.Unmarshal(resp.Body, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(api.JSON, &orig); err != nil {
+				t.Fatal(err)
+			}
+			delete(got, "servers")
+			delete(orig, "servers")
+			if diff := cmp.Diff(orig, got); diff != "" {
+				t.Errorf("document changed beyond servers (-api.JSON +served):\n%s", diff)
+			}
+			// Key order kept: the document still reads like its source.
+			if i, j := bytes.Index(resp.Body, []byte(`"info"`)), bytes.Index(resp.Body, []byte(`"servers"`)); i < 0 || j < i {
+				t.Errorf("key order changed: info at %d, servers at %d", i, j)
+			}
+		})
+	}
+}
+
+// pingerFunc is a Pinger of a function (nil: always ready).
+type pingerFunc func(context.Context) error
+
+func (f pingerFunc) Ping(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	return f(ctx)
+}
+
+// TestCheckPublicURL: only absolute http(s) URLs without user, query or
+// fragment; the server refuses to start with another.
+func TestCheckPublicURL(t *testing.T) {
+	for _, ok := range []string{"http://127.0.0.1:8080", "https://api.example.com/", "https://api.example.com/base/path"} {
+		if err := plantstorehttp.CheckPublicURL(ok); err != nil {
+			t.Errorf("CheckPublicURL(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "/", "api.example.com", "127.0.0.1:8080", "ftp://api.example.com", "https://", "https:api.example.com",
+		"https://user:pw@api.example.com", "https://api.example.com/?x=1", "https://api.example.com/?", "https://api.example.com/#top", "https://api.example.com/#"} {
+		if err := plantstorehttp.CheckPublicURL(bad); err == nil {
+			t.Errorf("CheckPublicURL(%q) = nil, want an error", bad)
+		}
+	}
+	s := plantstorehttp.NewServer()
+	s.Addr = "127.0.0.1:0"
+	s.PlantService, s.TokenService, s.WebhookService, s.Storage = &mock.PlantService{}, &mock.TokenService{}, &mock.WebhookService{}, pingerFunc(nil)
+	s.PublicURL = "https://api.example.com/?x=1"
+	if _, err := s.Handler(); err == nil || !strings.Contains(err.Error(), "query") {
+		t.Errorf("Handler() with a bad PublicURL = %v, want an error about the query", err)
 	}
 }
 

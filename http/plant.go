@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 
@@ -35,21 +36,80 @@ func (h *handler) AddPlant(ctx context.Context, req *oapi.NewPlant) (oapi.AddPla
 	if err != nil {
 		return nil, err
 	}
-	return toAPI(stored), nil
+	return &oapi.PlantHeaders{Response: *toAPI(stored)}, nil
 }
 
-// GetPlant handles the "GET /plants/{id}" route.
+// GetPlant handles the "GET /plants/{id}" route: the plant with its ETag, or
+// 304 when If-None-Match lists that ETag (weak comparison, RFC 9110 §13.1.2).
 func (h *handler) GetPlant(ctx context.Context, params oapi.GetPlantParams) (oapi.GetPlantRes, error) {
 	p, err := h.s.PlantService.FindPlantByID(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID)
 	if err != nil {
 		return nil, err
 	}
-	return toAPI(p), nil
+	etag := p.ETag()
+	if inm, ok := params.IfNoneMatch.Get(); ok && plantstore.MatchETag(inm, etag, true) {
+		return &oapi.NotModified{ETag: oapi.NewOptString(etag)}, nil
+	}
+	return &oapi.GetPlantOKHeaders{ETag: oapi.NewOptString(etag), Response: *toAPI(p)}, nil
 }
 
-// DeletePlant handles the "DELETE /plants/{id}" route.
+// HeadPlant handles the "HEAD /plants/{id}" route: GetPlant's headers.
+func (h *handler) HeadPlant(ctx context.Context, params oapi.HeadPlantParams) (oapi.HeadPlantRes, error) {
+	res, err := h.GetPlant(ctx, oapi.GetPlantParams(params))
+	if err != nil {
+		return nil, err
+	}
+	switch res := res.(type) {
+	case *oapi.GetPlantOKHeaders:
+		return &oapi.HeadPlantOK{ETag: res.ETag}, nil
+	case *oapi.NotModified:
+		return res, nil
+	}
+	return nil, fmt.Errorf("http: head plant: unexpected answer %T", res)
+}
+
+// UpdatePlant handles the "PATCH /plants/{id}" route: a JSON merge patch
+// (RFC 7396) of name and tag, conditional on If-Match when it is sent. The
+// generated decoder has refused members other than name and tag, a null
+// name and values out of the schema; the service checks the rest.
+func (h *handler) UpdatePlant(ctx context.Context, req oapi.UpdatePlantReq, params oapi.UpdatePlantParams) (oapi.UpdatePlantRes, error) {
+	var patch oapi.PlantPatch
+	switch req := req.(type) {
+	case *oapi.UpdatePlantApplicationMergePatchJSON:
+		patch = oapi.PlantPatch(*req)
+	case *oapi.UpdatePlantApplicationJSON:
+		patch = oapi.PlantPatch(*req)
+	default:
+		return nil, fmt.Errorf("http: update plant: unexpected request %T", req)
+	}
+	var upd plantstore.PlantUpdate
+	if name, ok := patch.Name.Get(); ok {
+		upd.Name = &name
+	}
+	if patch.Tag.IsSet() {
+		upd.SetTag = true
+		if tag, ok := patch.Tag.Get(); ok {
+			upd.Tag = &tag
+		}
+	}
+	p, err := h.s.PlantService.UpdatePlant(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, upd, params.IfMatch.Or(""))
+	if err != nil {
+		return nil, err
+	}
+	return &oapi.GetPlantOKHeaders{ETag: oapi.NewOptString(p.ETag()), Response: *toAPI(p)}, nil
+}
+
+// DeletePlant handles the "DELETE /plants/{id}" route, conditional on
+// If-Match when it is sent.
 func (h *handler) DeletePlant(ctx context.Context, params oapi.DeletePlantParams) (oapi.DeletePlantRes, error) {
-	if err := h.s.PlantService.DeletePlant(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID); err != nil {
+	owner := plantstore.TokenFromContext(ctx).Owner
+	var err error
+	if ifMatch, ok := params.IfMatch.Get(); ok {
+		err = h.s.PlantService.DeletePlantIf(ctx, owner, params.ID, ifMatch)
+	} else {
+		err = h.s.PlantService.DeletePlant(ctx, owner, params.ID)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &oapi.DeletePlantNoContent{}, nil
@@ -82,6 +142,16 @@ func (h *handler) ListPlants(ctx context.Context, params oapi.ListPlantsParams) 
 	return res, nil
 }
 
+// HeadPlants handles the "HEAD /plants" route: ListPlants's headers (the
+// Link to the next page).
+func (h *handler) HeadPlants(ctx context.Context, params oapi.HeadPlantsParams) (oapi.HeadPlantsRes, error) {
+	res, err := h.ListPlants(ctx, oapi.ListPlantsParams(params))
+	if err != nil {
+		return nil, err
+	}
+	return &oapi.HeadPlantsOK{Link: res.(*oapi.ListPlantsOKHeaders).Link}, nil
+}
+
 // nextLink is the RFC 8288 Link header value for the page after lastID. The
 // URL is relative to the request's, so it stays right behind a proxy.
 func nextLink(f plantstore.PlantFilter, lastID int64) string {
@@ -95,7 +165,7 @@ func nextLink(f plantstore.PlantFilter, lastID int64) string {
 }
 
 func toAPI(p *plantstore.Plant) *oapi.Plant {
-	out := &oapi.Plant{ID: oapi.NewOptInt64(p.ID), Name: p.Name}
+	out := &oapi.Plant{ID: p.ID, Name: p.Name}
 	if p.Tag != nil {
 		out.Tag = oapi.NewOptString(*p.Tag)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,12 +21,44 @@ import (
 type bodySchema struct {
 	Name  string
 	Props map[string]propSchema
+	// Closed: the schema has additionalProperties false (other members are
+	// refused). Patch: the operation takes a JSON merge patch
+	// (application/merge-patch+json), where a member left out is kept.
+	Closed, Patch bool
 }
 
 type propSchema struct {
-	Type     string // "integer", "string", ...
+	Type     string // "integer", "string", ... (the non-null one of a type list)
 	Format   string // "int64", "int32", "uri", ...
 	Required bool
+	Nullable bool // the type list has "null"
+}
+
+// schemaType is a schema's type: one name, or (OpenAPI 3.1) a list of
+// names, of which null is kept apart.
+type schemaType struct {
+	Name     string
+	Nullable bool
+}
+
+func (t *schemaType) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		t.Name = one
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	for _, name := range list {
+		if name == "null" {
+			t.Nullable = true
+		} else {
+			t.Name = name
+		}
+	}
+	return nil
 }
 
 // requestBodies maps operationId to its JSON request body schema.
@@ -42,8 +75,9 @@ func readRequestBodies(doc []byte) (map[string]*bodySchema, error) {
 		AllOf      []schema          `json:"allOf"`
 		Required   []string          `json:"required"`
 		Properties map[string]schema `json:"properties"`
-		Type       string            `json:"type"`
+		Type       schemaType        `json:"type"`
 		Format     string            `json:"format"`
+		Additional json.RawMessage   `json:"additionalProperties"`
 	}
 	type operation struct {
 		OperationID string `json:"operationId"`
@@ -79,9 +113,12 @@ func readRequestBodies(doc []byte) (map[string]*bodySchema, error) {
 				return err
 			}
 		}
+		if string(s.Additional) == "false" {
+			out.Closed = true
+		}
 		for name, p := range s.Properties {
 			prop := out.Props[name]
-			prop.Type, prop.Format = p.Type, p.Format
+			prop.Type, prop.Nullable, prop.Format = p.Type.Name, p.Type.Nullable, p.Format
 			out.Props[name] = prop
 		}
 		for _, name := range s.Required {
@@ -107,7 +144,8 @@ func readRequestBodies(doc []byte) (map[string]*bodySchema, error) {
 			if !ok || op.OperationID == "" {
 				continue
 			}
-			b := &bodySchema{Name: strings.TrimPrefix(media.Schema.Ref, "#/components/schemas/"), Props: map[string]propSchema{}}
+			_, patch := op.RequestBody.Content["application/merge-patch+json"]
+			b := &bodySchema{Name: strings.TrimPrefix(media.Schema.Ref, "#/components/schemas/"), Props: map[string]propSchema{}, Patch: patch}
 			if err := merge(b, media.Schema, 0); err != nil {
 				return nil, err
 			}
@@ -130,18 +168,42 @@ func (b *bodySchema) fieldError(body []byte) string {
 	var msg string
 	_ = d.ObjBytes(func(d *jx.Decoder, key []byte) error {
 		prop, known := b.Props[string(key)]
-		if !known || msg != "" {
+		switch {
+		case msg != "":
+			return d.Skip()
+		case !known && b.Closed:
+			msg = fmt.Sprintf("%s: unknown member: send only %s", key, b.members())
+			return d.Skip()
+		case !known:
 			return d.Skip()
 		}
-		msg = prop.check(string(key), d)
+		msg = prop.check(string(key), d, b.Patch)
 		return nil
 	})
 	return msg
 }
 
-// check reads one value from d and says what is wrong with it, or "".
-func (p propSchema) check(name string, d *jx.Decoder) string {
+// members lists the schema's members, sorted: "name and tag".
+func (b *bodySchema) members() string {
+	names := make([]string, 0, len(b.Props))
+	for name := range b.Props {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// check reads one value from d and says what is wrong with it, or "". In a
+// merge patch (patch) a member left out is kept, not absent.
+func (p propSchema) check(name string, d *jx.Decoder, patch bool) string {
 	kind := d.Next()
+	if kind == jx.Null && p.Nullable {
+		_ = d.Skip()
+		return ""
+	}
 	switch p.Type {
 	case "integer":
 		raw, err := d.Raw()
@@ -162,8 +224,11 @@ func (p propSchema) check(name string, d *jx.Decoder) string {
 	case "string":
 		if kind != jx.String {
 			_ = d.Skip()
-			if p.Required {
+			switch {
+			case p.Required:
 				return name + ": must be a string"
+			case patch:
+				return name + ": must be a string (leave it out to keep the " + name + ")"
 			}
 			return name + ": must be a string (leave it out for no " + name + ")"
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
@@ -89,6 +90,23 @@ type Server struct {
 	// a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
 
+	// PublicURL, if set, is the servers entry of the document at
+	// /openapi.json (an absolute http(s) URL, see CheckPublicURL); empty:
+	// the document's relative "/", the server that served it.
+	PublicURL  string
+	openapiDoc []byte // /openapi.json with PublicURL; nil: api.JSON
+
+	// CORSOrigins lists the browser origins (scheme://host[:port], or "*"
+	// alone) whose pages may call the API; empty: no CORS header at all.
+	// See cors.go and CheckCORSOrigins.
+	CORSOrigins []string
+
+	// TracerProvider, if set, makes an OpenTelemetry server span of every
+	// request (tracing.go); nil: no tracing, at no cost.
+	TracerProvider trace.TracerProvider
+
+	opsAllow map[string]string // the operational paths' Allow values, for CORS preflights
+
 	ln      net.Listener
 	server  *http.Server
 	api     *oapi.Server
@@ -128,6 +146,13 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.Registry == nil {
 		s.Registry = newRegistry()
 	}
+	if s.PublicURL != "" {
+		doc, err := publicDocument(s.PublicURL)
+		if err != nil {
+			return nil, err
+		}
+		s.openapiDoc = doc
+	}
 	h := &handler{s: s}
 	api, err := oapi.NewServer(h, h,
 		oapi.WithErrorHandler(s.ogenError),
@@ -141,7 +166,19 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.metrics = newMetrics(s.Registry)
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
-	s.handler = s.instrument(s.recoverPanics(s.route()))
+	cors, err := newCORSPolicy(s.CORSOrigins)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	next := s.route()
+	if cors != nil {
+		next = s.cors(cors, next) // preflights answered before auth and the 405s
+	}
+	next = s.recoverPanics(next)
+	if s.TracerProvider != nil {
+		next = s.traceRequests(next)
+	}
+	s.handler = s.instrument(next)
 	return s.handler, nil
 }
 
@@ -309,8 +346,10 @@ func (s *Server) route() http.Handler {
 		"/docs/":                    {h: s.handleDocs, allow: "GET, HEAD"},
 		"/docs/redoc.standalone.js": {h: s.handleDocsScript, allow: "GET, HEAD"},
 	}
+	s.opsAllow = make(map[string]string, len(ops))
 	for path, rt := range ops {
 		rt.stats = s.metrics.route(path)
+		s.opsAllow[path] = rt.allow
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rt, ok := ops[r.URL.Path]; ok {
@@ -337,7 +376,7 @@ func (s *Server) route() http.Handler {
 			s.writeError(w, r, newError(plantstore.CodeInvalidBody, "invalid query parameter %q: given more than once: send it once", name))
 			return
 		}
-		if r.Method == http.MethodPost {
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			s.prepareBody(w, r)
 		}
 		s.api.ServeHTTP(w, r)

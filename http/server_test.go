@@ -79,6 +79,7 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	}
 	db := sqlite.NewDB(filepath.Join(tb.TempDir(), "plantstore.db"))
 	db.OpTimeout = ts.OpTimeout
+	db.TracerProvider = ts.TracerProvider // the server's: batch spans link to request spans
 	if ts.Durability != "" {
 		db.Durability = ts.Durability
 	}

@@ -17,7 +17,7 @@ func (h *handler) CreateWebhook(ctx context.Context, req *oapi.NewWebhook) (oapi
 	if err != nil {
 		return nil, err
 	}
-	return withSecret(sub), nil
+	return &oapi.WebhookWithSecretHeaders{Response: *withSecret(sub)}, nil
 }
 
 // ListWebhooks handles the "GET /webhooks" route: one keyset page by id,
@@ -59,7 +59,7 @@ func (h *handler) GetWebhook(ctx context.Context, params oapi.GetWebhookParams) 
 	if err != nil {
 		return nil, err
 	}
-	return toAPIWebhook(sub), nil
+	return &oapi.WebhookHeaders{Response: *toAPIWebhook(sub)}, nil
 }
 
 // DeleteWebhook handles the "DELETE /webhooks/{id}" route.
@@ -77,7 +77,7 @@ func (h *handler) RotateWebhookSecret(ctx context.Context, params oapi.RotateWeb
 	if err != nil {
 		return nil, err
 	}
-	return withSecret(sub), nil
+	return &oapi.WebhookWithSecretHeaders{Response: *withSecret(sub)}, nil
 }
 
 // ListWebhookDeliveries handles the "GET /webhooks/{id}/deliveries" route.
@@ -86,7 +86,7 @@ func (h *handler) ListWebhookDeliveries(ctx context.Context, params oapi.ListWeb
 	if err != nil {
 		return nil, err
 	}
-	out := make(oapi.ListWebhookDeliveriesOKApplicationJSON, len(attempts))
+	out := make([]oapi.Delivery, len(attempts))
 	for i, a := range attempts {
 		d := oapi.Delivery{
 			WebhookID:   a.MessageID,
@@ -107,7 +107,33 @@ func (h *handler) ListWebhookDeliveries(ctx context.Context, params oapi.ListWeb
 		}
 		out[i] = d
 	}
-	return &out, nil
+	return &oapi.ListWebhookDeliveriesOKHeaders{Response: out}, nil
+}
+
+// HeadWebhooks handles the "HEAD /webhooks" route: the headers of "GET
+// /webhooks" (the Link to the next page), without a body.
+func (h *handler) HeadWebhooks(ctx context.Context, params oapi.HeadWebhooksParams) (oapi.HeadWebhooksRes, error) {
+	res, err := h.ListWebhooks(ctx, oapi.ListWebhooksParams(params))
+	if err != nil {
+		return nil, err
+	}
+	return &oapi.HeadWebhooksOK{Link: res.(*oapi.ListWebhooksOKHeaders).Link}, nil
+}
+
+// HeadWebhook handles the "HEAD /webhooks/{id}" route.
+func (h *handler) HeadWebhook(ctx context.Context, params oapi.HeadWebhookParams) (oapi.HeadWebhookRes, error) {
+	if _, err := h.s.WebhookService.FindSubscriptionByID(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID); err != nil {
+		return nil, err
+	}
+	return &oapi.HeadWebhookOK{}, nil
+}
+
+// HeadWebhookDeliveries handles the "HEAD /webhooks/{id}/deliveries" route.
+func (h *handler) HeadWebhookDeliveries(ctx context.Context, params oapi.HeadWebhookDeliveriesParams) (oapi.HeadWebhookDeliveriesRes, error) {
+	if _, err := h.s.WebhookService.FindAttempts(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID); err != nil {
+		return nil, err
+	}
+	return &oapi.HeadWebhookDeliveriesOK{}, nil
 }
 
 // toAPIWebhook maps a subscription to the contract's Webhook: disabled_at

@@ -25,6 +25,8 @@ type PlantService struct {
 	FindPlantsFn    func(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error)
 	DeletePlantFn   func(ctx context.Context, owner string, id int64) error
 	ImportPlantsFn  func(ctx context.Context, plants []*plantstore.Plant) (int, error)
+	DeletePlantIfFn func(ctx context.Context, owner string, id int64, ifMatch string) error
+	UpdatePlantFn   func(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, ifMatch string) (*plantstore.Plant, error)
 }
 
 // CreatePlant calls CreatePlantFn.
@@ -45,6 +47,16 @@ func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter)
 // DeletePlant calls DeletePlantFn.
 func (s *PlantService) DeletePlant(ctx context.Context, owner string, id int64) error {
 	return s.DeletePlantFn(ctx, owner, id)
+}
+
+// DeletePlantIf calls DeletePlantIfFn.
+func (s *PlantService) DeletePlantIf(ctx context.Context, owner string, id int64, ifMatch string) error {
+	return s.DeletePlantIfFn(ctx, owner, id, ifMatch)
+}
+
+// UpdatePlant calls UpdatePlantFn.
+func (s *PlantService) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, ifMatch string) (*plantstore.Plant, error) {
+	return s.UpdatePlantFn(ctx, owner, id, upd, ifMatch)
 }
 
 // ImportPlants calls ImportPlantsFn.

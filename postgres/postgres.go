@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/groupcommit"
@@ -73,6 +74,9 @@ type DB struct {
 	// OnCommit, if set, is called after each group commit with its number
 	// of writes and how long it took. Set it before Open.
 	OnCommit func(writes int, took time.Duration)
+	// TracerProvider, if set, gets an OpenTelemetry span of each batch
+	// (trace.go); nil: none, at no cost. Set it before Open.
+	TracerProvider trace.TracerProvider
 
 	pool  *pgxpool.Pool
 	queue *groupcommit.Queue[*writeOp]
@@ -134,8 +138,8 @@ func (db *DB) Open(ctx context.Context) error {
 		db.pool = nil
 		return err
 	}
-	db.queue = groupcommit.New(groupcommit.Config[*writeOp]{Apply: db.commit, Observe: db.OnCommit,
-		Committers: committers, MaxBatch: db.MaxBatch})
+	db.queue = groupcommit.New(db.traced(groupcommit.Config[*writeOp]{Apply: db.commit, Observe: db.OnCommit,
+		Committers: committers, MaxBatch: db.MaxBatch}))
 	return nil
 }
 

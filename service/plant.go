@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -92,6 +93,89 @@ func (s *PlantService) DeletePlant(ctx context.Context, owner string, id int64) 
 		return plantError("delete plant", id, err)
 	}
 	return nil
+}
+
+// DeletePlantIf deletes the owner's plant with id only while its ETag is one
+// ifMatch lists (strong comparison). The ETag is checked on the plant as
+// read, and the store deletes it only while it still has that content, so a
+// change in between is a 412 too, never a lost update.
+func (s *PlantService) DeletePlantIf(ctx context.Context, owner string, id int64, ifMatch string) error {
+	if anyETag(ifMatch) {
+		return s.DeletePlant(ctx, owner, id) // any existing plant: 404 when there is none
+	}
+	cur, err := s.checkIfMatch(ctx, owner, id, ifMatch)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeletePlantIf(ctx, owner, id, cur); err != nil {
+		return conditionalError("delete plant", id, err)
+	}
+	return nil
+}
+
+// UpdatePlant applies a merge patch (upd) to the owner's plant with id.
+// Without ifMatch the store applies it atomically to whatever the plant
+// holds. With ifMatch the plant is read, its ETag checked (412 when no
+// listed tag matches), and the store applies upd only while the plant still
+// has the content read (412 when it changed in between). A patch that
+// changes nothing writes nothing. No webhook event: events announce new
+// plants (a replay of the plant's create with its old content is then a
+// conflict, 409, like any create of a taken id with other content).
+func (s *PlantService) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, ifMatch string) (*plantstore.Plant, error) {
+	if err := upd.Validate(); err != nil {
+		return nil, err
+	}
+	var expect *plantstore.Plant
+	if ifMatch != "" && !anyETag(ifMatch) {
+		cur, err := s.checkIfMatch(ctx, owner, id, ifMatch)
+		if err != nil {
+			return nil, err
+		}
+		if next := upd.Apply(cur); next.SameContent(cur) {
+			return cur, nil
+		}
+		expect = cur
+	} else if upd.Empty() {
+		return s.FindPlantByID(ctx, owner, id)
+	}
+	p, err := s.store.UpdatePlant(ctx, owner, id, upd, expect)
+	if err != nil {
+		return nil, conditionalError("update plant", id, err)
+	}
+	return p, nil
+}
+
+// anyETag reports an If-Match of "*": any existing plant matches, which is
+// what an unconditional write requires anyway (404 when there is none).
+func anyETag(ifMatch string) bool { return strings.TrimSpace(ifMatch) == "*" }
+
+// checkIfMatch reads the owner's plant and checks that ifMatch lists its
+// ETag; it returns the plant as read. A missing plant is 404 whatever
+// ifMatch says (RFC 9110 §13.2.1: preconditions are ignored when the answer
+// without them would not be a 2xx).
+func (s *PlantService) checkIfMatch(ctx context.Context, owner string, id int64, ifMatch string) (*plantstore.Plant, error) {
+	cur, err := s.FindPlantByID(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	if !plantstore.MatchETag(ifMatch, cur.ETag(), false) {
+		return nil, preconditionFailed(id, nil)
+	}
+	return cur, nil
+}
+
+// preconditionFailed is the 412 of a plant whose ETag If-Match does not list.
+func preconditionFailed(id int64, cause error) error {
+	return &plantstore.Error{Code: plantstore.CodePreconditionFailed,
+		Message: fmt.Sprintf("precondition failed: plant %d changed (its ETag is not one If-Match lists): read it again", id), Err: cause}
+}
+
+// conditionalError is plantError with ErrChanged as the plant's 412.
+func conditionalError(op string, id int64, err error) error {
+	if errors.Is(err, plantstore.ErrChanged) {
+		return preconditionFailed(id, err)
+	}
+	return plantError(op, id, err)
 }
 
 // ImportPlants validates every plant first (one invalid plant stores

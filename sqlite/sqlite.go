@@ -8,8 +8,10 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +25,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver (errors_cgo.go reads its errors)
 	"github.com/pressly/goose/v3"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/groupcommit"
@@ -73,12 +76,27 @@ type DB struct {
 	// memory file of a missing one (ErrOrphanWAL).
 	MustExist bool
 
+	// Memory keeps the database in this process's memory instead of a file
+	// (a sandbox: serve --db memory:): nothing is written to disk and
+	// everything is lost at Close. The writer and the readers share it as
+	// they share a file (SQLite's memdb VFS under a random name, with the
+	// file's locking: readers wait for a commit, within OpTimeout, as there
+	// is no WAL). Path is then only the name in messages; the file checks
+	// (lock file, file identity) do not apply, and Durability neither.
+	Memory bool
+
 	// MaxBatch bounds how many writes share one commit (0: DefaultMaxBatch).
 	MaxBatch int
 	// OnCommit, if set, is called by the committer after each batch with
 	// the number of writes in it and how long the transaction took (for
 	// metrics and tests). Set it before Open.
 	OnCommit func(writes int, took time.Duration)
+	// TracerProvider, if set, gets an OpenTelemetry span of each batch
+	// (trace.go); nil: none, at no cost. Set it before Open.
+	TracerProvider trace.TracerProvider
+
+	// memName is the memdb name of a Memory database, set by Open.
+	memName string
 
 	write *sql.DB
 	read  *sql.DB
@@ -135,6 +153,13 @@ func (db *DB) dsn(readOnly bool) (string, error) {
 	} else if db.MustExist {
 		q.Set("mode", "rw") // SQLite opens the file but does not create it
 	}
+	if db.Memory {
+		q.Set("vfs", "memdb")
+		q.Del("mode")
+		// A memdb name starting with "/" is shared by every connection of
+		// the process that opens it; it lives while one is open.
+		return "file:/" + db.memName + "?" + q.Encode(), nil
+	}
 	return "file:" + url.PathEscape(db.Path) + "?" + q.Encode(), nil
 }
 
@@ -144,6 +169,9 @@ func (db *DB) dsn(readOnly bool) (string, error) {
 // which every commit and Ping check (health.go). It does not migrate: call
 // Migrate (or check with SchemaStatus).
 func (db *DB) Open(ctx context.Context) error {
+	if db.Memory {
+		return db.openMemory(ctx)
+	}
 	if db.Path == "" {
 		return errors.New("sqlite: path required")
 	}
@@ -155,6 +183,41 @@ func (db *DB) Open(ctx context.Context) error {
 			return fmt.Errorf("sqlite: create directory: %w", err)
 		}
 	}
+	// Open the writer now so a bad path or a locked, unreadable file fails
+	// here rather than on the first request. Switching a new file to WAL
+	// needs it alone, so processes opening one file at once take turns.
+	unlock, err := lockFile(db.Path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := db.openPools(ctx); err != nil {
+		return err
+	}
+	// The files are open now; their identity is the one SQLite uses.
+	if err := db.health.watch(db.Path, db.Path+"-wal"); err != nil {
+		db.Close()
+		return err
+	}
+	return nil
+}
+
+// openMemory opens a Memory database under a new random name.
+func (db *DB) openMemory(ctx context.Context) error {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("sqlite: memory database name: %w", err)
+	}
+	db.memName = "plantstore-" + hex.EncodeToString(b[:])
+	if db.Path == "" {
+		db.Path = "memory:"
+	}
+	return db.openPools(ctx)
+}
+
+// openPools opens the write connection, the read pools and the group
+// commit queue.
+func (db *DB) openPools(ctx context.Context) error {
 	writeDSN, err := db.dsn(false)
 	if err != nil {
 		return err
@@ -175,14 +238,6 @@ func (db *DB) Open(ctx context.Context) error {
 	db.read.SetConnMaxIdleTime(0)
 	db.read.SetConnMaxLifetime(0)
 
-	// Open the writer now so a bad path or a locked, unreadable file fails
-	// here rather than on the first request. Switching a new file to WAL
-	// needs it alone, so processes opening one file at once take turns.
-	unlock, err := lockFile(db.Path)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	if err := db.write.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
@@ -191,16 +246,12 @@ func (db *DB) Open(ctx context.Context) error {
 	if err := db.openReaders(readDSN); err != nil {
 		return err
 	}
-	// The files are open now; their identity is the one SQLite uses.
-	if err := db.health.watch(db.Path, db.Path+"-wal"); err != nil {
-		return err
-	}
 	db.writeStmts = make(map[string]*sql.Stmt)
-	db.queue = groupcommit.New(groupcommit.Config[*writeOp]{
+	db.queue = groupcommit.New(db.traced(groupcommit.Config[*writeOp]{
 		Apply:    db.commit,
 		MaxBatch: db.MaxBatch,
 		Observe:  db.OnCommit,
-	})
+	}))
 	return nil
 }
 
@@ -275,11 +326,13 @@ func (db *DB) SchemaStatus(ctx context.Context) (current, known int64, err error
 // returns how many it applied. It refuses a database whose schema is newer
 // than this binary knows.
 func (db *DB) Migrate(ctx context.Context) (int, error) {
-	unlock, err := lockFile(db.Path)
-	if err != nil {
-		return 0, err
+	if !db.Memory { // a memory database has one process
+		unlock, err := lockFile(db.Path)
+		if err != nil {
+			return 0, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	p, err := db.provider()
 	if err != nil {
 		return 0, err

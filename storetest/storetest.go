@@ -40,9 +40,14 @@
 // database's clock is not the suite's: a delivery is made due or not by the
 // time written with it, and a lease ends when its real duration has
 // passed.
-// These are the subtests PlantStore, BulkInsert, TokenStore, WebhookStore,
-// OutboxStore and Unavailable/RowStore; each runs before the service cases
-// of its area, so a broken contract shows there first.
+// Also UpdatePlant and DeletePlantIf: a merge patch that keeps the rest of
+// the row, written only while the row has the expected content (else
+// ErrChanged).
+// These are the subtests PlantStore, BulkInsert, UpdatePlantStore,
+// TokenStore, WebhookStore, OutboxStore and Unavailable/RowStore; each runs
+// before the service cases of its area, so a broken contract shows there
+// first. UpdatePlant runs PATCH's and If-Match's rules through the service,
+// concurrent writers of one version included (one wins, the others 412).
 //
 // A backend plugs in with one test:
 //
@@ -112,6 +117,8 @@ func Run(t *testing.T, b Backends) {
 	t.Run("FindPlantByID", func(t *testing.T) { testFindPlantByID(t, b) })
 	t.Run("FindPlants", func(t *testing.T) { testFindPlants(t, b) })
 	t.Run("DeletePlant", func(t *testing.T) { testDeletePlant(t, b) })
+	t.Run("UpdatePlantStore", func(t *testing.T) { testUpdatePlantStore(t, b) })
+	t.Run("UpdatePlant", func(t *testing.T) { testUpdatePlant(t, b) })
 	t.Run("ImportPlants", func(t *testing.T) { testImportPlants(t, b) })
 
 	t.Run("TokenStore", func(t *testing.T) { testTokenStore(t, b) })

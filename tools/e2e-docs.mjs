@@ -5,7 +5,9 @@
 //
 // Builds plantstore, serves it on 127.0.0.1 with a temporary SQLite file,
 // opens /docs headless with every host but 127.0.0.1 unresolvable (nothing
-// leaves the machine), waits until Redoc lists the operations, saves
+// leaves the machine), checks that Redoc's sidebar groups the operations by
+// the document's tags (plants, webhooks; no "other" group, no operation
+// outside a group), opens each group and an operation, saves
 // test-output/docs.png, and exits non-zero on any failure (page errors and
 // failed requests included).
 import { spawn, execFileSync } from 'node:child_process';
@@ -19,8 +21,23 @@ const root = resolve(import.meta.dirname, '..');
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 const outDir = join(root, 'test-output');
 const screenshot = join(outDir, 'docs.png');
-// What the page must show: the operations' summaries (sidebar) and a description.
-const expected = ['Create a plant', 'List plants', 'Get a plant', 'Delete a plant', 'Creates a new plant in the store'];
+// The sidebar's tag groups and the operations (summaries) each must hold; more operations may
+// join a group. Opening "Create a plant" must show its description.
+const groups = {
+  plants: ['List plants', 'Create a plant', 'Get a plant', 'Delete a plant'],
+  webhooks: ['List webhook subscriptions', 'Subscribe a URL to new plants', 'Get a webhook subscription',
+    'Delete a webhook subscription', "Rotate a subscription's signing secret", 'Recent delivery attempts of a subscription'],
+};
+const description = 'Creates a new plant in the store';
+
+// sidebar lists Redoc's menu entries: label text and link (#/section/..., #/TAG, #/TAG/OPERATION).
+function sidebar(page) {
+  return page.$$eval('li[data-testid="menu-item-label"]', (els) => els.map((e) => ({
+    text: e.innerText.replace(/\s+/g, ' ').trim(),
+    href: e.closest('a')?.getAttribute('href') ?? '',
+    group: !!e.querySelector('[data-component-name*="Chevron"]'),
+  })));
+}
 
 function freePort() {
   return new Promise((ok, fail) => {
@@ -70,14 +87,34 @@ try {
   });
   const res = await page.goto(url + '/docs', { waitUntil: 'load', timeout: 20000 });
   if (!res || res.status() !== 200) throw new Error(`GET /docs: status ${res && res.status()}`);
-  for (const text of expected) {
-    await page.getByText(text, { exact: false }).first().waitFor({ state: 'visible', timeout: 20000 });
+  const menu = page.locator('li[data-testid="menu-item-label"]');
+  await page.locator('a[href="#/plants"]').first().waitFor({ state: 'visible', timeout: 20000 });
+  const shown = (await sidebar(page)).filter((m) => m.group && /^#\/[^/]+$/.test(m.href)).map((m) => m.text);
+  if (JSON.stringify(shown) !== JSON.stringify(Object.keys(groups))) {
+    throw new Error(`sidebar groups = ${JSON.stringify(shown)}, want ${JSON.stringify(Object.keys(groups))} (tags, no "other")`);
   }
+  const found = [];
+  for (const [tag, ops] of Object.entries(groups)) {
+    // Open the group (an accordion: opening one may close another), then read its operations.
+    await page.locator(`a[href="#/${tag}"]`).first().click();
+    await page.locator(`a[href^="#/${tag}/"]`).first().waitFor({ state: 'visible', timeout: 10000 });
+    const items = await sidebar(page);
+    const stray = items.filter((m) => /^#\/[^/]+\/[^/]+$/.test(m.href) && !m.href.startsWith('#/section/') && !(m.href.split('/')[1] in groups));
+    if (stray.length) throw new Error(`operations outside the tag groups: ${JSON.stringify(stray)}`);
+    const inGroup = items.filter((m) => m.href.startsWith(`#/${tag}/`)).map((m) => m.text);
+    for (const op of ops) {
+      if (!inGroup.some((t) => t === op || t.startsWith(op + ' '))) throw new Error(`group ${tag} lacks "${op}": it has ${JSON.stringify(inGroup)}`);
+    }
+    found.push(`${tag}: ${inGroup.length} operations`);
+  }
+  await page.locator('a[href="#/plants"]').first().click();
+  await menu.filter({ hasText: /^Create a plant/ }).first().click();
+  await page.getByText(description, { exact: false }).first().waitFor({ state: 'visible', timeout: 20000 });
   const title = await page.title();
   mkdirSync(outDir, { recursive: true });
   await page.screenshot({ path: screenshot, fullPage: false });
   if (problems.length) throw new Error(problems.join('\n'));
-  console.log(`e2e-docs: /docs ("${title}") lists the operations (${expected.join(', ')}); screenshot ${screenshot}`);
+  console.log(`e2e-docs: /docs ("${title}") groups the operations by tag (${found.join('; ')}) and shows "${description}"; screenshot ${screenshot}`);
 } catch (e) {
   failed = true;
   console.error('e2e-docs: FAILED:', e.message);

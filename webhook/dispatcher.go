@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plantstore/plantstore"
 )
 
@@ -105,6 +107,10 @@ type Dispatcher struct {
 	Now    func() time.Time // nil: time.Now
 	// Metrics, from NewMetrics; nil: none.
 	Metrics *Metrics
+	// TracerProvider, if set, gets an OpenTelemetry client span of each
+	// attempt, whose W3C trace context goes out in the delivery's
+	// traceparent header (trace.go); nil: no spans and no header.
+	TracerProvider trace.TracerProvider
 
 	// Concurrency is the number of workers, hence of attempts in flight;
 	// 0 means DefaultConcurrency. A claim asks for as many tasks as there
@@ -162,6 +168,7 @@ type dispatch struct {
 	log                       *slog.Logger
 	now                       func() time.Time
 	metrics                   *Metrics
+	tracer                    trace.Tracer // nil: no spans
 	concurrency               int
 	perSubscription, perOwner int
 	retention                 time.Duration
@@ -182,6 +189,9 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	}
 	if s.outbox == nil {
 		return nil, errors.New("webhook: dispatcher: no Outbox")
+	}
+	if d.TracerProvider != nil {
+		s.tracer = d.TracerProvider.Tracer(TracerName)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -444,6 +454,11 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	req.Header.Set(HeaderID, t.MessageID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(start.Unix(), 10))
 	req.Header.Set(HeaderSignature, sig)
+	if s.tracer != nil {
+		var span trace.Span
+		req, span = s.startAttemptSpan(req, t)
+		defer func() { endAttemptSpan(span, r) }()
+	}
 
 	began := time.Now() // monotonic, whatever s.now is
 	resp, err := s.client.Do(req)

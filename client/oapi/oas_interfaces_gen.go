@@ -25,6 +25,26 @@ type GetWebhookRes interface {
 	getWebhookRes()
 }
 
+type HeadPlantRes interface {
+	headPlantRes()
+}
+
+type HeadPlantsRes interface {
+	headPlantsRes()
+}
+
+type HeadWebhookDeliveriesRes interface {
+	headWebhookDeliveriesRes()
+}
+
+type HeadWebhookRes interface {
+	headWebhookRes()
+}
+
+type HeadWebhooksRes interface {
+	headWebhooksRes()
+}
+
 type ListPlantsRes interface {
 	listPlantsRes()
 }
@@ -43,4 +63,12 @@ type NewPlantWebhookRes interface {
 
 type RotateWebhookSecretRes interface {
 	rotateWebhookSecretRes()
+}
+
+type UpdatePlantReq interface {
+	updatePlantReq()
+}
+
+type UpdatePlantRes interface {
+	updatePlantRes()
 }

@@ -4,6 +4,9 @@ package oapi
 
 // DeletePlantParams is parameters of deletePlant operation.
 type DeletePlantParams struct {
+	// Change only if the plant's current `ETag` is one of these (comma-separated, strong comparison; `*`:
+	// any existing plant); else 412 (error 41201) and nothing changes.
+	IfMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
 }
@@ -16,6 +19,9 @@ type DeleteWebhookParams struct {
 
 // GetPlantParams is parameters of getPlant operation.
 type GetPlantParams struct {
+	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
+	// comparison; `*`: any existing plant).
+	IfNoneMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
 }
@@ -24,6 +30,45 @@ type GetPlantParams struct {
 type GetWebhookParams struct {
 	// Subscription id.
 	ID string
+}
+
+// HeadPlantParams is parameters of headPlant operation.
+type HeadPlantParams struct {
+	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
+	// comparison; `*`: any existing plant).
+	IfNoneMatch OptString `json:",omitempty,omitzero"`
+	// ID of the plant.
+	ID int64
+}
+
+// HeadPlantsParams is parameters of headPlants operation.
+type HeadPlantsParams struct {
+	// The max number of results to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only plants with exactly this tag.
+	Tag OptString `json:",omitempty,omitzero"`
+	// Only plants whose id is greater than this one (exclusive).
+	After OptInt64 `json:",omitempty,omitzero"`
+}
+
+// HeadWebhookParams is parameters of headWebhook operation.
+type HeadWebhookParams struct {
+	// Subscription id.
+	ID string
+}
+
+// HeadWebhookDeliveriesParams is parameters of headWebhookDeliveries operation.
+type HeadWebhookDeliveriesParams struct {
+	// Subscription id.
+	ID string
+}
+
+// HeadWebhooksParams is parameters of headWebhooks operation.
+type HeadWebhooksParams struct {
+	// The max number of results to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only subscriptions whose id sorts after this one (exclusive).
+	After OptString `json:",omitempty,omitzero"`
 }
 
 // ListPlantsParams is parameters of listPlants operation.
@@ -54,6 +99,15 @@ type ListWebhooksParams struct {
 type RotateWebhookSecretParams struct {
 	// Subscription id.
 	ID string
+}
+
+// UpdatePlantParams is parameters of updatePlant operation.
+type UpdatePlantParams struct {
+	// Change only if the plant's current `ETag` is one of these (comma-separated, strong comparison; `*`:
+	// any existing plant); else 412 (error 41201) and nothing changes.
+	IfMatch OptString `json:",omitempty,omitzero"`
+	// ID of the plant.
+	ID int64
 }
 
 // NewPlantWebhookParams is parameters of newPlantWebhook operation.

@@ -23,10 +23,16 @@ var operationRolesBearerAuth = map[string][]string{
 	DeleteWebhookOperation:         []string{},
 	GetPlantOperation:              []string{},
 	GetWebhookOperation:            []string{},
+	HeadPlantOperation:             []string{},
+	HeadPlantsOperation:            []string{},
+	HeadWebhookOperation:           []string{},
+	HeadWebhookDeliveriesOperation: []string{},
+	HeadWebhooksOperation:          []string{},
 	ListPlantsOperation:            []string{},
 	ListWebhookDeliveriesOperation: []string{},
 	ListWebhooksOperation:          []string{},
 	RotateWebhookSecretOperation:   []string{},
+	UpdatePlantOperation:           []string{},
 }
 
 // GetRolesForBearerAuth returns the required roles for the given operation.

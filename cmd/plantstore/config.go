@@ -8,6 +8,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
+	plantstorehttp "github.com/plantstore/plantstore/http"
 )
 
 // validate checks serve's settings once, before anything starts, and names
@@ -40,11 +41,35 @@ func (c *serveCmd) validate() error {
 	case c.WebhookRetention < 0:
 		return invalidSetting("webhook-retention", "PLANTSTORE_WEBHOOK_RETENTION", "must not be negative (0: keep everything), got %v", c.WebhookRetention)
 	}
+	if err := plantstorehttp.CheckCORSOrigins(c.CORSOrigins); err != nil {
+		return invalidSetting("cors-origins", "PLANTSTORE_CORS_ORIGINS", "%v", err)
+	}
+	if c.OTelEndpoint != "" {
+		if _, err := otlpTracesURL(c.OTelEndpoint); err != nil {
+			return invalidSetting("otel-endpoint", "PLANTSTORE_OTEL_ENDPOINT", "%v, got %q", err, c.OTelEndpoint)
+		}
+	}
+	if c.OTelSampleRatio < 0 || c.OTelSampleRatio > 1 {
+		return invalidSetting("otel-sample-ratio", "PLANTSTORE_OTEL_SAMPLE_RATIO", "must be from 0 to 1, got %v", c.OTelSampleRatio)
+	}
+	if c.PublicURL != "" {
+		if err := plantstorehttp.CheckPublicURL(c.PublicURL); err != nil {
+			return invalidSetting("public-url", "PLANTSTORE_PUBLIC_URL", "%v, got %q", err, c.PublicURL)
+		}
+	}
 	return nil
 }
 
-// invalidSetting is the error for a setting with a bad value.
+// invalidSetting is the error for a setting with a bad value: a usage
+// error (exit status 2).
 func invalidSetting(flag, env, format string, args ...any) error {
+	return &usageError{failedSetting(flag, env, format, args...)}
+}
+
+// failedSetting is the error for a setting whose value is well-formed but
+// did not work (an issuer that does not answer, a file that cannot be
+// read): exit status 1.
+func failedSetting(flag, env, format string, args ...any) error {
 	return fmt.Errorf("invalid setting --%s (%s): %s", flag, env, fmt.Sprintf(format, args...))
 }
 

@@ -174,6 +174,9 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrTokenCacheTTL", nil, []string{"--token-cache-ttl", "2h"}, []string{"--token-cache-ttl"}},
 		{"ErrLogLevel", nil, []string{"--log-level", "loud"}, []string{"--log-level"}},
 		{"ErrDBTimeoutZero", nil, []string{"--db-timeout", "0"}, []string{"--db-timeout", "positive"}},
+		{"ErrPublicURLRelative", nil, []string{"--public-url", "api.example.com"}, []string{"--public-url", "PLANTSTORE_PUBLIC_URL", "absolute"}},
+		{"ErrPublicURLQueryFromEnv", map[string]string{"PLANTSTORE_PUBLIC_URL": "https://api.example.com/?v=1"}, nil, []string{"--public-url", "PLANTSTORE_PUBLIC_URL", "query"}},
+		{"ErrPublicURLFragment", nil, []string{"--public-url", "https://api.example.com/#x"}, []string{"--public-url", "fragment"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := missingDBPath(t)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/service"
@@ -26,7 +28,7 @@ const defaultDBPath = "data/plantstore.db"
 
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path, or a postgres:// URL. A SQLite file that does not exist is created only by migrate, by serve --create-db, and by serve on the default path when no database was ever there; otherwise it is an error naming the path."`
+	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path, or a postgres:// URL, or (serve only) memory: for an in-memory SQLite database that nothing else reaches and that is lost when serve exits. A SQLite file that does not exist is created only by migrate, by serve --create-db, and by serve on the default path when no database was ever there; otherwise it is an error naming the path."`
 	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
 	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
 	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call, waiting for a connection (PostgreSQL) or for the write lock (SQLite) included; past it the request gets 503."`
@@ -35,11 +37,23 @@ type dbFlags struct {
 	durability sqlite.Durability
 	// onCommit observes group commits (serve's metrics).
 	onCommit func(writes int, took time.Duration)
+	// tracerProvider gets the group commits' spans (serve's --otel-endpoint).
+	tracerProvider trace.TracerProvider
 	// create says whether the command may create a SQLite database that
 	// does not exist; created is set by connect when it did.
 	create  createRule
 	created bool
+	// memoryOK says whether --db memory: is allowed (serve only).
+	memoryOK bool
 }
+
+// memoryDB is the --db value of an in-memory SQLite database (serve's
+// sandbox: nothing on disk, everything lost at exit). A file of that name
+// is ./memory:.
+const memoryDB = "memory:"
+
+// isMemory reports whether the --db value is the in-memory database.
+func isMemory(db string) bool { return db == memoryDB }
 
 // createRule says when a command may create a SQLite database file that does
 // not exist. A missing file is otherwise an error naming it, so that a
@@ -48,7 +62,7 @@ type dbFlags struct {
 type createRule int
 
 const (
-	// createNever: the token commands.
+	// createNever: the token commands (token create --create: createAlways).
 	createNever createRule = iota
 	// createFirstRun: serve without --create-db creates the default path
 	// (the quick start's first run), and only when no earlier database left
@@ -98,7 +112,7 @@ func (f *dbFlags) missingDatabase(err error) error {
 	case !errors.Is(err, sqlite.ErrNoDatabase):
 		return storageError(err)
 	case f.create == createNever:
-		return fmt.Errorf("--db: database %s does not exist: give the path of an existing database (--db, PLANTSTORE_DB), or create one with `plantstore migrate --db %s`", f.DB, f.DB)
+		return fmt.Errorf("--db: database %s does not exist: give the path of an existing database (--db, PLANTSTORE_DB), or create one with `plantstore migrate --db %s` (or token create --create)", f.DB, f.DB)
 	case f.DB == defaultDBPath:
 		return fmt.Errorf("--db: database %s does not exist, but %s.lock shows that one was opened there before: it was deleted or moved. Restore it, or start with --create-db (PLANTSTORE_CREATE_DB=true) to create a new, empty database", f.DB, f.DB)
 	}
@@ -131,7 +145,7 @@ func (f *dbFlags) connect(ctx context.Context) (plantstore.Backend, error) {
 		return nil, err
 	}
 	missing := false
-	if !isPostgres(f.DB) {
+	if !isPostgres(f.DB) && !isMemory(f.DB) {
 		_, err := os.Stat(f.DB)
 		missing = errors.Is(err, fs.ErrNotExist)
 	}
@@ -156,17 +170,22 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 		db.Config.StatementTimeout = f.DBStatementTimeout
 		db.Config.OpTimeout = f.DBTimeout
 		db.OnCommit = f.onCommit
+		db.TracerProvider = f.tracerProvider
 		return db, nil
 	case f.DBTimeout <= 0:
 		return nil, fmt.Errorf("--db-timeout must be positive")
+	case isMemory(f.DB) && !f.memoryOK:
+		return nil, usagef("--db memory: is a database in serve's memory, gone when it exits: this command cannot reach it. Give a SQLite file or a postgres:// URL (tokens of a memory: server: serve --bootstrap-token)")
 	}
 	db := sqlite.NewDB(f.DB)
+	db.Memory = isMemory(f.DB)
 	db.MustExist = f.mustExist()
 	if f.durability != "" {
 		db.Durability = f.durability
 	}
 	db.OpTimeout = f.DBTimeout
 	db.OnCommit = f.onCommit
+	db.TracerProvider = f.tracerProvider
 	return db, nil
 }
 
@@ -217,6 +236,7 @@ type migrateCmd struct {
 // not exist (the explicit first step).
 func (c *migrateCmd) Run(ctx context.Context, e *env) error {
 	c.create = createAlways
+	warnDB(e, &c.dbFlags)
 	db, err := c.connect(ctx)
 	if err != nil {
 		return err

@@ -4,10 +4,14 @@
 //	plantstore migrate                apply schema migrations
 //	plantstore token create|list|revoke
 //	plantstore healthcheck            probe /healthz (container HEALTHCHECK)
-//	plantstore plants create|get|list|delete|import   (a client of a server)
+//	plantstore plants create|get|list|update|delete|import   (a client of a server)
+//	plantstore webhooks create|list|get|delete|rotate-secret|deliveries   (idem)
+//	plantstore version                (also --version)
 //
 // Every flag can also be set from the environment (PLANTSTORE_ADDR,
-// PLANTSTORE_DB, ...); `plantstore COMMAND --help` lists them.
+// PLANTSTORE_DB, ...); `plantstore COMMAND --help` lists them. A bare
+// `plantstore` prints the help (exit 0); a usage error (unknown command or
+// flag, a missing or bad value) exits 2, any other failure 1.
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -29,12 +34,40 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		var exit exitCode
-		if errors.As(err, &exit) {
-			os.Exit(int(exit))
+		if !errors.As(err, &exit) {
+			fmt.Fprintln(os.Stderr, "plantstore:", describe(err))
 		}
-		fmt.Fprintln(os.Stderr, "plantstore:", describe(err))
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
+}
+
+// exitStatus is the process status for an error of run: an exitCode's own,
+// 2 for a usage error, else 1.
+func exitStatus(err error) int {
+	var exit exitCode
+	var usage *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return int(exit)
+	case errors.As(err, &usage):
+		return 2
+	}
+	return 1
+}
+
+// usageError is a bad command line found after parsing (a flag's value out
+// of range, flags that exclude each other): exit status 2, like the
+// parser's own errors.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError with the formatted message.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
 }
 
 // describe renders an error for the terminal: a domain error as its message
@@ -63,9 +96,14 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP API."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending schema migrations and exit."`
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke bearer tokens."`
-	Plants  plantsCmd  `cmd:"" help:"Client of a running server: create, get, list, delete and import plants."`
+	Plants  plantsCmd  `cmd:"" help:"Client of a running server: create, get, list, update, delete and import plants."`
+
+	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get and delete webhook subscriptions, rotate their secret, see their deliveries."`
 
 	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
+	Version     versionCmd     `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`
+
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
 
 // env carries the process's environment and output streams to commands.
@@ -73,12 +111,19 @@ type env struct {
 	getenv func(string) string
 	stdout io.Writer
 	stderr io.Writer
+	// set holds the flags the command line or the environment gave (by
+	// name), for the warnings about flags that do not apply.
+	set map[string]bool
 }
 
 // run parses args and runs the chosen command until it ends or ctx is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var c cli
 	exit := -1
+	if len(args) == 0 {
+		args = []string{"--help"} // a bare plantstore: the overview, not an error
+	}
+	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
 	parser, err := kong.New(&c,
 		kong.Name("plantstore"),
 		kong.Description("Plant Store: a plant store HTTP API on SQLite, with bearer tokens."),
@@ -87,7 +132,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		kong.Resolvers(envResolver(getenv)),
 		kong.UsageOnError(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Bind(&env{getenv: getenv, stdout: stdout, stderr: stderr}),
+		kong.Bind(e),
+		kong.Vars{"version": versionString()},
 	)
 	if err != nil {
 		return err
@@ -100,6 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		parser.Errorf("%s%s", err, envSource(parser.Model, err, getenv))
 		return exitCode(2)
 	}
+	e.set = setFlags(kctx, args, getenv)
 	return kctx.Run()
 }
 
@@ -114,4 +161,30 @@ func envResolver(getenv func(string) string) kong.Resolver {
 		}
 		return nil, nil
 	})
+}
+
+// setFlags returns the flags of the chosen command that args (--name,
+// --name=..., --no-name) or the environment (a variable of the flag's env
+// tag, non-empty) gave.
+func setFlags(kctx *kong.Context, args []string, getenv func(string) string) map[string]bool {
+	set := map[string]bool{}
+	for _, f := range kctx.Flags() {
+		for _, name := range f.Envs {
+			if getenv(name) != "" {
+				set[f.Name] = true
+			}
+		}
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		set[name] = true
+		set[strings.TrimPrefix(name, "no-")] = true
+	}
+	return set
 }

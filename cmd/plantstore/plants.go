@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/plantstore/plantstore/client"
@@ -15,18 +16,33 @@ type plantsCmd struct {
 	Create plantsCreateCmd `cmd:"" help:"Create a plant (idempotent: the same plant again is not an error)."`
 	Get    plantsGetCmd    `cmd:"" help:"Print a plant."`
 	List   plantsListCmd   `cmd:"" help:"List plants, one page or --all of them."`
+	Update plantsUpdateCmd `cmd:"" help:"Change a plant's name and/or tag (optionally only if unchanged since read: --if-match)."`
 	Delete plantsDeleteCmd `cmd:"" help:"Delete a plant."`
 	Import plantsImportCmd `cmd:"" help:"Create the plants of a JSON lines or CSV file, concurrently."`
 }
 
 // clientFlags are the flags of every `plants` command.
 type clientFlags struct {
-	Server string `default:"http://127.0.0.1:8080" env:"PLANTSTORE_SERVER" help:"Base URL of the Plant Store server."`
+	Server string `default:"http://127.0.0.1:8080" env:"PLANTSTORE_SERVER" help:"Base URL of the Plant Store server, or host:port (then http://host:port)."`
 	Token  string `required:"" env:"PLANTSTORE_TOKEN" help:"Bearer token (plantstore token create)."`
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
-	return client.New(f.Server, f.Token)
+	c, err := client.New(serverURL(f.Server), f.Token)
+	if err != nil {
+		return nil, usagef("--server %q or --token: %w", f.Server, err)
+	}
+	return c, nil
+}
+
+// serverURL is the base URL of --server: a value without a scheme
+// (127.0.0.1:8080, localhost:8080, [::1]:8080, plants.internal) is
+// http://VALUE.
+func serverURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return "http://" + s
+	}
+	return s
 }
 
 // formatFlag selects the output of the commands that print plants.
@@ -74,7 +90,7 @@ func (c *plantsCreateCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	p, err := cl.CreatePlant(ctx, c.ID, c.Name, c.Tag)
+	p, err := cl.CreatePlant(ctx, client.NewPlant{ID: c.ID, Name: c.Name, Tag: c.Tag})
 	if err != nil {
 		return err
 	}
@@ -87,22 +103,27 @@ type plantsGetCmd struct {
 	ID int64 `arg:"" help:"Id of the plant."`
 }
 
-// Run prints the plant.
+// Run prints the plant, and its ETag on stderr.
 func (c *plantsGetCmd) Run(ctx context.Context, e *env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	p, err := cl.GetPlant(ctx, c.ID)
+	p, err := cl.GetPlant(ctx, c.ID, client.GetPlantOptions{})
 	if err != nil {
 		return err
 	}
-	return c.print(e.stdout, []client.Plant{*p}, true)
+	if err := c.print(e.stdout, []client.Plant{*p}, true); err != nil {
+		return err
+	}
+	printETag(e, p)
+	return nil
 }
 
 type plantsDeleteCmd struct {
 	clientFlags
-	ID int64 `arg:"" help:"Id of the plant."`
+	ID      int64  `arg:"" help:"Id of the plant."`
+	IfMatch string `name:"if-match" placeholder:"ETAG" help:"Delete only if the plant's ETag is still this one (else exit 1 with error 41201)."`
 }
 
 // Run deletes the plant; it prints nothing.
@@ -111,7 +132,7 @@ func (c *plantsDeleteCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return cl.DeletePlant(ctx, c.ID)
+	return cl.DeletePlant(ctx, c.ID, client.DeletePlantOptions{IfMatch: c.IfMatch})
 }
 
 type plantsListCmd struct {
@@ -130,7 +151,7 @@ func (c *plantsListCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	opts := client.ListOptions{Limit: c.Limit, After: c.After, Tag: c.Tag}
+	opts := client.ListPlantsOptions{Limit: c.Limit, After: c.After, Tag: c.Tag}
 	if !c.All {
 		page, err := cl.ListPlants(ctx, opts)
 		if err != nil {
@@ -145,7 +166,7 @@ func (c *plantsListCmd) Run(ctx context.Context, e *env) error {
 		return nil
 	}
 	var plants []client.Plant
-	for p, err := range cl.AllPlants(ctx, opts) {
+	for p, err := range cl.Plants(ctx, opts) {
 		if err != nil {
 			return err
 		}

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -21,17 +25,23 @@ import (
 
 type plantsImportCmd struct {
 	clientFlags
-	File        string `arg:"" type:"path" help:"File to import; - reads stdin (with --input-format)."`
-	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension: .csv is CSV; .jsonl, .json and others JSON lines), jsonl or csv."`
+	File        string `arg:"" type:"path" help:"File to import; - reads stdin."`
+	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension: .csv is CSV, .jsonl, .json and .ndjson JSON; otherwise, and on stdin, by the first byte that is not blank: { or [ is JSON, anything else CSV), jsonl or csv."`
 	Concurrency int    `default:"8" help:"Creates in flight at once."`
 	Resume      bool   `help:"GET each plant first: one already stored identically counts as replayed and is not sent again; one stored differently counts as conflicted."`
+	Rejects     string `type:"path" placeholder:"FILE" help:"Write every conflicted, invalid or failed line to FILE (created or truncated), one JSON object a line: {\"line\":N,\"outcome\":\"invalid\",\"error\":\"...\",\"input\":\"the line's text\"}."`
+
+	// reached is set once the server has answered anything: until then a
+	// connection that fails stops the import at once.
+	reached atomic.Bool
 }
 
 // Help explains the input and the counts.
 func (c *plantsImportCmd) Help() string {
 	return `Input: JSON lines, one {"id": 1, "name": "Monstera", "tag": "indoor"} per line
-(tag optional; a .json file may also hold one JSON array), or CSV with a
+(tag optional; the input may also hold one JSON array), or CSV with a
 header naming the columns id, name and optionally tag (an empty tag is none).
+The format comes from the extension, else from the first byte (stdin too).
 
 Counts at the end:
   created     the server answered 200. Its create answer does not say whether
@@ -45,10 +55,18 @@ Counts at the end:
               tag, ...) or answered 400; the first few line numbers are shown.
   failed      shown only when not 0: the server or network failed after
               retries (429 answers are retried after Retry-After).
+  not sent    shown only when not 0: the import was interrupted (SIGINT,
+              SIGTERM) before these lines were sent.
 
-Creates are idempotent, so an interrupted import can be run again; --resume
-makes the second run skip what is stored and tell replays apart. The command
-exits 1 when any line is conflicted, invalid or failed.`
+--rejects FILE lists every conflicted, invalid and failed line with its
+reason, one JSON object a line.
+
+On SIGINT or SIGTERM the import sends nothing more, waits for the creates in
+flight, prints the counts and exits 130 (SIGINT) or 143 (SIGTERM). When the
+server cannot be reached at all (no connection to --server), it stops at the
+first line. Creates are idempotent, so an interrupted import can be run
+again; --resume makes the second run skip what is stored and tell replays
+apart. The command exits 1 when any line is conflicted, invalid or failed.`
 }
 
 // importOutcome is what became of one item.
@@ -60,10 +78,11 @@ const (
 	outcomeConflicted
 	outcomeInvalid
 	outcomeFailed
+	outcomeNotSent
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"created", "replayed", "conflicted", "invalid", "failed"}
+var outcomeNames = [numOutcomes]string{"created", "replayed", "conflicted", "invalid", "failed", "not sent"}
 
 // maxListed is how many lines of each unsuccessful outcome the summary lists.
 const maxListed = 5
@@ -72,13 +91,17 @@ type importResult struct {
 	line    int
 	outcome importOutcome
 	detail  string
+	// fatal stops the whole import: the token is refused, or the server
+	// cannot be reached, so no other line can succeed either.
+	fatal error
 }
 
 // Run reads the whole input, sends the creates with bounded concurrency and
-// prints the counts.
+// prints the counts. When ctx ends (SIGINT, SIGTERM) it sends nothing more,
+// waits for the creates in flight and prints the counts.
 func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 	if c.Concurrency < 1 {
-		return fmt.Errorf("--concurrency: must be at least 1, got %d", c.Concurrency)
+		return usagef("--concurrency: must be at least 1, got %d", c.Concurrency)
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -86,28 +109,27 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 	}
 	var data []byte
 	if c.File == "-" {
-		data, err = io.ReadAll(os.Stdin)
+		data, err = readInterruptible(ctx, os.Stdin)
 	} else {
 		data, err = os.ReadFile(c.File)
+	}
+	var exit exitCode
+	if errors.As(err, &exit) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("plants import: %w", err)
 	}
-	format := c.InputFormat
-	if format == "auto" {
-		format = "jsonl"
-		if strings.EqualFold(filepath.Ext(c.File), ".csv") {
-			format = "csv"
-		}
-	}
-	var items []importItem
-	if format == "csv" {
-		items, err = parseCSV(data)
-	} else {
-		items, err = parseJSON(data)
-	}
+	items, err := parseInput(data, c.File, c.InputFormat)
 	if err != nil {
 		return fmt.Errorf("plants import: %s: %w", c.File, err)
+	}
+	var rejects *os.File
+	if c.Rejects != "" {
+		if rejects, err = os.Create(c.Rejects); err != nil {
+			return fmt.Errorf("plants import: --rejects: %w", err)
+		}
+		defer rejects.Close()
 	}
 
 	var bar *progressbar.ProgressBar
@@ -123,16 +145,32 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 		)
 	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
+	// Requests run on reqCtx, which an interrupt does not cancel (the
+	// creates in flight finish); a fatal result cancels it. stop ends on
+	// either: nothing more is sent, no attempt retried.
+	reqCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
+	stop, stopNow := context.WithCancel(reqCtx)
+	defer stopNow()
+	var inFlight atomic.Int64
+	unwatch := context.AfterFunc(ctx, func() {
+		stopNow()
+		fmt.Fprintf(e.stderr, "plantstore: interrupted: sending nothing more, waiting for %d request(s) in flight\n", inFlight.Load())
+	})
+	defer unwatch()
+
 	results := make([]importResult, len(items))
+	for i, it := range items {
+		results[i] = importResult{line: it.line, outcome: outcomeNotSent}
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(c.Concurrency, max(len(items), 1)) {
 		wg.Go(func() {
 			for i := range work {
-				results[i] = c.importOne(ctx, cl, items[i])
-				if fatal := results[i].fatal(); fatal != nil {
+				results[i] = c.importOne(reqCtx, stop, cl, items[i])
+				inFlight.Add(-1)
+				if fatal := results[i].fatal; fatal != nil {
 					cancel(fatal)
 				}
 				if bar != nil {
@@ -143,9 +181,11 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 	}
 feed:
 	for i := range items {
+		inFlight.Add(1)
 		select {
 		case work <- i:
-		case <-ctx.Done():
+		case <-stop.Done():
+			inFlight.Add(-1)
 			break feed
 		}
 	}
@@ -154,19 +194,76 @@ feed:
 	if bar != nil {
 		bar.Finish()
 	}
-	if err := context.Cause(ctx); err != nil {
+	if rejects != nil {
+		if err := writeRejects(rejects, items, results); err != nil {
+			return fmt.Errorf("plants import: --rejects: %w", err)
+		}
+	}
+	if err := context.Cause(reqCtx); err != nil {
 		return fmt.Errorf("plants import: stopped: %w", err)
 	}
-	return c.report(e.stdout, results)
+	err = c.report(e.stdout, results)
+	if cause := context.Cause(ctx); cause != nil {
+		return exitCode(interruptStatus(cause))
+	}
+	return err
 }
 
-// fatal is the error that stops the whole import: the token is refused, so
-// no other line can succeed either.
-func (r importResult) fatal() error {
-	if r.outcome == outcomeFailed && strings.HasPrefix(r.detail, "token: ") {
-		return errors.New(strings.TrimPrefix(r.detail, "token: "))
+// readInterruptible reads r to its end, or until ctx ends (Ctrl-C while a
+// terminal is the input): then the exit status of the interrupt.
+func readInterruptible(ctx context.Context, r io.Reader) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
 	}
-	return nil
+	done := make(chan read, 1)
+	go func() {
+		data, err := io.ReadAll(r)
+		done <- read{data, err}
+	}()
+	select {
+	case res := <-done:
+		return res.data, res.err
+	case <-ctx.Done():
+		return nil, exitCode(interruptStatus(context.Cause(ctx)))
+	}
+}
+
+// interruptStatus is the exit status after the signal that cause (the
+// cause of signal.NotifyContext's context) names: 128 + its number, as a
+// shell shows a process killed by it; 130 (SIGINT) for any other cause.
+func interruptStatus(cause error) int {
+	if strings.Contains(cause.Error(), syscall.SIGTERM.String()) {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return 128 + int(syscall.SIGINT)
+}
+
+// rejectJSON is one line of --rejects.
+type rejectJSON struct {
+	Line    int    `json:"line"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error"`
+	Input   string `json:"input"`
+}
+
+// writeRejects writes every conflicted, invalid and failed line, in input
+// order, as JSON lines.
+func writeRejects(f *os.File, items []importItem, results []importResult) error {
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for i, r := range results {
+		if r.outcome < outcomeConflicted || r.outcome > outcomeFailed {
+			continue
+		}
+		if err := enc.Encode(rejectJSON{Line: r.line, Outcome: outcomeNames[r.outcome], Error: r.detail, Input: items[i].input}); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // report prints the first few unsuccessful lines of each kind and the counts.
@@ -174,19 +271,21 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 	var counts [numOutcomes]int
 	for _, r := range results {
 		counts[r.outcome]++
-		if r.outcome >= outcomeConflicted && counts[r.outcome] <= maxListed {
+		if r.outcome >= outcomeConflicted && r.outcome <= outcomeFailed && counts[r.outcome] <= maxListed {
 			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, r.detail)
 		}
 	}
-	for o := outcomeConflicted; o < numOutcomes; o++ {
+	for o := outcomeConflicted; o <= outcomeFailed; o++ {
 		if n := counts[o] - maxListed; n > 0 {
 			fmt.Fprintf(w, "%s: %d more lines\n", outcomeNames[o], n)
 		}
 	}
 	summary := fmt.Sprintf("created %d, replayed %d, conflicted %d, invalid %d",
 		counts[outcomeCreated], counts[outcomeReplayed], counts[outcomeConflicted], counts[outcomeInvalid])
-	if counts[outcomeFailed] > 0 {
-		summary += fmt.Sprintf(", failed %d", counts[outcomeFailed])
+	for _, o := range []importOutcome{outcomeFailed, outcomeNotSent} {
+		if counts[o] > 0 {
+			summary += fmt.Sprintf(", %s %d", outcomeNames[o], counts[o])
+		}
 	}
 	if _, err := fmt.Fprintln(w, summary); err != nil {
 		return err
@@ -197,8 +296,10 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 	return nil
 }
 
-// importOne creates one plant: with --resume it GETs it first.
-func (c *plantsImportCmd) importOne(ctx context.Context, cl *client.Client, it importItem) importResult {
+// importOne creates one plant: with --resume it GETs it first. Its
+// requests run on ctx; once stop ends, an attempt that failed is not
+// retried.
+func (c *plantsImportCmd) importOne(ctx, stop context.Context, cl *client.Client, it importItem) importResult {
 	res := importResult{line: it.line}
 	if it.plant == nil {
 		res.outcome, res.detail = outcomeInvalid, it.err
@@ -207,8 +308,8 @@ func (c *plantsImportCmd) importOne(ctx context.Context, cl *client.Client, it i
 	p := it.plant
 	if c.Resume {
 		var stored *client.Plant
-		err := retry(ctx, func() (err error) {
-			stored, err = cl.GetPlant(ctx, p.ID)
+		err := c.retry(stop, func() (err error) {
+			stored, err = cl.GetPlant(ctx, p.ID, client.GetPlantOptions{})
 			return err
 		})
 		var apiErr *client.Error
@@ -224,11 +325,11 @@ func (c *plantsImportCmd) importOne(ctx context.Context, cl *client.Client, it i
 		case errors.As(err, &apiErr) && apiErr.Code == plantstore.CodeNotFound:
 			// Not stored yet: create it.
 		default:
-			return failed(res, err)
+			return c.failed(res, err)
 		}
 	}
-	err := retry(ctx, func() error {
-		_, err := cl.CreatePlant(ctx, p.ID, p.Name, p.Tag)
+	err := c.retry(stop, func() error {
+		_, err := cl.CreatePlant(ctx, client.NewPlant{ID: p.ID, Name: p.Name, Tag: p.Tag})
 		return err
 	})
 	var apiErr *client.Error
@@ -240,29 +341,48 @@ func (c *plantsImportCmd) importOne(ctx context.Context, cl *client.Client, it i
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest:
 		res.outcome, res.detail = outcomeInvalid, apiErr.Message
 	default:
-		return failed(res, err)
+		return c.failed(res, err)
 	}
 	return res
 }
 
-// failed records err; a refused token is marked fatal.
-func failed(res importResult, err error) importResult {
+// failed records err; a refused token, or a server never reached, is
+// fatal.
+func (c *plantsImportCmd) failed(res importResult, err error) importResult {
 	res.outcome, res.detail = outcomeFailed, err.Error()
 	var apiErr *client.Error
-	if errors.As(err, &apiErr) && (apiErr.Status == http.StatusUnauthorized || apiErr.Status == http.StatusForbidden) {
-		res.detail = "token: " + apiErr.Error()
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.Status == http.StatusUnauthorized || apiErr.Status == http.StatusForbidden):
+		res.fatal = apiErr
+	case !c.reached.Load() && unreachable(err):
+		res.fatal = fmt.Errorf("cannot reach the server at %s (--server, PLANTSTORE_SERVER): %w", serverURL(c.Server), err)
 	}
 	return res
+}
+
+// unreachable reports whether err is a failure to connect (refused, no
+// route, a name that does not resolve, a dial timeout), not one of a
+// request on a connection made.
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
 }
 
 // retry calls fn until it succeeds, fails for good, or five attempts have
 // failed: 429 waits Retry-After (at least 100 ms), 5xx and network errors
-// back off from 200 ms.
-func retry(ctx context.Context, fn func() error) error {
+// back off from 200 ms. Once stop ends it retries nothing; before the server
+// has answered anything, a failure to connect is not retried (failed makes
+// it fatal).
+func (c *plantsImportCmd) retry(stop context.Context, fn func() error) error {
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || attempt == 5 || ctx.Err() != nil {
+		var answered *client.Error
+		if err == nil || errors.As(err, &answered) {
+			c.reached.Store(true)
+		}
+		if err == nil || attempt == 5 || stop.Err() != nil || !c.reached.Load() && unreachable(err) {
 			return err
 		}
 		wait := backoff
@@ -276,7 +396,7 @@ func retry(ctx context.Context, fn func() error) error {
 		backoff *= 2
 		select {
 		case <-time.After(wait):
-		case <-ctx.Done():
+		case <-stop.Done():
 			return err
 		}
 	}

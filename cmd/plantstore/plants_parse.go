@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,38 @@ type importItem struct {
 	line  int
 	plant *plantstore.Plant // nil when invalid
 	err   string            // why the line is invalid
+	input string            // the line's text (a CSV record's, an array element's), for --rejects
+}
+
+// parseInput parses data, named name (a file name, or - for stdin), in
+// format: jsonl, csv, or auto: by the name's extension (.csv; .jsonl,
+// .json, .ndjson), else by the content (sniffFormat).
+func parseInput(data []byte, name, format string) ([]importItem, error) {
+	if format == "auto" {
+		switch strings.ToLower(filepath.Ext(name)) {
+		case ".csv":
+			format = "csv"
+		case ".jsonl", ".json", ".ndjson":
+			format = "jsonl"
+		default:
+			format = sniffFormat(data)
+		}
+	}
+	if format == "csv" {
+		return parseCSV(data)
+	}
+	return parseJSON(data)
+}
+
+// sniffFormat tells JSON from CSV by the first byte that is not blank (or a
+// byte order mark): { or [ is JSON (lines or an array), anything else CSV,
+// whose header cannot start with either.
+func sniffFormat(data []byte) string {
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\ufeff")), " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] == '{' || trimmed[0] == '[' {
+		return "jsonl"
+	}
+	return "csv"
 }
 
 // importRecord is a line of JSON input.
@@ -72,7 +105,9 @@ func parseJSON(data []byte) ([]importItem, error) {
 			if err := dec.Decode(&raw); err != nil {
 				return nil, fmt.Errorf("line %d: %w", line, err)
 			}
-			items = append(items, jsonItem(raw, line))
+			it := jsonItem(raw, line)
+			it.input = string(raw)
+			items = append(items, it)
 		}
 		return items, nil
 	}
@@ -86,7 +121,9 @@ func parseJSON(data []byte) ([]importItem, error) {
 		if len(text) == 0 {
 			continue
 		}
-		items = append(items, jsonItem(text, line))
+		it := jsonItem(text, line)
+		it.input = string(text)
+		items = append(items, it)
 	}
 	return items, sc.Err()
 }
@@ -102,7 +139,8 @@ func jsonItem(raw []byte, line int) importItem {
 // parseCSV reads CSV with a header row naming the columns id, name and,
 // optionally, tag; an empty tag is none.
 func parseCSV(data []byte) ([]importItem, error) {
-	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	body := bytes.TrimPrefix(data, []byte("\ufeff"))
+	r := csv.NewReader(bytes.NewReader(body))
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
 	if err != nil {
@@ -120,13 +158,17 @@ func parseCSV(data []byte) ([]importItem, error) {
 	tagCol, hasTag := col["tag"]
 	var items []importItem
 	for {
+		start := r.InputOffset()
 		rec, err := r.Read()
 		if err == io.EOF {
 			return items, nil
 		}
+		// The record's text, for --rejects: from the end of the previous
+		// record to the end of this one, without the line break.
+		input := strings.TrimRight(string(body[start:r.InputOffset()]), "\r\n")
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			items = append(items, importItem{line: pe.StartLine, err: "not CSV: " + pe.Err.Error()})
+			items = append(items, importItem{line: pe.StartLine, err: "not CSV: " + pe.Err.Error(), input: input})
 			continue
 		}
 		if err != nil {
@@ -134,14 +176,14 @@ func parseCSV(data []byte) ([]importItem, error) {
 		}
 		line, _ := r.FieldPos(0)
 		if len(rec) != len(header) {
-			items = append(items, importItem{line: line, err: fmt.Sprintf("%d fields, want %d", len(rec), len(header))})
+			items = append(items, importItem{line: line, err: fmt.Sprintf("%d fields, want %d", len(rec), len(header)), input: input})
 			continue
 		}
 		var rr importRecord
 		if s := strings.TrimSpace(rec[col["id"]]); s != "" {
 			id, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				items = append(items, importItem{line: line, err: fmt.Sprintf("id %q is not an int64", s)})
+				items = append(items, importItem{line: line, err: fmt.Sprintf("id %q is not an int64", s), input: input})
 				continue
 			}
 			rr.ID = &id
@@ -150,6 +192,8 @@ func parseCSV(data []byte) ([]importItem, error) {
 		if hasTag && rec[tagCol] != "" {
 			rr.Tag = &rec[tagCol]
 		}
-		items = append(items, rr.item(line))
+		it := rr.item(line)
+		it.input = input
+		items = append(items, it)
 	}
 }

@@ -30,9 +30,11 @@ type serveCmd struct {
 	createDBFlag
 	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
+	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of the document served at /openapi.json (an absolute http(s) URL without query or fragment, e.g. https://api.example.com, behind a proxy). Default: relative (/), the server that served the document."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
 	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
 	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token instead of generating one."`
+	Seed                string        `name:"seed" env:"PLANTSTORE_SEED" type:"path" placeholder:"FILE" help:"With --db memory: only: create the plants of FILE (JSON lines or CSV, as plants import reads them) for owner admin before serving; a line that is not a valid plant stops the start, naming it."`
 	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
 	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
 	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
@@ -48,6 +50,9 @@ type serveCmd struct {
 	WebhookRetention    time.Duration `env:"PLANTSTORE_WEBHOOK_RETENTION" default:"720h" help:"How long delivery history is kept: attempts and finished deliveries older than this are deleted, 500 rows a statement, a pass a minute. 0 keeps everything."`
 	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
 	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
+	CORSOrigins         []string      `name:"cors-origins" env:"PLANTSTORE_CORS_ORIGINS" placeholder:"ORIGIN,..." help:"Browser origins whose pages may call the API (CORS), comma-separated, each scheme://host[:port] with no path (e.g. https://app.example,http://localhost:5173), or * alone for any origin. Their preflights are answered 204 before authentication; their answers, errors included, carry Access-Control-Allow-Origin and expose the API's headers. Credentials (cookies) are never allowed: the API takes bearer tokens. Empty: no CORS headers at all."`
+	OTelEndpoint        string        `name:"otel-endpoint" env:"PLANTSTORE_OTEL_ENDPOINT" placeholder:"URL" help:"Export OpenTelemetry traces over OTLP/HTTP to this collector URL (e.g. http://127.0.0.1:4318; /v1/traces is appended unless the path ends with it): a span per request, per commit batch and per webhook attempt, with traceparent on deliveries. The standard OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT and _CERTIFICATE variables apply. Empty: no tracing, at no cost."`
+	OTelSampleRatio     float64       `name:"otel-sample-ratio" env:"PLANTSTORE_OTEL_SAMPLE_RATIO" default:"1" help:"With --otel-endpoint: the share of traces started here that are recorded, 0 to 1; a request whose traceparent says sampled is always recorded."`
 	OIDCIssuer          string        `name:"oidc-issuer" env:"PLANTSTORE_OIDC_ISSUER" placeholder:"URL" help:"Accept JWT access tokens from this OpenID Connect issuer too: its keys come from URL/.well-known/openid-configuration (fetched at start, at most 10s) and are fetched again for an unknown key id. Needs --jwt-audience."`
 	JWTJWKSFile         string        `name:"jwt-jwks-file" env:"PLANTSTORE_JWT_JWKS_FILE" placeholder:"PATH" help:"Accept JWT access tokens signed by a key of this local JWKS file (offline setups; instead of --oidc-issuer). Needs --jwt-issuer and --jwt-audience."`
 	JWTIssuer           string        `name:"jwt-issuer" env:"PLANTSTORE_JWT_ISSUER" help:"The iss a JWT must carry, with --jwt-jwks-file (with --oidc-issuer it is that URL)."`
@@ -81,16 +86,44 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	if c.Seed != "" && !isMemory(c.DB) {
+		return invalidSetting("seed", "PLANTSTORE_SEED", "needs --db memory: (a sandbox); load plants into a database with plantstore plants import")
+	}
+	seed, err := c.readSeed()
+	if err != nil {
+		return err
+	}
+	c.warnIgnored(logger, e.set)
 	c.durability = sqlite.Durability(c.Durability)
 	c.create = c.createDBFlag.rule()
+	c.memoryOK = true
 	registry := plantstorehttp.NewRegistry()
 	c.onCommit = plantstorehttp.CommitObserver(registry)
-	db, err := c.open(ctx, c.Migrate)
+	tracing, err := c.newTracing(ctx)
+	if err != nil {
+		return err
+	}
+	// Registered before the database's and the dispatcher's stops: runs
+	// after them, so their last spans are exported.
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)
+		defer cancel()
+		if err := tracing.shutdown(tctx); err != nil {
+			logger.Warn("otel: export the last spans", "err", err)
+		}
+	}()
+	if tracing != nil {
+		c.tracerProvider = tracing.provider
+	}
+	db, err := c.open(ctx, c.Migrate || isMemory(c.DB))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if c.created {
+	switch {
+	case isMemory(c.DB):
+		logger.Warn("the database is in memory: nothing is written to disk, everything is lost when serve exits", "db", c.DB)
+	case c.created:
 		logger.Warn("created a new, empty database", "db", c.DB)
 	}
 
@@ -99,6 +132,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	// commit; it gets its outbox from the services.
 	now := time.Now
 	dispatcher := c.dispatcher(logger, registry)
+	if tracing != nil {
+		dispatcher.TracerProvider = tracing.provider
+	}
 	svc := service.New(db, service.Config{
 		Now:           now,
 		Notify:        dispatcher.Notify,
@@ -110,7 +146,10 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	})
 	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
 	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
-	if err := c.bootstrap(ctx, svc.Tokens, e); err != nil {
+	if err := c.bootstrap(ctx, svc.Tokens, e, logger); err != nil {
+		return err
+	}
+	if err := c.seed(ctx, svc.Plants, seed, logger); err != nil {
 		return err
 	}
 
@@ -132,6 +171,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
 	s.AuthFailureLimit = c.AuthFailureLimit
 	s.JWT = jwtVerifier
+	s.CORSOrigins = c.CORSOrigins
+	if tracing != nil {
+		s.TracerProvider = tracing.provider
+	}
+	s.PublicURL = c.PublicURL
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -142,7 +186,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 		defer stop()
 	}
-	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", c.Durability)
+	durability := c.Durability
+	if isMemory(c.DB) {
+		durability = "none (memory)"
+	}
+	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", durability)
 	logHandler.Flush()
 
 	<-ctx.Done()
@@ -162,6 +210,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 
 // oidcDiscoveryTimeout bounds OIDC discovery and the first JWKS fetch at start.
 const oidcDiscoveryTimeout = 10 * time.Second
+
+// tracingShutdownTimeout bounds exporting the last spans at exit.
+const tracingShutdownTimeout = 5 * time.Second
 
 // jwtVerifier checks the JWT flags and, when JWT tokens are on, loads the
 // issuer's keys; it returns nil when they are off.
@@ -215,9 +266,12 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 			flag, env = "jwt-jwks-file", "PLANTSTORE_JWT_JWKS_FILE"
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, invalidSetting(flag, env, "no answer within %s: %v", oidcDiscoveryTimeout, err)
+			return nil, failedSetting(flag, env, "no answer within %s: %v", oidcDiscoveryTimeout, err)
 		}
-		return nil, invalidSetting(flag, env, "%v", err)
+		if errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) {
+			return nil, invalidSetting(flag, env, "%v", err)
+		}
+		return nil, failedSetting(flag, env, "%v", err)
 	}
 	return v, nil
 }
@@ -244,26 +298,41 @@ func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *w
 
 // bootstrap creates the first token when there is none, so that
 // `plantstore serve` alone gives a usable service.
-func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService, e *env) error {
+func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService, e *env, logger *slog.Logger) error {
 	if !c.BootstrapAdmin && c.BootstrapToken == "" {
 		return nil
 	}
-	tok, secret, created, err := tokens.CreateFirstToken(ctx, plantstore.TokenRequest{Owner: "admin", Secret: c.BootstrapToken})
+	req := plantstore.TokenRequest{Owner: "admin", Secret: c.BootstrapToken}
+	if isMemory(c.DB) {
+		// The only token of a memory: server (no other command reaches
+		// it): every scope, webhooks:manage included.
+		req.Scopes = plantstore.KnownScopes
+	}
+	tok, secret, created, err := tokens.CreateFirstToken(ctx, req)
 	switch {
 	case err != nil && c.BootstrapToken != "" && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody:
 		// The supplied secret is refused before any storage call.
 		return fmt.Errorf("--bootstrap-token: %w", cliError(err))
-	case err != nil || !created:
+	case err != nil:
 		return err
+	case !created && c.BootstrapToken != "":
+		logger.Warn("--bootstrap-token (PLANTSTORE_BOOTSTRAP_TOKEN) is ignored: the database has tokens already; it only registers the first token of a database")
+		return nil
+	case !created:
+		return nil
 	}
 	if c.BootstrapToken != "" {
 		fmt.Fprintf(e.stderr, "plantstore: no tokens yet: registered the supplied bootstrap token for owner admin (%s, id %s).\n",
 			strings.Join(tok.Scopes, " "), tok.ID)
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "plantstore: no tokens yet: created one for owner admin (%s, id %s). It is shown only now:\n\n    %s\n\n"+
-		"plantstore: make more with: plantstore token create --owner NAME [--scope S ...] [--ttl DURATION] --db %s\n",
-		strings.Join(tok.Scopes, " "), tok.ID, secret, displayDB(c.DB))
+	fmt.Fprintf(e.stderr, "plantstore: no tokens yet: created one for owner admin (%s, id %s). It is shown only now:\n\n    %s\n\n",
+		strings.Join(tok.Scopes, " "), tok.ID, secret)
+	if isMemory(c.DB) {
+		fmt.Fprintf(e.stderr, "plantstore: the database is in memory: no other command reaches it, and this token is new at every start (--bootstrap-token SECRET: the same one every time)\n")
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "plantstore: make more with: plantstore token create --owner NAME [--scope S ...] [--ttl DURATION] --db %s\n", displayDB(c.DB))
 	return nil
 }
 

@@ -26,6 +26,10 @@ type tokenCreateCmd struct {
 	Owner string        `required:"" help:"Owner of the plants the token reaches."`
 	Scope []string      `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable): plants:read, plants:write. Default: both."`
 	TTL   time.Duration `name:"ttl" help:"Lifetime, e.g. 720h; 0 or absent: no expiry."`
+	// Create is --create: without it a SQLite --db that does not exist is
+	// an error naming it (a command run in the wrong directory must not
+	// print a token of a new, empty database that no server reads).
+	Create bool `name:"create" help:"SQLite: create the --db database (and its directory, migrated) when it does not exist, as plantstore migrate does, then the token. Without it a missing database is an error."`
 }
 
 // Run creates the token and prints its secret, the only time it is shown.
@@ -34,18 +38,28 @@ func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
 	// database is opened, the error is about the owner whatever the
 	// database's state.
 	if err := plantstore.ValidateOwner(strings.TrimSpace(c.Owner)); err != nil {
-		return fmt.Errorf("--owner: %s", describe(err))
+		return usagef("--owner: %s", describe(err))
 	}
+	if c.Create {
+		c.create = createAlways
+	}
+	warnDB(e, &c.dbFlags)
 	db, err := c.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if c.created {
+		fmt.Fprintf(e.stderr, "plantstore: created a new database %s\n", c.DB)
+	}
 	var scopes []string
 	for _, s := range c.Scope {
 		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
 	}
 	_, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: c.TTL})
+	if err != nil && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody {
+		return &usageError{cliError(err)} // a scope or TTL the flags gave
+	}
 	if err != nil {
 		return cliError(err)
 	}
@@ -71,6 +85,7 @@ type tokenJSON struct {
 
 // Run prints every token's metadata.
 func (c *tokenListCmd) Run(ctx context.Context, e *env) error {
+	warnDB(e, &c.dbFlags)
 	db, err := c.open(ctx, true)
 	if err != nil {
 		return err
@@ -110,6 +125,7 @@ type tokenRevokeCmd struct {
 
 // Run revokes the token; requests with it are refused from then on.
 func (c *tokenRevokeCmd) Run(ctx context.Context, e *env) error {
+	warnDB(e, &c.dbFlags)
 	db, err := c.open(ctx, true)
 	if err != nil {
 		return err

@@ -13,22 +13,28 @@ import (
 var (
 	rn1AllowedHeaders = map[string]string{
 		"GET":  "Authorization",
+		"HEAD": "Authorization",
 		"POST": "Authorization,Content-Type",
 	}
 	rn5AllowedHeaders = map[string]string{
-		"DELETE": "Authorization",
-		"GET":    "Authorization",
+		"DELETE": "Authorization,If-Match",
+		"GET":    "Authorization,If-None-Match",
+		"HEAD":   "Authorization,If-None-Match",
+		"PATCH":  "Authorization,Content-Type,If-Match",
 	}
 	rn3AllowedHeaders = map[string]string{
 		"GET":  "Authorization",
+		"HEAD": "Authorization",
 		"POST": "Authorization,Content-Type",
 	}
 	rn7AllowedHeaders = map[string]string{
 		"DELETE": "Authorization",
 		"GET":    "Authorization",
+		"HEAD":   "Authorization",
 	}
 	rn8AllowedHeaders = map[string]string{
-		"GET": "Authorization",
+		"GET":  "Authorization",
+		"HEAD": "Authorization",
 	}
 	rn10AllowedHeaders = map[string]string{
 		"POST": "Authorization",
@@ -98,11 +104,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					switch r.Method {
 					case "GET":
 						s.handleListPlantsRequest([0]string{}, elemIsEscaped, w, r)
+					case "HEAD":
+						s.handleHeadPlantsRequest([0]string{}, elemIsEscaped, w, r)
 					case "POST":
 						s.handleAddPlantRequest([0]string{}, elemIsEscaped, w, r)
 					default:
 						s.notAllowed(w, r, notAllowedParams{
-							allowedMethods: "GET,POST",
+							allowedMethods: "GET,HEAD,POST",
 							allowedHeaders: rn1AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
@@ -140,12 +148,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							s.handleGetPlantRequest([1]string{
 								args[0],
 							}, elemIsEscaped, w, r)
+						case "HEAD":
+							s.handleHeadPlantRequest([1]string{
+								args[0],
+							}, elemIsEscaped, w, r)
+						case "PATCH":
+							s.handleUpdatePlantRequest([1]string{
+								args[0],
+							}, elemIsEscaped, w, r)
 						default:
 							s.notAllowed(w, r, notAllowedParams{
-								allowedMethods: "DELETE,GET",
+								allowedMethods: "DELETE,GET,HEAD,PATCH",
 								allowedHeaders: rn5AllowedHeaders,
 								acceptPost:     "",
-								acceptPatch:    "",
+								acceptPatch:    "application/json,application/merge-patch+json",
 							})
 						}
 
@@ -166,11 +182,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					switch r.Method {
 					case "GET":
 						s.handleListWebhooksRequest([0]string{}, elemIsEscaped, w, r)
+					case "HEAD":
+						s.handleHeadWebhooksRequest([0]string{}, elemIsEscaped, w, r)
 					case "POST":
 						s.handleCreateWebhookRequest([0]string{}, elemIsEscaped, w, r)
 					default:
 						s.notAllowed(w, r, notAllowedParams{
-							allowedMethods: "GET,POST",
+							allowedMethods: "GET,HEAD,POST",
 							allowedHeaders: rn3AllowedHeaders,
 							acceptPost:     "application/json",
 							acceptPatch:    "",
@@ -207,9 +225,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							s.handleGetWebhookRequest([1]string{
 								args[0],
 							}, elemIsEscaped, w, r)
+						case "HEAD":
+							s.handleHeadWebhookRequest([1]string{
+								args[0],
+							}, elemIsEscaped, w, r)
 						default:
 							s.notAllowed(w, r, notAllowedParams{
-								allowedMethods: "DELETE,GET",
+								allowedMethods: "DELETE,GET,HEAD",
 								allowedHeaders: rn7AllowedHeaders,
 								acceptPost:     "",
 								acceptPatch:    "",
@@ -246,9 +268,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 									s.handleListWebhookDeliveriesRequest([1]string{
 										args[0],
 									}, elemIsEscaped, w, r)
+								case "HEAD":
+									s.handleHeadWebhookDeliveriesRequest([1]string{
+										args[0],
+									}, elemIsEscaped, w, r)
 								default:
 									s.notAllowed(w, r, notAllowedParams{
-										allowedMethods: "GET",
+										allowedMethods: "GET,HEAD",
 										allowedHeaders: rn8AllowedHeaders,
 										acceptPost:     "",
 										acceptPatch:    "",
@@ -410,6 +436,15 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						r.args = args
 						r.count = 0
 						return r, true
+					case "HEAD":
+						r.name = HeadPlantsOperation
+						r.summary = "Headers of a plant list"
+						r.operationID = "headPlants"
+						r.operationGroup = ""
+						r.pathPattern = "/plants"
+						r.args = args
+						r.count = 0
+						return r, true
 					case "POST":
 						r.name = AddPlantOperation
 						r.summary = "Create a plant"
@@ -462,6 +497,24 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							r.args = args
 							r.count = 1
 							return r, true
+						case "HEAD":
+							r.name = HeadPlantOperation
+							r.summary = "Headers of a plant"
+							r.operationID = "headPlant"
+							r.operationGroup = ""
+							r.pathPattern = "/plants/{id}"
+							r.args = args
+							r.count = 1
+							return r, true
+						case "PATCH":
+							r.name = UpdatePlantOperation
+							r.summary = "Change a plant"
+							r.operationID = "updatePlant"
+							r.operationGroup = ""
+							r.pathPattern = "/plants/{id}"
+							r.args = args
+							r.count = 1
+							return r, true
 						default:
 							return
 						}
@@ -483,6 +536,15 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						r.name = ListWebhooksOperation
 						r.summary = "List webhook subscriptions"
 						r.operationID = "listWebhooks"
+						r.operationGroup = ""
+						r.pathPattern = "/webhooks"
+						r.args = args
+						r.count = 0
+						return r, true
+					case "HEAD":
+						r.name = HeadWebhooksOperation
+						r.summary = "Headers of a subscription list"
+						r.operationID = "headWebhooks"
 						r.operationGroup = ""
 						r.pathPattern = "/webhooks"
 						r.args = args
@@ -539,6 +601,15 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							r.args = args
 							r.count = 1
 							return r, true
+						case "HEAD":
+							r.name = HeadWebhookOperation
+							r.summary = "Headers of a webhook subscription"
+							r.operationID = "headWebhook"
+							r.operationGroup = ""
+							r.pathPattern = "/webhooks/{id}"
+							r.args = args
+							r.count = 1
+							return r, true
 						default:
 							return
 						}
@@ -571,6 +642,15 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 									r.name = ListWebhookDeliveriesOperation
 									r.summary = "Recent delivery attempts of a subscription"
 									r.operationID = "listWebhookDeliveries"
+									r.operationGroup = ""
+									r.pathPattern = "/webhooks/{id}/deliveries"
+									r.args = args
+									r.count = 1
+									return r, true
+								case "HEAD":
+									r.name = HeadWebhookDeliveriesOperation
+									r.summary = "Headers of a subscription's delivery attempts"
+									r.operationID = "headWebhookDeliveries"
 									r.operationGroup = ""
 									r.pathPattern = "/webhooks/{id}/deliveries"
 									r.args = args

@@ -83,7 +83,30 @@ type DeletePlantInternalServerError Error
 func (*DeletePlantInternalServerError) deletePlantRes() {}
 
 // DeletePlantNoContent is response for DeletePlant operation.
-type DeletePlantNoContent struct{}
+type DeletePlantNoContent struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *DeletePlantNoContent) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *DeletePlantNoContent) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *DeletePlantNoContent) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *DeletePlantNoContent) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
 
 func (*DeletePlantNoContent) deletePlantRes() {}
 
@@ -100,7 +123,30 @@ type DeleteWebhookInternalServerError Error
 func (*DeleteWebhookInternalServerError) deleteWebhookRes() {}
 
 // DeleteWebhookNoContent is response for DeleteWebhook operation.
-type DeleteWebhookNoContent struct{}
+type DeleteWebhookNoContent struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *DeleteWebhookNoContent) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *DeleteWebhookNoContent) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *DeleteWebhookNoContent) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *DeleteWebhookNoContent) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
 
 func (*DeleteWebhookNoContent) deleteWebhookRes() {}
 
@@ -296,8 +342,20 @@ func (s *Error) SetMessage(val string) {
 
 // ForbiddenHeaders wraps Error with response headers.
 type ForbiddenHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
 	WWWAuthenticate OptString
 	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *ForbiddenHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ForbiddenHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
 }
 
 // GetWWWAuthenticate returns the value of WWWAuthenticate.
@@ -308,6 +366,16 @@ func (s *ForbiddenHeaders) GetWWWAuthenticate() OptString {
 // GetResponse returns the value of Response.
 func (s *ForbiddenHeaders) GetResponse() Error {
 	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ForbiddenHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ForbiddenHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
 }
 
 // SetWWWAuthenticate sets the value of WWWAuthenticate.
@@ -330,6 +398,7 @@ func (*ForbiddenHeaders) listPlantsRes()            {}
 func (*ForbiddenHeaders) listWebhookDeliveriesRes() {}
 func (*ForbiddenHeaders) listWebhooksRes()          {}
 func (*ForbiddenHeaders) rotateWebhookSecretRes()   {}
+func (*ForbiddenHeaders) updatePlantRes()           {}
 
 type GetPlantBadRequest Error
 
@@ -343,6 +412,57 @@ type GetPlantNotFound Error
 
 func (*GetPlantNotFound) getPlantRes() {}
 
+// GetPlantOKHeaders wraps Plant with response headers.
+type GetPlantOKHeaders struct {
+	ETag            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Plant
+}
+
+// GetETag returns the value of ETag.
+func (s *GetPlantOKHeaders) GetETag() OptString {
+	return s.ETag
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *GetPlantOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *GetPlantOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *GetPlantOKHeaders) GetResponse() Plant {
+	return s.Response
+}
+
+// SetETag sets the value of ETag.
+func (s *GetPlantOKHeaders) SetETag(val OptString) {
+	s.ETag = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *GetPlantOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *GetPlantOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *GetPlantOKHeaders) SetResponse(val Plant) {
+	s.Response = val
+}
+
+func (*GetPlantOKHeaders) getPlantRes()    {}
+func (*GetPlantOKHeaders) updatePlantRes() {}
+
 type GetWebhookBadRequest Error
 
 func (*GetWebhookBadRequest) getWebhookRes() {}
@@ -355,6 +475,629 @@ type GetWebhookNotFound Error
 
 func (*GetWebhookNotFound) getWebhookRes() {}
 
+// HeadPlantBadRequest is response for HeadPlant operation.
+type HeadPlantBadRequest struct{}
+
+func (*HeadPlantBadRequest) headPlantRes() {}
+
+// HeadPlantForbidden is response for HeadPlant operation.
+type HeadPlantForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadPlantForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadPlantForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadPlantForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadPlantForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadPlantForbidden) headPlantRes() {}
+
+// HeadPlantInternalServerError is response for HeadPlant operation.
+type HeadPlantInternalServerError struct{}
+
+func (*HeadPlantInternalServerError) headPlantRes() {}
+
+// HeadPlantNotFound is response for HeadPlant operation.
+type HeadPlantNotFound struct{}
+
+func (*HeadPlantNotFound) headPlantRes() {}
+
+// HeadPlantOK is response for HeadPlant operation.
+type HeadPlantOK struct {
+	ETag            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetETag returns the value of ETag.
+func (s *HeadPlantOK) GetETag() OptString {
+	return s.ETag
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadPlantOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadPlantOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetETag sets the value of ETag.
+func (s *HeadPlantOK) SetETag(val OptString) {
+	s.ETag = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadPlantOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadPlantOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadPlantOK) headPlantRes() {}
+
+// HeadPlantServiceUnavailable is response for HeadPlant operation.
+type HeadPlantServiceUnavailable struct{}
+
+func (*HeadPlantServiceUnavailable) headPlantRes() {}
+
+// HeadPlantTooManyRequests is response for HeadPlant operation.
+type HeadPlantTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadPlantTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadPlantTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadPlantTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadPlantTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadPlantTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadPlantTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadPlantTooManyRequests) headPlantRes() {}
+
+// HeadPlantUnauthorized is response for HeadPlant operation.
+type HeadPlantUnauthorized struct{}
+
+func (*HeadPlantUnauthorized) headPlantRes() {}
+
+// HeadPlantsBadRequest is response for HeadPlants operation.
+type HeadPlantsBadRequest struct{}
+
+func (*HeadPlantsBadRequest) headPlantsRes() {}
+
+// HeadPlantsForbidden is response for HeadPlants operation.
+type HeadPlantsForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadPlantsForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadPlantsForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadPlantsForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadPlantsForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadPlantsForbidden) headPlantsRes() {}
+
+// HeadPlantsInternalServerError is response for HeadPlants operation.
+type HeadPlantsInternalServerError struct{}
+
+func (*HeadPlantsInternalServerError) headPlantsRes() {}
+
+// HeadPlantsOK is response for HeadPlants operation.
+type HeadPlantsOK struct {
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetLink returns the value of Link.
+func (s *HeadPlantsOK) GetLink() OptString {
+	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadPlantsOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadPlantsOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetLink sets the value of Link.
+func (s *HeadPlantsOK) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadPlantsOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadPlantsOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadPlantsOK) headPlantsRes() {}
+
+// HeadPlantsServiceUnavailable is response for HeadPlants operation.
+type HeadPlantsServiceUnavailable struct{}
+
+func (*HeadPlantsServiceUnavailable) headPlantsRes() {}
+
+// HeadPlantsTooManyRequests is response for HeadPlants operation.
+type HeadPlantsTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadPlantsTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadPlantsTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadPlantsTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadPlantsTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadPlantsTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadPlantsTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadPlantsTooManyRequests) headPlantsRes() {}
+
+// HeadPlantsUnauthorized is response for HeadPlants operation.
+type HeadPlantsUnauthorized struct{}
+
+func (*HeadPlantsUnauthorized) headPlantsRes() {}
+
+// HeadWebhookBadRequest is response for HeadWebhook operation.
+type HeadWebhookBadRequest struct{}
+
+func (*HeadWebhookBadRequest) headWebhookRes() {}
+
+// HeadWebhookDeliveriesBadRequest is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesBadRequest struct{}
+
+func (*HeadWebhookDeliveriesBadRequest) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesForbidden is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhookDeliveriesForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhookDeliveriesForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhookDeliveriesForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhookDeliveriesForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadWebhookDeliveriesForbidden) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesInternalServerError is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesInternalServerError struct{}
+
+func (*HeadWebhookDeliveriesInternalServerError) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesNotFound is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesNotFound struct{}
+
+func (*HeadWebhookDeliveriesNotFound) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesOK is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesOK struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhookDeliveriesOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhookDeliveriesOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhookDeliveriesOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhookDeliveriesOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadWebhookDeliveriesOK) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesServiceUnavailable is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesServiceUnavailable struct{}
+
+func (*HeadWebhookDeliveriesServiceUnavailable) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesTooManyRequests is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhookDeliveriesTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhookDeliveriesTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadWebhookDeliveriesTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhookDeliveriesTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhookDeliveriesTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadWebhookDeliveriesTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadWebhookDeliveriesTooManyRequests) headWebhookDeliveriesRes() {}
+
+// HeadWebhookDeliveriesUnauthorized is response for HeadWebhookDeliveries operation.
+type HeadWebhookDeliveriesUnauthorized struct{}
+
+func (*HeadWebhookDeliveriesUnauthorized) headWebhookDeliveriesRes() {}
+
+// HeadWebhookForbidden is response for HeadWebhook operation.
+type HeadWebhookForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhookForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhookForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhookForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhookForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadWebhookForbidden) headWebhookRes() {}
+
+// HeadWebhookInternalServerError is response for HeadWebhook operation.
+type HeadWebhookInternalServerError struct{}
+
+func (*HeadWebhookInternalServerError) headWebhookRes() {}
+
+// HeadWebhookNotFound is response for HeadWebhook operation.
+type HeadWebhookNotFound struct{}
+
+func (*HeadWebhookNotFound) headWebhookRes() {}
+
+// HeadWebhookOK is response for HeadWebhook operation.
+type HeadWebhookOK struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhookOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhookOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhookOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhookOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadWebhookOK) headWebhookRes() {}
+
+// HeadWebhookServiceUnavailable is response for HeadWebhook operation.
+type HeadWebhookServiceUnavailable struct{}
+
+func (*HeadWebhookServiceUnavailable) headWebhookRes() {}
+
+// HeadWebhookTooManyRequests is response for HeadWebhook operation.
+type HeadWebhookTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhookTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhookTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadWebhookTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhookTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhookTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadWebhookTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadWebhookTooManyRequests) headWebhookRes() {}
+
+// HeadWebhookUnauthorized is response for HeadWebhook operation.
+type HeadWebhookUnauthorized struct{}
+
+func (*HeadWebhookUnauthorized) headWebhookRes() {}
+
+// HeadWebhooksBadRequest is response for HeadWebhooks operation.
+type HeadWebhooksBadRequest struct{}
+
+func (*HeadWebhooksBadRequest) headWebhooksRes() {}
+
+// HeadWebhooksForbidden is response for HeadWebhooks operation.
+type HeadWebhooksForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhooksForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhooksForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhooksForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhooksForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadWebhooksForbidden) headWebhooksRes() {}
+
+// HeadWebhooksInternalServerError is response for HeadWebhooks operation.
+type HeadWebhooksInternalServerError struct{}
+
+func (*HeadWebhooksInternalServerError) headWebhooksRes() {}
+
+// HeadWebhooksOK is response for HeadWebhooks operation.
+type HeadWebhooksOK struct {
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetLink returns the value of Link.
+func (s *HeadWebhooksOK) GetLink() OptString {
+	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhooksOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhooksOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetLink sets the value of Link.
+func (s *HeadWebhooksOK) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhooksOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhooksOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadWebhooksOK) headWebhooksRes() {}
+
+// HeadWebhooksServiceUnavailable is response for HeadWebhooks operation.
+type HeadWebhooksServiceUnavailable struct{}
+
+func (*HeadWebhooksServiceUnavailable) headWebhooksRes() {}
+
+// HeadWebhooksTooManyRequests is response for HeadWebhooks operation.
+type HeadWebhooksTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadWebhooksTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadWebhooksTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadWebhooksTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadWebhooksTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadWebhooksTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadWebhooksTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadWebhooksTooManyRequests) headWebhooksRes() {}
+
+// HeadWebhooksUnauthorized is response for HeadWebhooks operation.
+type HeadWebhooksUnauthorized struct{}
+
+func (*HeadWebhooksUnauthorized) headWebhooksRes() {}
+
 type ListPlantsBadRequest Error
 
 func (*ListPlantsBadRequest) listPlantsRes() {}
@@ -365,13 +1108,25 @@ func (*ListPlantsInternalServerError) listPlantsRes() {}
 
 // ListPlantsOKHeaders wraps []Plant with response headers.
 type ListPlantsOKHeaders struct {
-	Link     OptString
-	Response []Plant
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        []Plant
 }
 
 // GetLink returns the value of Link.
 func (s *ListPlantsOKHeaders) GetLink() OptString {
 	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *ListPlantsOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ListPlantsOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
 }
 
 // GetResponse returns the value of Response.
@@ -382,6 +1137,16 @@ func (s *ListPlantsOKHeaders) GetResponse() []Plant {
 // SetLink sets the value of Link.
 func (s *ListPlantsOKHeaders) SetLink(val OptString) {
 	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ListPlantsOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ListPlantsOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
 }
 
 // SetResponse sets the value of Response.
@@ -403,9 +1168,44 @@ type ListWebhookDeliveriesNotFound Error
 
 func (*ListWebhookDeliveriesNotFound) listWebhookDeliveriesRes() {}
 
-type ListWebhookDeliveriesOKApplicationJSON []Delivery
+// ListWebhookDeliveriesOKHeaders wraps []Delivery with response headers.
+type ListWebhookDeliveriesOKHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        []Delivery
+}
 
-func (*ListWebhookDeliveriesOKApplicationJSON) listWebhookDeliveriesRes() {}
+// GetRateLimit returns the value of RateLimit.
+func (s *ListWebhookDeliveriesOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ListWebhookDeliveriesOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *ListWebhookDeliveriesOKHeaders) GetResponse() []Delivery {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ListWebhookDeliveriesOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ListWebhookDeliveriesOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *ListWebhookDeliveriesOKHeaders) SetResponse(val []Delivery) {
+	s.Response = val
+}
+
+func (*ListWebhookDeliveriesOKHeaders) listWebhookDeliveriesRes() {}
 
 type ListWebhooksBadRequest Error
 
@@ -417,13 +1217,25 @@ func (*ListWebhooksInternalServerError) listWebhooksRes() {}
 
 // ListWebhooksOKHeaders wraps []Webhook with response headers.
 type ListWebhooksOKHeaders struct {
-	Link     OptString
-	Response []Webhook
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        []Webhook
 }
 
 // GetLink returns the value of Link.
 func (s *ListWebhooksOKHeaders) GetLink() OptString {
 	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *ListWebhooksOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ListWebhooksOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
 }
 
 // GetResponse returns the value of Response.
@@ -434,6 +1246,16 @@ func (s *ListWebhooksOKHeaders) GetResponse() []Webhook {
 // SetLink sets the value of Link.
 func (s *ListWebhooksOKHeaders) SetLink(val OptString) {
 	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ListWebhooksOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ListWebhooksOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
 }
 
 // SetResponse sets the value of Response.
@@ -520,6 +1342,46 @@ func (s *NewWebhook) SetURL(val url.URL) {
 func (s *NewWebhook) SetDescription(val OptString) {
 	s.Description = val
 }
+
+// Ref: #/components/responses/NotModified
+type NotModified struct {
+	ETag            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetETag returns the value of ETag.
+func (s *NotModified) GetETag() OptString {
+	return s.ETag
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *NotModified) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *NotModified) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetETag sets the value of ETag.
+func (s *NotModified) SetETag(val OptString) {
+	s.ETag = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *NotModified) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *NotModified) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*NotModified) getPlantRes()  {}
+func (*NotModified) headPlantRes() {}
 
 // NewOptDateTime returns new OptDateTime with value set to v.
 func NewOptDateTime(v time.Time) OptDateTime {
@@ -797,6 +1659,74 @@ func (o OptNewPlant) Or(d NewPlant) NewPlant {
 	return d
 }
 
+// NewOptNilString returns new OptNilString with value set to v.
+func NewOptNilString(v string) OptNilString {
+	return OptNilString{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptNilString is optional nullable string.
+type OptNilString struct {
+	Value string
+	Set   bool
+	Null  bool
+}
+
+// IsSet returns true if OptNilString was set.
+func (o OptNilString) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptNilString) Reset() {
+	var v string
+	o.Value = v
+	o.Set = false
+	o.Null = false
+}
+
+// SetTo sets value to v.
+func (o *OptNilString) SetTo(v string) {
+	o.Set = true
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o OptNilString) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *OptNilString) SetToNull() {
+	o.Set = true
+	o.Null = true
+	var v string
+	o.Value = v
+}
+
+// IsEmpty returns true if the field was omitted from the payload (not Set and not Null).
+func (o OptNilString) IsEmpty() bool {
+	return !o.Set && !o.Null
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptNilString) Get() (v string, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptNilString) Or(d string) string {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptString returns new OptString with value set to v.
 func NewOptString(v string) OptString {
 	return OptString{
@@ -935,10 +1865,14 @@ func (o OptWebhookWithSecretDisabledReason) Or(d WebhookWithSecretDisabledReason
 	return d
 }
 
+// A plant as the service answers it. `id` is required here, an addition to the seed's `Plant` (which
+// allows it): every response carries it.
 // Ref: #/components/schemas/Plant
 type Plant struct {
-	// Identification number of the plant (always present in responses of this service).
-	ID OptInt64 `json:"id"`
+	// Identification number of the plant, an int64. JavaScript clients must treat ids above 2^53-1
+	// (9007199254740991) as strings or BigInt: as JSON numbers they lose precision and distinct ids
+	// collide.
+	ID int64 `json:"id"`
 	// The name of the plant (1 to 256 characters, counted in Unicode code points).
 	Name string `json:"name"`
 	// Tag to specify the type (at most 64 characters); absent when the plant has none.
@@ -946,7 +1880,7 @@ type Plant struct {
 }
 
 // GetID returns the value of ID.
-func (s *Plant) GetID() OptInt64 {
+func (s *Plant) GetID() int64 {
 	return s.ID
 }
 
@@ -961,7 +1895,7 @@ func (s *Plant) GetTag() OptString {
 }
 
 // SetID sets the value of ID.
-func (s *Plant) SetID(val OptInt64) {
+func (s *Plant) SetID(val int64) {
 	s.ID = val
 }
 
@@ -975,8 +1909,116 @@ func (s *Plant) SetTag(val OptString) {
 	s.Tag = val
 }
 
-func (*Plant) addPlantRes() {}
-func (*Plant) getPlantRes() {}
+// PlantHeaders wraps Plant with response headers.
+type PlantHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Plant
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *PlantHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *PlantHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *PlantHeaders) GetResponse() Plant {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *PlantHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *PlantHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *PlantHeaders) SetResponse(val Plant) {
+	s.Response = val
+}
+
+func (*PlantHeaders) addPlantRes() {}
+
+// A JSON merge patch (RFC 7396) of a plant: a member present sets that field, `"tag": null` removes
+// the tag, a member left out keeps its value. `id` cannot change; any member other than `name` and
+// `tag` is refused.
+// Ref: #/components/schemas/PlantPatch
+type PlantPatch struct {
+	// The new name (1 to 256 characters, counted in Unicode code points); `null` is refused, a plant
+	// always has a name.
+	Name OptString `json:"name"`
+	// The new tag (at most 64 characters), or `null` to remove it.
+	Tag OptNilString `json:"tag"`
+}
+
+// GetName returns the value of Name.
+func (s *PlantPatch) GetName() OptString {
+	return s.Name
+}
+
+// GetTag returns the value of Tag.
+func (s *PlantPatch) GetTag() OptNilString {
+	return s.Tag
+}
+
+// SetName sets the value of Name.
+func (s *PlantPatch) SetName(val OptString) {
+	s.Name = val
+}
+
+// SetTag sets the value of Tag.
+func (s *PlantPatch) SetTag(val OptNilString) {
+	s.Tag = val
+}
+
+// PreconditionFailedHeaders wraps Error with response headers.
+type PreconditionFailedHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *PreconditionFailedHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *PreconditionFailedHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *PreconditionFailedHeaders) GetResponse() Error {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *PreconditionFailedHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *PreconditionFailedHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *PreconditionFailedHeaders) SetResponse(val Error) {
+	s.Response = val
+}
+
+func (*PreconditionFailedHeaders) deletePlantRes() {}
+func (*PreconditionFailedHeaders) updatePlantRes() {}
 
 type RotateWebhookSecretBadRequest Error
 
@@ -992,8 +2034,20 @@ func (*RotateWebhookSecretNotFound) rotateWebhookSecretRes() {}
 
 // TooManyRequestsHeaders wraps Error with response headers.
 type TooManyRequestsHeaders struct {
-	RetryAfter OptInt
-	Response   Error
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *TooManyRequestsHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *TooManyRequestsHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
 }
 
 // GetRetryAfter returns the value of RetryAfter.
@@ -1004,6 +2058,16 @@ func (s *TooManyRequestsHeaders) GetRetryAfter() OptInt {
 // GetResponse returns the value of Response.
 func (s *TooManyRequestsHeaders) GetResponse() Error {
 	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *TooManyRequestsHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *TooManyRequestsHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
 }
 
 // SetRetryAfter sets the value of RetryAfter.
@@ -1026,6 +2090,7 @@ func (*TooManyRequestsHeaders) listPlantsRes()            {}
 func (*TooManyRequestsHeaders) listWebhookDeliveriesRes() {}
 func (*TooManyRequestsHeaders) listWebhooksRes()          {}
 func (*TooManyRequestsHeaders) rotateWebhookSecretRes()   {}
+func (*TooManyRequestsHeaders) updatePlantRes()           {}
 
 // UnauthorizedHeaders wraps Error with response headers.
 type UnauthorizedHeaders struct {
@@ -1063,6 +2128,7 @@ func (*UnauthorizedHeaders) listPlantsRes()            {}
 func (*UnauthorizedHeaders) listWebhookDeliveriesRes() {}
 func (*UnauthorizedHeaders) listWebhooksRes()          {}
 func (*UnauthorizedHeaders) rotateWebhookSecretRes()   {}
+func (*UnauthorizedHeaders) updatePlantRes()           {}
 
 // UnavailableHeaders wraps Error with response headers.
 type UnavailableHeaders struct {
@@ -1100,6 +2166,35 @@ func (*UnavailableHeaders) listPlantsRes()            {}
 func (*UnavailableHeaders) listWebhookDeliveriesRes() {}
 func (*UnavailableHeaders) listWebhooksRes()          {}
 func (*UnavailableHeaders) rotateWebhookSecretRes()   {}
+func (*UnavailableHeaders) updatePlantRes()           {}
+
+type UpdatePlantApplicationJSON PlantPatch
+
+func (*UpdatePlantApplicationJSON) updatePlantReq() {}
+
+type UpdatePlantApplicationMergePatchJSON PlantPatch
+
+func (*UpdatePlantApplicationMergePatchJSON) updatePlantReq() {}
+
+type UpdatePlantBadRequest Error
+
+func (*UpdatePlantBadRequest) updatePlantRes() {}
+
+type UpdatePlantInternalServerError Error
+
+func (*UpdatePlantInternalServerError) updatePlantRes() {}
+
+type UpdatePlantNotFound Error
+
+func (*UpdatePlantNotFound) updatePlantRes() {}
+
+type UpdatePlantRequestEntityTooLarge Error
+
+func (*UpdatePlantRequestEntityTooLarge) updatePlantRes() {}
+
+type UpdatePlantUnsupportedMediaType Error
+
+func (*UpdatePlantUnsupportedMediaType) updatePlantRes() {}
 
 // Ref: #/components/schemas/Webhook
 type Webhook struct {
@@ -1187,8 +2282,6 @@ func (s *Webhook) SetDisabledReason(val OptWebhookDisabledReason) {
 	s.DisabledReason = val
 }
 
-func (*Webhook) getWebhookRes() {}
-
 // Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
 // longer than the server allows (5 days by default). Absent while enabled.
 type WebhookDisabledReason string
@@ -1231,6 +2324,45 @@ func (s *WebhookDisabledReason) UnmarshalText(data []byte) error {
 		return errors.Errorf("invalid value: %q", data)
 	}
 }
+
+// WebhookHeaders wraps Webhook with response headers.
+type WebhookHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Webhook
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *WebhookHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *WebhookHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *WebhookHeaders) GetResponse() Webhook {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *WebhookHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *WebhookHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *WebhookHeaders) SetResponse(val Webhook) {
+	s.Response = val
+}
+
+func (*WebhookHeaders) getWebhookRes() {}
 
 // Merged schema.
 // Ref: #/components/schemas/WebhookWithSecret
@@ -1331,9 +2463,6 @@ func (s *WebhookWithSecret) SetSecret(val string) {
 	s.Secret = val
 }
 
-func (*WebhookWithSecret) createWebhookRes()       {}
-func (*WebhookWithSecret) rotateWebhookSecretRes() {}
-
 // Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
 // longer than the server allows (5 days by default). Absent while enabled.
 type WebhookWithSecretDisabledReason string
@@ -1376,3 +2505,43 @@ func (s *WebhookWithSecretDisabledReason) UnmarshalText(data []byte) error {
 		return errors.Errorf("invalid value: %q", data)
 	}
 }
+
+// WebhookWithSecretHeaders wraps WebhookWithSecret with response headers.
+type WebhookWithSecretHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        WebhookWithSecret
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *WebhookWithSecretHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *WebhookWithSecretHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *WebhookWithSecretHeaders) GetResponse() WebhookWithSecret {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *WebhookWithSecretHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *WebhookWithSecretHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *WebhookWithSecretHeaders) SetResponse(val WebhookWithSecret) {
+	s.Response = val
+}
+
+func (*WebhookWithSecretHeaders) createWebhookRes()       {}
+func (*WebhookWithSecretHeaders) rotateWebhookSecretRes() {}

@@ -41,10 +41,41 @@ type Handler interface {
 	GetPlant(ctx context.Context, params GetPlantParams) (GetPlantRes, error)
 	// GetWebhook implements getWebhook operation.
 	//
-	// Get a webhook subscription.
+	// One subscription of the token's owner, with its state; the secret is not shown.
 	//
 	// GET /webhooks/{id}
 	GetWebhook(ctx context.Context, params GetWebhookParams) (GetWebhookRes, error)
+	// HeadPlant implements headPlant operation.
+	//
+	// The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
+	//
+	// HEAD /plants/{id}
+	HeadPlant(ctx context.Context, params HeadPlantParams) (HeadPlantRes, error)
+	// HeadPlants implements headPlants operation.
+	//
+	// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate
+	// limit), without a body.
+	//
+	// HEAD /plants
+	HeadPlants(ctx context.Context, params HeadPlantsParams) (HeadPlantsRes, error)
+	// HeadWebhook implements headWebhook operation.
+	//
+	// The headers `GET /webhooks/{id}` would answer, without a body.
+	//
+	// HEAD /webhooks/{id}
+	HeadWebhook(ctx context.Context, params HeadWebhookParams) (HeadWebhookRes, error)
+	// HeadWebhookDeliveries implements headWebhookDeliveries operation.
+	//
+	// The headers `GET /webhooks/{id}/deliveries` would answer, without a body.
+	//
+	// HEAD /webhooks/{id}/deliveries
+	HeadWebhookDeliveries(ctx context.Context, params HeadWebhookDeliveriesParams) (HeadWebhookDeliveriesRes, error)
+	// HeadWebhooks implements headWebhooks operation.
+	//
+	// The headers `GET /webhooks` would answer with the same query, without a body.
+	//
+	// HEAD /webhooks
+	HeadWebhooks(ctx context.Context, params HeadWebhooksParams) (HeadWebhooksRes, error)
 	// ListPlants implements listPlants operation.
 	//
 	// Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -73,6 +104,17 @@ type Handler interface {
 	//
 	// POST /webhooks/{id}/rotate-secret
 	RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (RotateWebhookSecretRes, error)
+	// UpdatePlant implements updatePlant operation.
+	//
+	// Changes a plant's `name` and/or `tag` with a JSON merge patch (RFC 7396): a member present sets that
+	// field (validated as in `NewPlant`), `"tag": null` removes the tag, a member left out keeps its
+	// value; `{}` changes nothing and answers the plant. `id` cannot change, and any member other than
+	// `name` and `tag` is refused (400 40002). With `If-Match` the change is made only if the plant still
+	// has one of the listed `ETag`s (else 412 41201, nothing changed). A change sends no webhook delivery
+	// (deliveries announce new plants).
+	//
+	// PATCH /plants/{id}
+	UpdatePlant(ctx context.Context, req UpdatePlantReq, params UpdatePlantParams) (UpdatePlantRes, error)
 }
 
 // Server implements http server based on OpenAPI v3 specification and

@@ -61,10 +61,56 @@ func (UnimplementedHandler) GetPlant(ctx context.Context, params GetPlantParams)
 
 // GetWebhook implements getWebhook operation.
 //
-// Get a webhook subscription.
+// One subscription of the token's owner, with its state; the secret is not shown.
 //
 // GET /webhooks/{id}
 func (UnimplementedHandler) GetWebhook(ctx context.Context, params GetWebhookParams) (r GetWebhookRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadPlant implements headPlant operation.
+//
+// The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
+//
+// HEAD /plants/{id}
+func (UnimplementedHandler) HeadPlant(ctx context.Context, params HeadPlantParams) (r HeadPlantRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadPlants implements headPlants operation.
+//
+// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate
+// limit), without a body.
+//
+// HEAD /plants
+func (UnimplementedHandler) HeadPlants(ctx context.Context, params HeadPlantsParams) (r HeadPlantsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadWebhook implements headWebhook operation.
+//
+// The headers `GET /webhooks/{id}` would answer, without a body.
+//
+// HEAD /webhooks/{id}
+func (UnimplementedHandler) HeadWebhook(ctx context.Context, params HeadWebhookParams) (r HeadWebhookRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadWebhookDeliveries implements headWebhookDeliveries operation.
+//
+// The headers `GET /webhooks/{id}/deliveries` would answer, without a body.
+//
+// HEAD /webhooks/{id}/deliveries
+func (UnimplementedHandler) HeadWebhookDeliveries(ctx context.Context, params HeadWebhookDeliveriesParams) (r HeadWebhookDeliveriesRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadWebhooks implements headWebhooks operation.
+//
+// The headers `GET /webhooks` would answer with the same query, without a body.
+//
+// HEAD /webhooks
+func (UnimplementedHandler) HeadWebhooks(ctx context.Context, params HeadWebhooksParams) (r HeadWebhooksRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
@@ -105,5 +151,19 @@ func (UnimplementedHandler) ListWebhooks(ctx context.Context, params ListWebhook
 //
 // POST /webhooks/{id}/rotate-secret
 func (UnimplementedHandler) RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (r RotateWebhookSecretRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// UpdatePlant implements updatePlant operation.
+//
+// Changes a plant's `name` and/or `tag` with a JSON merge patch (RFC 7396): a member present sets that
+// field (validated as in `NewPlant`), `"tag": null` removes the tag, a member left out keeps its
+// value; `{}` changes nothing and answers the plant. `id` cannot change, and any member other than
+// `name` and `tag` is refused (400 40002). With `If-Match` the change is made only if the plant still
+// has one of the listed `ETag`s (else 412 41201, nothing changed). A change sends no webhook delivery
+// (deliveries announce new plants).
+//
+// PATCH /plants/{id}
+func (UnimplementedHandler) UpdatePlant(ctx context.Context, req UpdatePlantReq, params UpdatePlantParams) (r UpdatePlantRes, _ error) {
 	return r, ht.ErrNotImplemented
 }

@@ -16,6 +16,10 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrClosed answers writes that arrive after Close.
@@ -24,9 +28,13 @@ var ErrClosed = errors.New("groupcommit: closed")
 // Queue hands queued writes of type T (a backend's pointer type carrying
 // its arguments and results) to Apply in batches.
 type Queue[T any] struct {
-	apply   func(batch []T)
-	observe func(writes int, took time.Duration)
-	max     int
+	apply    func(batch []T)
+	observe  func(writes int, took time.Duration)
+	max      int
+	tracer   trace.Tracer // nil: no spans
+	spanName string
+	spanOpt  trace.SpanStartEventOption
+	failed   func(T) bool
 
 	items   chan *item[T]
 	closeMu sync.RWMutex // held for reading while queueing a write
@@ -55,7 +63,20 @@ type Config[T any] struct {
 	MaxBatch int
 	// Observe, if set, is told each batch's size and how long Apply took.
 	Observe func(writes int, took time.Duration)
+
+	// Tracer, if set, makes one span (SpanName, kind internal) of each
+	// batch Apply runs, with the number of writes (db.operation.batch.size)
+	// and Attributes, linked to the span of each write's context; nil: no
+	// spans, at no cost. Failed, if set, tells a failed write after Apply:
+	// a batch with one is marked as an error.
+	Tracer     trace.Tracer
+	SpanName   string
+	Attributes []attribute.KeyValue
+	Failed     func(T) bool
 }
+
+// DefaultSpanName names a batch's span when Config.SpanName is empty.
+const DefaultSpanName = "group commit"
 
 // DefaultMaxBatch bounds a batch when Config.MaxBatch is zero.
 const DefaultMaxBatch = 256
@@ -65,6 +86,14 @@ func New[T any](c Config[T]) *Queue[T] {
 	q := &Queue[T]{apply: c.Apply, observe: c.Observe, max: c.MaxBatch, closing: make(chan struct{})}
 	if q.max <= 0 {
 		q.max = DefaultMaxBatch
+	}
+	if c.Tracer != nil {
+		q.tracer, q.failed = c.Tracer, c.Failed
+		q.spanName = c.SpanName
+		if q.spanName == "" {
+			q.spanName = DefaultSpanName
+		}
+		q.spanOpt = trace.WithAttributes(c.Attributes...)
 	}
 	n := max(1, c.Committers)
 	q.items = make(chan *item[T], 4*q.max)
@@ -187,10 +216,17 @@ func (q *Queue[T]) loop() {
 			}
 		}
 		if len(ops) > 0 {
+			var span trace.Span
+			if q.tracer != nil {
+				span = q.startSpan(batch, len(ops))
+			}
 			start := time.Now()
 			q.apply(ops)
 			if q.observe != nil {
 				q.observe(len(ops), time.Since(start))
+			}
+			if span != nil {
+				q.endSpan(span, ops)
 			}
 		}
 		for _, it := range batch {
@@ -199,6 +235,41 @@ func (q *Queue[T]) loop() {
 		clear(batch)
 		clear(ops)
 	}
+}
+
+// startSpan starts the span of a batch of n writes, linked to the span of
+// each applied write's context (each request's).
+func (q *Queue[T]) startSpan(batch []*item[T], n int) trace.Span {
+	links := make([]trace.Link, 0, n)
+	for _, it := range batch {
+		if it.err != nil {
+			continue // skipped
+		}
+		if sc := trace.SpanContextFromContext(it.ctx); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	_, span := q.tracer.Start(context.Background(), q.spanName, q.spanOpt,
+		trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("db.operation.batch.size", n)))
+	return span
+}
+
+// endSpan ends a batch's span, an error when a write failed.
+func (q *Queue[T]) endSpan(span trace.Span, ops []T) {
+	if q.failed != nil {
+		failed := 0
+		for _, op := range ops {
+			if q.failed(op) {
+				failed++
+			}
+		}
+		if failed > 0 {
+			span.SetAttributes(attribute.Int("plantstore.failed_writes", failed))
+			span.SetStatus(codes.Error, "a write failed")
+		}
+	}
+	span.End()
 }
 
 // Queued returns how many writes wait for a committer (for tests).

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plantstore/plantstore/client"
+)
+
+// webhooksCmd is `plantstore webhooks`: a client of a running server that
+// manages the token owner's subscriptions (the token needs the
+// webhooks:manage scope).
+type webhooksCmd struct {
+	Create       webhooksCreateCmd       `cmd:"" help:"Subscribe a URL to new plants; prints the signing secret (shown only here and by rotate-secret)."`
+	List         webhooksListCmd         `cmd:"" help:"List subscriptions, one page or --all of them."`
+	Get          webhooksGetCmd          `cmd:"" help:"Print a subscription and its state."`
+	Delete       webhooksDeleteCmd       `cmd:"" help:"Delete a subscription (pending retries included)."`
+	RotateSecret webhooksRotateSecretCmd `cmd:"" name:"rotate-secret" help:"Give a subscription a new signing secret and print it (the old one stays valid 24 hours)."`
+	Deliveries   webhooksDeliveriesCmd   `cmd:"" help:"Print a subscription's recent delivery attempts, the latest first."`
+}
+
+type webhooksCreateCmd struct {
+	clientFlags
+	formatFlag
+	URL         string `arg:"" name:"url" help:"Absolute http:// or https:// URL of the receiver."`
+	Description string `help:"Description (at most 256 characters)."`
+}
+
+// Run creates the subscription and prints it with its secret.
+func (c *webhooksCreateCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	w, err := cl.CreateWebhook(ctx, client.NewWebhook{URL: c.URL, Description: c.Description})
+	if err != nil {
+		return err
+	}
+	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+}
+
+type webhooksListCmd struct {
+	clientFlags
+	formatFlag
+	All   bool   `help:"Follow the Link header through every page and print all subscriptions."`
+	Limit int    `help:"Page size (1..1000); default: the server's (100)."`
+	After string `help:"Only subscriptions whose id sorts after this one (the cursor of the next page)."`
+}
+
+// Run prints one page (and, on stderr, the flag for the next one) or all
+// subscriptions.
+func (c *webhooksListCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	opts := client.ListWebhooksOptions{Limit: c.Limit, After: c.After}
+	if !c.All {
+		page, err := cl.ListWebhooks(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err := c.printWebhooks(e.stdout, page.Webhooks, false); err != nil {
+			return err
+		}
+		if page.Next != nil && page.Next.After != "" {
+			fmt.Fprintf(e.stderr, "more subscriptions follow: --after %s (or --all)\n", page.Next.After)
+		}
+		return nil
+	}
+	var hooks []client.Webhook
+	for w, err := range cl.Webhooks(ctx, opts) {
+		if err != nil {
+			return err
+		}
+		hooks = append(hooks, w)
+	}
+	return c.printWebhooks(e.stdout, hooks, false)
+}
+
+type webhooksGetCmd struct {
+	clientFlags
+	formatFlag
+	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+}
+
+// Run prints the subscription.
+func (c *webhooksGetCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	w, err := cl.GetWebhook(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+}
+
+type webhooksDeleteCmd struct {
+	clientFlags
+	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+}
+
+// Run deletes the subscription; it prints nothing.
+func (c *webhooksDeleteCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	return cl.DeleteWebhook(ctx, c.ID)
+}
+
+type webhooksRotateSecretCmd struct {
+	clientFlags
+	formatFlag
+	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+}
+
+// Run rotates the secret and prints the subscription with the new one.
+func (c *webhooksRotateSecretCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	w, err := cl.RotateWebhookSecret(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+}
+
+type webhooksDeliveriesCmd struct {
+	clientFlags
+	formatFlag
+	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+}
+
+// Run prints the recent delivery attempts.
+func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	ds, err := cl.ListWebhookDeliveries(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if c.Format != "table" {
+		if ds == nil {
+			ds = []client.Delivery{}
+		}
+		return writeJSON(e.stdout, ds)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ATTEMPTED\tMESSAGE\tPLANT\tATTEMPT\tSTATE\tSTATUS\tDURATION\tNEXT\tERROR")
+	for _, d := range ds {
+		plant, status, next := "", "", ""
+		if d.PlantID != nil {
+			plant = strconv.FormatInt(*d.PlantID, 10)
+		}
+		if d.StatusCode != 0 {
+			status = strconv.Itoa(d.StatusCode)
+		}
+		if d.NextAttemptAt != nil {
+			next = d.NextAttemptAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.1fms\t%s\t%s\n", d.AttemptedAt.Format(time.RFC3339), d.MessageID,
+			plant, d.Attempt, d.State, status, d.DurationMS, next, d.Error)
+	}
+	return tw.Flush()
+}
+
+// printWebhooks writes subscriptions as a JSON value (one must be an object,
+// else an array) or as a table; the SECRET column only when one has a
+// secret (create, rotate-secret).
+func (f formatFlag) printWebhooks(w io.Writer, hooks []client.Webhook, one bool) error {
+	if f.Format != "table" {
+		var v any = hooks
+		if one {
+			v = hooks[0]
+		} else if hooks == nil {
+			v = []client.Webhook{}
+		}
+		return writeJSON(w, v)
+	}
+	secret := false
+	for _, h := range hooks {
+		secret = secret || h.Secret != ""
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "ID\tURL\tENABLED\tCREATED\tDESCRIPTION")
+	if secret {
+		fmt.Fprint(tw, "\tSECRET")
+	}
+	fmt.Fprintln(tw)
+	for _, h := range hooks {
+		enabled := "yes"
+		if !h.Enabled {
+			enabled = "no (" + h.DisabledReason + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", h.ID, h.URL, enabled, h.CreatedAt.Format(time.RFC3339), h.Description)
+		if secret {
+			fmt.Fprintf(tw, "\t%s", h.Secret)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,118 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/plantstore/plantstore"
+)
+
+// Conditional plant writes (PATCH, and DELETE with If-Match). Each is one
+// statement that checks the content it expects in its WHERE clause, so the
+// check and the write are atomic; they join the group commit as generic
+// writes.
+const (
+	// qUpdatePlant applies a merge patch: ?1 the new name or NULL (keep),
+	// ?2 whether to set the tag, ?3 the new tag (NULL: none).
+	qUpdatePlant = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
+WHERE owner = ?4 AND id = ?5 RETURNING owner, id, name, tag, created_at`
+	// qUpdatePlantIf is qUpdatePlant while the plant has name ?6 and tag ?7.
+	qUpdatePlantIf = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
+WHERE owner = ?4 AND id = ?5 AND name = ?6 AND tag IS ?7 RETURNING owner, id, name, tag, created_at`
+	qDeletePlantIf = `DELETE FROM plants WHERE owner = ? AND id = ? AND name = ? AND tag IS ?`
+	qPlantExists   = `SELECT 1 FROM plants WHERE owner = ? AND id = ?`
+)
+
+// UpdatePlant applies upd to the owner's plant id, only while it has
+// expect's name and tag when expect is set (else ErrChanged), and returns
+// the plant as stored; ErrNotFound when there is none. It joins the group
+// commit.
+func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant) (*plantstore.Plant, error) {
+	var (
+		stored  *plantstore.Plant
+		outcome error // ErrNotFound or ErrChanged: the write's answer, not a failure of the batch
+	)
+	err := db.update(ctx, "update plant", func(ctx context.Context, tx *Tx) error {
+		stored, outcome = nil, nil
+		var name, tag any
+		if upd.Name != nil {
+			name = *upd.Name
+		}
+		if upd.Tag != nil {
+			tag = *upd.Tag
+		}
+		var row *sql.Row
+		if expect == nil {
+			row = tx.queryRow(ctx, qUpdatePlant, name, upd.SetTag, tag, owner, id)
+		} else {
+			row = tx.queryRow(ctx, qUpdatePlantIf, name, upd.SetTag, tag, owner, id, expect.Name, nullable(expect.Tag))
+		}
+		p, err := scanPlant(row)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			outcome, err = db.missingOrChanged(ctx, tx, owner, id, expect != nil)
+			return wrap("update plant", err)
+		case err != nil:
+			return wrap("update plant", err)
+		}
+		stored = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if outcome != nil {
+		return nil, outcome
+	}
+	return stored, nil
+}
+
+// DeletePlantIf deletes the owner's plant id only while it has expect's
+// name and tag: ErrChanged when it has other content, ErrNotFound when
+// there is none. It joins the group commit.
+func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant) error {
+	var outcome error
+	err := db.update(ctx, "delete plant", func(ctx context.Context, tx *Tx) error {
+		outcome = nil
+		res, err := tx.exec(ctx, qDeletePlantIf, owner, id, expect.Name, nullable(expect.Tag))
+		if err != nil {
+			return wrap("delete plant", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return wrap("delete plant", err)
+		}
+		outcome, err = db.missingOrChanged(ctx, tx, owner, id, true)
+		return wrap("delete plant", err)
+	})
+	if err != nil {
+		return err
+	}
+	return outcome
+}
+
+// missingOrChanged tells why a conditional write matched no row: the plant
+// exists (so its content was not the expected one: ErrChanged, when
+// conditional) or it does not (ErrNotFound). The transaction is the write's,
+// so nothing changed in between.
+func (db *DB) missingOrChanged(ctx context.Context, tx *Tx, owner string, id int64, conditional bool) (outcome, err error) {
+	if !conditional {
+		return plantstore.ErrNotFound, nil
+	}
+	var one int
+	switch err := tx.queryRow(ctx, qPlantExists, owner, id).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return plantstore.ErrNotFound, nil
+	case err != nil:
+		return nil, err
+	}
+	return plantstore.ErrChanged, nil
+}
+
+// nullable is a tag as a statement argument: NULL for none.
+func nullable(tag *string) any {
+	if tag == nil {
+		return nil
+	}
+	return *tag
+}
