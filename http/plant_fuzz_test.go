@@ -300,6 +300,9 @@ func FuzzListPlants(f *testing.F) {
 		if _, err := http.NewRequest(http.MethodGet, u.String(), nil); err != nil {
 			t.Skip("not a request target net/http can carry")
 		}
+		if strings.Contains(rawQuery, "#") {
+			t.Skip("a '#' starts the fragment: the rest is not sent as the query")
+		}
 		w := list(t, u.String())
 		switch w.Code {
 		case http.StatusOK:
