@@ -296,12 +296,11 @@ func FuzzListPlants(f *testing.F) {
 			}
 			rawQuery = q.Encode()
 		}
+		// A '#' starts the fragment: what follows is not sent as the query.
+		rawQuery, _, _ = strings.Cut(rawQuery, "#")
 		u := &url.URL{Path: "/plants", RawQuery: rawQuery}
 		if _, err := http.NewRequest(http.MethodGet, u.String(), nil); err != nil {
 			t.Skip("not a request target net/http can carry")
-		}
-		if strings.Contains(rawQuery, "#") {
-			t.Skip("a '#' starts the fragment: the rest is not sent as the query")
 		}
 		w := list(t, u.String())
 		switch w.Code {
