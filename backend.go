@@ -15,6 +15,7 @@ type Backend interface {
 	TokenStore
 	WebhookStore
 	OutboxStore
+	EventStore
 
 	// Open connects (SQLite: opens the file, or creates it unless
 	// sqlite.DB.MustExist) and checks that the storage answers. It does not

@@ -20,13 +20,16 @@ const (
 	CodeNotFound           int32 = 40401 // no such plant for this owner
 	CodeNoRoute            int32 = 40402 // no such route
 	CodeWebhookNotFound    int32 = 40403 // no such subscription for this owner
+	CodeDeliveryNotFound   int32 = 40404 // the subscription has no such delivery
 	CodeMethodNotAllowed   int32 = 40501 // route exists, method does not
 	CodeConflict           int32 = 40901 // same id, different content
 	CodeTooManyWebhooks    int32 = 40902 // the owner has as many subscriptions as allowed
+	CodeWebhookDisabled    int32 = 40903 // the subscription is disabled: re-enable it first
 	CodePreconditionFailed int32 = 41201 // If-Match names no ETag the plant has: it changed
 	CodeBodyTooLarge       int32 = 41301 // body over MaxBodyBytes
 	CodeUnsupportedMedia   int32 = 41501 // Content-Type other than JSON
 	CodeRateLimited        int32 = 42901 // too many requests for this token
+	CodeTooManyStreams     int32 = 42902 // too many event streams open (server-wide or for the owner)
 	CodeInternal           int32 = 50001 // anything unexpected; details only logged
 	CodeStorageUnavailable int32 = 50301 // the database does not answer
 )
@@ -36,9 +39,10 @@ const (
 var Codes = []int32{
 	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath, CodeInvalidHeader,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
-	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
+	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeDeliveryNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
+	CodeWebhookDisabled,
 	CodePreconditionFailed,
-	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited,
+	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited, CodeTooManyStreams,
 	CodeInternal, CodeStorageUnavailable,
 }
 

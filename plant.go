@@ -148,17 +148,22 @@ type PlantStore interface {
 	FindPlant(ctx context.Context, owner string, id int64) (*Plant, error)
 	// ListPlants returns at most f.Limit plants matching f, by id ascending.
 	ListPlants(ctx context.Context, f PlantFilter) ([]*Plant, error)
-	// DeletePlant deletes the owner's plant or returns ErrNotFound.
-	DeletePlant(ctx context.Context, owner string, id int64) error
+	// DeletePlant deletes the owner's plant or returns ErrNotFound. With ev
+	// non-nil it writes, in the same transaction, the plant.deleted event
+	// (Data: the plant as it was) and its outbox rows, and sets ev.Seq and
+	// ev.Deliveries (see Event); nil: no event (tests, tools).
+	DeletePlant(ctx context.Context, owner string, id int64, ev *Event) error
 	// UpdatePlant applies upd to the owner's plant and returns the plant as
 	// stored, or ErrNotFound. With expect non-nil it changes the plant only
 	// while its name and tag are expect's, atomically, and returns
-	// ErrChanged (writing nothing) when they are not.
-	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant) (*Plant, error)
+	// ErrChanged (writing nothing) when they are not. With ev non-nil it
+	// writes the plant.updated event (Data: the plant as stored) as
+	// DeletePlant does.
+	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant, ev *Event) (*Plant, error)
 	// DeletePlantIf deletes the owner's plant only while its name and tag
 	// are expect's, atomically: ErrChanged (deleting nothing) when they are
-	// not, ErrNotFound when there is no such plant.
-	DeletePlantIf(ctx context.Context, owner string, id int64, expect *Plant) error
+	// not, ErrNotFound when there is no such plant. ev as DeletePlant's.
+	DeletePlantIf(ctx context.Context, owner string, id int64, expect *Plant, ev *Event) error
 	// BulkInsertPlants stores plants (CreatedAt set by the caller) in one
 	// transaction, skipping those whose (owner, id) exists, writing no
 	// outbox rows, and returns how many it stored.

@@ -56,6 +56,20 @@ type Subscription struct {
 	// successful one (nil while the receiver answers): when every attempt
 	// has failed for long enough, the subscription is disabled.
 	FailingSince *time.Time
+	// Types are the event types a typed subscription takes (each of
+	// EventTypes at most once, in that order), delivered as the PlantEvent
+	// envelope; nil: untyped, the original contract: creates only, with
+	// the NewPlant body.
+	Types []string
+}
+
+// Takes reports whether s takes events of type t: a typed subscription the
+// types it names, an untyped one creates.
+func (s *Subscription) Takes(t string) bool {
+	if s.Types == nil {
+		return t == EventPlantCreated
+	}
+	return slices.Contains(s.Types, t)
 }
 
 // DisabledReason says why a subscription was disabled.
@@ -106,6 +120,7 @@ type Attempt struct {
 	StatusCode     int    // 0: no answer
 	Error          string // why no answer came
 	Duration       time.Duration
+	ResponseBody   string        // the first bytes of the answer (ResponseExcerpt)
 	State          DeliveryState // the delivery's state after this attempt
 	NextAttemptAt  *time.Time    // pending only
 	SubscriptionID string
@@ -118,7 +133,8 @@ type WebhookService interface {
 	// subscription with a fresh id and signing secret, or returns a
 	// CodeTooManyWebhooks error when the owner has as many subscriptions as
 	// allowed.
-	CreateSubscription(ctx context.Context, owner, url, description string) (*Subscription, error)
+	// With types (NormalizeEventTypes) the subscription is typed.
+	CreateSubscription(ctx context.Context, owner, url, description string, types ...string) (*Subscription, error)
 	// FindSubscriptions returns one page of the owner's subscriptions by id
 	// ascending (creation order for the ids NewSubscription issues), and
 	// whether another page follows.
@@ -129,12 +145,27 @@ type WebhookService interface {
 	// returns a CodeWebhookNotFound error.
 	DeleteSubscription(ctx context.Context, owner, id string) error
 	// RotateSecret gives the subscription a new signing secret; the old one
-	// keeps signing for SecretRotationGrace. It returns the subscription.
-	RotateSecret(ctx context.Context, owner, id string) (*Subscription, error)
-	// FindAttempts returns the subscription's latest delivery attempts,
-	// newest first, at most MaxDeliveriesListed, or a CodeWebhookNotFound
-	// error.
-	FindAttempts(ctx context.Context, owner, id string) ([]*Attempt, error)
+	// keeps signing for oldExpiresIn (nil: SecretRotationGrace; 0: it
+	// stops now). It returns the subscription.
+	RotateSecret(ctx context.Context, owner, id string, oldExpiresIn *time.Duration) (*Subscription, error)
+	// FindAttempts returns one page of the subscription's attempt log,
+	// newest first, and whether another page follows, or a
+	// CodeWebhookNotFound error.
+	FindAttempts(ctx context.Context, f AttemptFilter) ([]*Attempt, bool, error)
+	// UpdateSubscription applies a merge patch; re-enabling clears the
+	// disabled state and the failing streak. When it re-enabled the
+	// subscription it also returns since when deliveries were missed.
+	UpdateSubscription(ctx context.Context, owner, id string, u SubscriptionUpdate) (*Subscription, *time.Time, error)
+	// ResendDelivery queues a new attempt of one delivery now
+	// (CodeDeliveryNotFound, CodeWebhookDisabled).
+	ResendDelivery(ctx context.Context, owner, id, messageID string) (*Delivery, error)
+	// RecoverDeliveries re-queues the subscription's failed deliveries
+	// created at or after since, each at most once per since, and returns
+	// how many it re-queued (CodeWebhookDisabled).
+	RecoverDeliveries(ctx context.Context, owner, id string, since time.Time) (int64, error)
+	// PingSubscription POSTs a signed ping event to the subscription at
+	// once and returns what came of it.
+	PingSubscription(ctx context.Context, owner, id string) (*PingResult, error)
 }
 
 // WebhookStore is a backend's subscriptions: rows in, rows out, sentinel
@@ -159,19 +190,73 @@ type WebhookStore interface {
 	// one as the previous secret until previousUntil; it returns the updated
 	// subscription or ErrNotFound.
 	RotateSecret(ctx context.Context, owner, id, secret string, previousUntil time.Time) (*Subscription, error)
-	// ListAttempts returns the subscription's latest attempts, newest
-	// first, at most limit, or ErrNotFound when the subscription is not the
-	// owner's.
-	ListAttempts(ctx context.Context, owner, id string, limit int) ([]*Attempt, error)
+	// ListAttempts returns at most f.Limit of the subscription's attempts
+	// after f.After (newest first, see AttemptFilter) in state f.State
+	// (when set), or ErrNotFound when the subscription is not the owner's.
+	ListAttempts(ctx context.Context, f AttemptFilter) ([]*Attempt, error)
+	// UpdateSubscription applies u as of now (a disable sets DisabledAt to
+	// now with no reason and fails the pending deliveries; an enable clears
+	// DisabledAt, DisabledReason and FailingSince) and returns the
+	// subscription before and after, or ErrNotFound.
+	UpdateSubscription(ctx context.Context, owner, id string, u SubscriptionUpdate, now time.Time) (before, after *Subscription, err error)
+	// ResendDelivery makes the subscription's delivery messageID pending
+	// and due at now, whatever its state (a leased one keeps its lease),
+	// and returns it, or ErrNotFound.
+	ResendDelivery(ctx context.Context, owner, id, messageID string, now time.Time) (*Delivery, error)
+	// RecoverDeliveries makes at most limit of the subscription's failed
+	// deliveries created at or after since, and not yet recovered with
+	// this since, pending and due at now, marking them recovered with
+	// since; it returns how many (fewer than limit: none is left), or
+	// ErrNotFound when the subscription is not the owner's.
+	RecoverDeliveries(ctx context.Context, owner, id string, since, now time.Time, limit int) (int, error)
 }
 
-// Event is a webhook event, written to the outbox in the transaction of the
-// change it reports: one delivery row per enabled subscription of the owner.
+// Event is the change a plant write reports, written in the transaction of
+// the change: a PlantEvent (event.go) in the events table, with the owner's
+// next Seq, and the outbox rows: one delivery per enabled subscription of
+// the owner that takes it (an untyped subscription takes creates only, with
+// Payload as body; a typed one the types it names, with the envelope as
+// body: EnvelopePrefix, the Seq, EnvelopeSuffix).
 type Event struct {
 	MessageID string // the webhook-id header: the same on every attempt
 	PlantID   int64
-	Payload   []byte // the body POSTed to receivers
+	Payload   []byte // the body POSTed to untyped subscriptions (creates only): NewPlant
 	CreatedAt time.Time
+
+	// Type is the event type ("": EventPlantCreated); EventID the
+	// PlantEvent's id; Data its data (nil: Payload).
+	Type    string
+	EventID string
+	Data    []byte
+	// EnvelopePrefix and EnvelopeSuffix are a typed delivery's body around
+	// the decimal Seq (PlantEvent.EnvelopeParts); nil: no typed delivery.
+	EnvelopePrefix, EnvelopeSuffix []byte
+
+	// Set by the store when the write committed: the event's Seq (0: no
+	// event was written, e.g. a create whose key was taken) and how many
+	// deliveries it wrote.
+	Seq        int64
+	Deliveries int
+}
+
+// EventType returns ev.Type, EventPlantCreated when unset.
+func (ev *Event) EventType() string {
+	if ev.Type == "" {
+		return EventPlantCreated
+	}
+	return ev.Type
+}
+
+// EventData returns ev.Data, Payload when unset, and JSON null when
+// neither is (an event made by a test or tool with no body).
+func (ev *Event) EventData() []byte {
+	switch {
+	case ev.Data != nil:
+		return ev.Data
+	case ev.Payload != nil:
+		return ev.Payload
+	}
+	return []byte("null")
 }
 
 // Task is one pending delivery handed to a dispatcher: the event's payload
@@ -200,6 +285,8 @@ type AttemptResult struct {
 	StatusCode  int
 	Error       string
 	Duration    time.Duration
+	// ResponseBody is the first bytes of the answer (ResponseExcerpt).
+	ResponseBody string
 	// Outcome: succeeded, failed (give up), or pending with NextAttemptAt.
 	State         DeliveryState
 	NextAttemptAt *time.Time

@@ -1,5 +1,5 @@
 // Package client is a Go client for the Plant Store API, every operation of
-// its contract (plants and webhook subscriptions). It wraps the code that
+// its contract (plants, webhook subscriptions and events). It wraps the code that
 // ogen generates from api/openapi.yaml (package client/oapi) with bearer
 // authentication, typed errors, conditional requests (ETag, If-Match) and
 // iterators that follow the Link header from page to page:
@@ -10,7 +10,11 @@
 //	p, err = c.UpdatePlant(ctx, 1, client.PlantPatch{Name: &name}, client.UpdatePlantOptions{IfMatch: p.ETag})
 //	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Tag: &tag}) { ... }
 //	w, err := c.CreateWebhook(ctx, client.NewWebhook{URL: "https://example.com/hook"})
+//	for ev, err := range c.TailEvents(ctx, lastSeq, client.TailOptions{}) { ... }
 //
+// The event stream (TailEvents) is read by a small Server-Sent Events
+// reader of its own, since the generated code does not stream; it
+// reconnects with Last-Event-ID when the connection drops.
 // Operations take their optional parameters as an options struct whose
 // zero value means none. Every error the API answers is an *Error (use
 // errors.As) carrying the HTTP status and the contract's stable error code.
@@ -83,6 +87,11 @@ func (e *Error) Error() string {
 // concurrent use.
 type Client struct {
 	api *oapi.Client
+	// base, token and http serve the requests the generated client cannot
+	// make (the event stream).
+	base  string
+	token string
+	http  *http.Client
 }
 
 // Option configures a Client.
@@ -120,7 +129,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &Client{api: api}, nil
+	return &Client{api: api, base: strings.TrimRight(baseURL, "/"), token: token, http: cfg.http}, nil
 }
 
 // defaultHTTPClient bounds every phase of a request: dial, TLS, waiting for

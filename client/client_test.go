@@ -50,7 +50,7 @@ func startServer(tb testing.TB) *testServer {
 		Logger:   logger,
 		Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond},
 	}
-	svc := service.New(db, service.Config{Notify: dispatcher.Notify, MaxSubscriptions: maxSubscriptions})
+	svc := service.New(db, service.Config{Notify: dispatcher.Notify, MaxSubscriptions: maxSubscriptions, Ping: dispatcher.Ping})
 	dispatcher.Outbox = svc.Outbox
 	dctx, stopDispatcher := context.WithCancel(context.Background())
 	dispatched := make(chan error, 1)
@@ -58,6 +58,8 @@ func startServer(tb testing.TB) *testServer {
 	s := plantstorehttp.NewServer()
 	s.Addr = "127.0.0.1:0"
 	s.PlantService, s.TokenService, s.WebhookService, s.Storage = svc.Plants, svc.Tokens, svc.Webhooks, db
+	s.EventService, s.EventNotifier = svc.Events, svc.Notifier
+	s.EventStreamHeartbeat = time.Second
 	s.Logger = logger
 	if err := s.Open(); err != nil {
 		tb.Fatal(err)

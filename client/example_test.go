@@ -80,11 +80,10 @@ func ExampleClient_CreateWebhook() {
 	}
 	fmt.Println(w.ID, w.Secret) // verify deliveries with the secret
 
-	ds, err := c.ListWebhookDeliveries(ctx, w.ID)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, d := range ds {
+	for d, err := range c.WebhookDeliveries(ctx, w.ID, client.ListDeliveriesOptions{State: "failed"}) {
+		if err != nil {
+			log.Fatal(err)
+		}
 		fmt.Println(d.AttemptedAt, d.Attempt, d.State, d.StatusCode, d.Error)
 	}
 	for w, err := range c.Webhooks(ctx, client.ListWebhooksOptions{}) {

@@ -201,7 +201,10 @@ func TestSharedErrorAnswers(t *testing.T) {
 			"delete plant": func() error { return c.DeletePlant(ctx, 1, client.DeletePlantOptions{}) },
 			"list plants":  func() error { _, err := c.ListPlants(ctx, client.ListPlantsOptions{}); return err },
 			"get webhook":  func() error { _, err := c.GetWebhook(ctx, "whk_0000000000000000"); return err },
-			"deliveries":   func() error { _, err := c.ListWebhookDeliveries(ctx, "whk_0000000000000000"); return err },
+			"deliveries": func() error {
+				_, err := c.ListWebhookDeliveries(ctx, "whk_0000000000000000", client.ListDeliveriesOptions{})
+				return err
+			},
 		}
 		for name, call := range calls {
 			e := apiError(t, call())

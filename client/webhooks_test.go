@@ -46,15 +46,15 @@ func waitDeliveries(t *testing.T, c *client.Client, id string, done func([]clien
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ds, err := c.ListWebhookDeliveries(context.Background(), id)
+		page, err := c.ListWebhookDeliveries(context.Background(), id, client.ListDeliveriesOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done(ds) {
+		if ds := page.Deliveries; done(ds) {
 			return ds
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("deliveries of %s after 20 s: %+v", id, ds)
+			t.Fatalf("deliveries of %s after 20 s: %+v", id, page.Deliveries)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -89,7 +89,7 @@ func TestWebhooks(t *testing.T) {
 		t.Errorf("get (-want +got; no secret):\n%s", diff)
 	}
 
-	rotated, err := c.RotateWebhookSecret(ctx, created.ID)
+	rotated, err := c.RotateWebhookSecret(ctx, created.ID, client.RotateSecretOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestWebhooks(t *testing.T) {
 
 	// A new subscription has no deliveries; a new plant is delivered and
 	// its attempt listed.
-	ds, err := c.ListWebhookDeliveries(ctx, created.ID)
-	if err != nil || len(ds) != 0 {
-		t.Fatalf("deliveries of a new subscription: %+v, %v; want none", ds, err)
+	page, err := c.ListWebhookDeliveries(ctx, created.ID, client.ListDeliveriesOptions{})
+	if err != nil || len(page.Deliveries) != 0 || page.Next != nil {
+		t.Fatalf("deliveries of a new subscription: %+v, %v; want none", page, err)
 	}
 	if _, err := c.CreatePlant(ctx, client.NewPlant{ID: 42, Name: "Ivy"}); err != nil {
 		t.Fatal(err)
 	}
-	ds = waitDeliveries(t, c, created.ID, func(ds []client.Delivery) bool { return len(ds) > 0 })
+	ds := waitDeliveries(t, c, created.ID, func(ds []client.Delivery) bool { return len(ds) > 0 })
 	d := ds[0]
 	if d.State != "succeeded" || d.StatusCode != 200 || d.Attempt != 1 || d.PlantID == nil || *d.PlantID != 42 ||
 		d.MessageID == "" || d.AttemptedAt.IsZero() || d.NextAttemptAt != nil || d.Error != "" {
@@ -163,8 +163,11 @@ func TestWebhookErrors(t *testing.T) {
 		{"get unknown", func() error { _, err := c.GetWebhook(ctx, unknown); return err }, client.Error{Status: 404, Code: 40403}},
 		{"get another owner's", func() error { _, err := bob.GetWebhook(ctx, w.ID); return err }, client.Error{Status: 404, Code: 40403}},
 		{"delete unknown", func() error { return c.DeleteWebhook(ctx, unknown) }, client.Error{Status: 404, Code: 40403}},
-		{"rotate unknown", func() error { _, err := c.RotateWebhookSecret(ctx, unknown); return err }, client.Error{Status: 404, Code: 40403}},
-		{"deliveries unknown", func() error { _, err := c.ListWebhookDeliveries(ctx, unknown); return err }, client.Error{Status: 404, Code: 40403}},
+		{"rotate unknown", func() error { _, err := c.RotateWebhookSecret(ctx, unknown, client.RotateSecretOptions{}); return err }, client.Error{Status: 404, Code: 40403}},
+		{"deliveries unknown", func() error {
+			_, err := c.ListWebhookDeliveries(ctx, unknown, client.ListDeliveriesOptions{})
+			return err
+		}, client.Error{Status: 404, Code: 40403}},
 		{"bad id", func() error { _, err := c.GetWebhook(ctx, "nope"); return err }, client.Error{Status: 400, Code: 40004}},
 		{"bad url", func() error { _, err := c.CreateWebhook(ctx, client.NewWebhook{URL: "ftp://127.0.0.1/x"}); return err }, client.Error{Status: 400, Code: 40002}},
 		{"missing scope", func() error { _, err := plantsOnly.ListWebhooks(ctx, client.ListWebhooksOptions{}); return err }, client.Error{Status: 403, Code: 40301}},

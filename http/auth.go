@@ -31,6 +31,15 @@ var operationScopes = map[string]string{
 	oapi.HeadWebhooksOperation:          plantstore.ScopeWebhooksManage,
 	oapi.HeadWebhookOperation:           plantstore.ScopeWebhooksManage,
 	oapi.HeadWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
+	oapi.UpdateWebhookOperation:         plantstore.ScopeWebhooksManage,
+	oapi.ResendWebhookDeliveryOperation: plantstore.ScopeWebhooksManage,
+	oapi.RecoverWebhookOperation:        plantstore.ScopeWebhooksManage,
+	oapi.PingWebhookOperation:           plantstore.ScopeWebhooksManage,
+
+	oapi.ListEventsOperation:       plantstore.ScopePlantsRead,
+	oapi.HeadEventsOperation:       plantstore.ScopePlantsRead,
+	oapi.StreamEventsOperation:     plantstore.ScopePlantsRead,
+	oapi.HeadEventsStreamOperation: plantstore.ScopePlantsRead,
 }
 
 // HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
@@ -64,6 +73,11 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 		return nil, err
 	}
 	setOwner(ctx, tok.Owner)
+	if op == oapi.StreamEventsOperation {
+		// A stream outlives the request's check: it authenticates the
+		// secret again at each heartbeat (events_stream.go).
+		ctx = withBearerSecret(ctx, secret)
+	}
 	return plantstore.NewContextWithToken(ctx, tok), nil
 }
 

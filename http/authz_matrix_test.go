@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -41,7 +42,7 @@ func ownerState(t *testing.T, ts *TestServer, owner string) string {
 	}
 	for _, s := range subs {
 		line("subscription", s)
-		attempts, err := ts.Services.Webhooks.FindAttempts(ctx, owner, s.ID)
+		attempts, _, err := ts.Services.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: owner, SubscriptionID: s.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +85,8 @@ func contractOperations(t *testing.T) []string {
 // token lacking the operation's scope gets 403 40301. Either way the
 // owner's state in the store is unchanged afterwards.
 func TestAuthorizationMatrix(t *testing.T) {
-	ts := MustOpenServer(t)
+	// Event streams send a heartbeat soon, after the events they have.
+	ts := MustOpenServer(t, func(ts *TestServer) { ts.EventStreamHeartbeat = 20 * time.Millisecond })
 	const owner = "alice"
 	full := ts.Token(t, owner, plantstore.KnownScopes...)
 	hook := decodeWebhook(t, ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: full,
@@ -102,6 +104,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		// HEAD answers carry no body: only the status tells.
 		headNotFound = "HEAD 404" // the object is hidden
 		headOwnList  = "HEAD 200" // the list is the other owner's own: no Link
+		ownStream    = "stream"   // the stream is the other owner's own: a heartbeat before any event
 	)
 	tests := []struct {
 		op      string // operationId in api/openapi.yaml
@@ -126,6 +129,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"headWebhooks", Request{Method: "HEAD", Path: "/webhooks?limit=1"}, headOwnList, 0, 0},
 		{"headWebhook", Request{Method: "HEAD", Path: wh}, headNotFound, 0, 0},
 		{"headWebhookDeliveries", Request{Method: "HEAD", Path: wh + "/deliveries"}, headNotFound, 0, 0},
+		{"updateWebhook", Request{Method: "PATCH", Path: wh, Body: `{"url":"http://127.0.0.1:9/intruder","enabled":false}`}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"resendWebhookDelivery", Request{Method: "POST", Path: wh + "/deliveries/msg_000000000000000000000000/resend"}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"recoverWebhook", Request{Method: "POST", Path: wh + "/recover", Body: `{"since":"2000-01-01T00:00:00Z"}`}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"pingWebhook", Request{Method: "POST", Path: wh + "/ping"}, notFound, plantstore.CodeWebhookNotFound, 0},
+		{"listEvents", Request{Method: "GET", Path: "/events"}, emptyList, 0, 0},
+		{"headEvents", Request{Method: "HEAD", Path: "/events?limit=1"}, headOwnList, 0, 0},
+		{"streamEvents", Request{Method: "GET", Path: "/events/stream"}, ownStream, 0, 0},
+		{"headEventsStream", Request{Method: "HEAD", Path: "/events/stream"}, headOwnList, 0, 0},
 	}
 
 	t.Run("EveryOperationCovered", func(t *testing.T) {
@@ -167,6 +178,19 @@ func TestAuthorizationMatrix(t *testing.T) {
 			// another row's object exist in the intruder's namespace.
 			r := tt.req
 			r.Token = ts.Token(t, "mallory-"+tt.op, plantstore.KnownScopes...)
+			if tt.cross == ownStream {
+				// The stream does not end: read up to its first heartbeat,
+				// which comes after every event the intruder may see.
+				resp, s := openStream(t, ts, r.Token, r.Path, nil)
+				if s == nil {
+					t.Fatalf("%d %s, want 200 and a stream", resp.Status, resp.Body)
+				}
+				if f := s.next(t); f.Comment != "heartbeat" {
+					t.Fatalf("first frame %+v, want a heartbeat (the intruder has no event)", f)
+				}
+				unchanged(t)
+				return
+			}
 			resp := ts.Do(t, r)
 			switch tt.cross {
 			case notFound:

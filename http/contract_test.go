@@ -270,8 +270,8 @@ func TestContract_ForIntegrators(t *testing.T) {
 		}
 		tags[tag["name"].(string)] = true
 	}
-	if !tags["plants"] || !tags["webhooks"] || len(tags) != 2 {
-		t.Errorf("tags = %v, want plants and webhooks", tags)
+	if !tags["plants"] || !tags["webhooks"] || !tags["events"] || len(tags) != 3 {
+		t.Errorf("tags = %v, want plants, webhooks and events", tags)
 	}
 	for _, section := range []string{"paths", "webhooks"} {
 		for path, item := range ours.get(section).(map[string]any) {

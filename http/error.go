@@ -155,11 +155,16 @@ func toHTTPError(r *http.Request, err error) *HTTPError {
 // generated decoder refused.
 func paramError(op string, p *ogenerrors.DecodeParamError) *HTTPError {
 	code := plantstore.CodeInvalidQuery
-	if p.In == "path" {
+	switch p.In {
+	case "path":
 		code = plantstore.CodeInvalidPath
+	case "header":
+		code = plantstore.CodeInvalidHeader
 	}
 	var msg string
 	switch {
+	case p.Name == "Last-Event-ID":
+		msg = "must be an integer from 0 to 9223372036854775807"
 	case p.Name == "limit":
 		msg = fmt.Sprintf("must be an integer from 1 to %d", plantstore.MaxPageSize)
 	case p.Name == "id" && webhookOperations[op]:

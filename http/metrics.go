@@ -17,6 +17,8 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	rateLimited prometheus.Counter
+	// resends counts the deliveries re-queued by resend and recover.
+	resends *prometheus.CounterVec
 
 	// The route labels' metric children, made once (routeStats); the
 	// operational paths' are in Server.route's table.
@@ -46,6 +48,15 @@ var operationRoutes = map[oapi.OperationName]string{
 	oapi.HeadWebhooksOperation:          "/webhooks",
 	oapi.HeadWebhookOperation:           "/webhooks/{id}",
 	oapi.HeadWebhookDeliveriesOperation: "/webhooks/{id}/deliveries",
+	oapi.UpdateWebhookOperation:         "/webhooks/{id}",
+	oapi.ResendWebhookDeliveryOperation: "/webhooks/{id}/deliveries/{delivery_id}/resend",
+	oapi.RecoverWebhookOperation:        "/webhooks/{id}/recover",
+	oapi.PingWebhookOperation:           "/webhooks/{id}/ping",
+
+	oapi.ListEventsOperation:       "/events",
+	oapi.HeadEventsOperation:       "/events",
+	oapi.StreamEventsOperation:     "/events/stream",
+	oapi.HeadEventsStreamOperation: "/events/stream",
 }
 
 // NewRegistry returns a registry with the Go and process collectors, for
@@ -77,9 +88,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "plantstore_rate_limited_total",
 			Help: "Requests refused with 429 because their token's rate limit was spent.",
 		}),
+		resends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "plantstore_webhook_resends_total",
+			Help: "Webhook deliveries re-queued by hand, by operation (resend, recover).",
+		}, []string{"operation"}),
 		byOp: make(map[oapi.OperationName]*routeStats, len(operationRoutes)),
 	}
-	reg.MustRegister(m.requests, m.duration, m.rateLimited)
+	m.resends.WithLabelValues("resend")
+	m.resends.WithLabelValues("recover")
+	reg.MustRegister(m.requests, m.duration, m.rateLimited, m.resends)
 	for op, p := range operationRoutes {
 		m.byOp[op] = m.route(p)
 	}

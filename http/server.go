@@ -51,7 +51,20 @@ type Server struct {
 	PlantService   plantstore.PlantService
 	TokenService   plantstore.TokenService
 	WebhookService plantstore.WebhookService
+	EventService   plantstore.EventService // GET /events and the event stream
 	Storage        Pinger
+
+	// EventNotifier wakes the event streams (GET /events/stream) when this
+	// process commits events; nil: they only poll. EventStreamHeartbeat (an
+	// idle stream's comment line), EventStreamPoll (how often a stream reads
+	// the store for events committed elsewhere, another replica's) and
+	// EventStreamMax (open streams per server; a quarter of them per owner):
+	// zero means the Default* constant (events_stream.go).
+	EventNotifier        plantstore.EventNotifier
+	EventStreamHeartbeat time.Duration
+	EventStreamPoll      time.Duration
+	EventStreamMax       int
+	streams              streamTable
 
 	// Logger receives error details and one line per request; nil:
 	// slog.Default(). The request lines are queued and written in batches
@@ -166,6 +179,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.metrics = newMetrics(s.Registry)
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
+	s.streams.init(s.Registry)
 	cors, err := newCORSPolicy(s.CORSOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("http: %w", err)
@@ -256,7 +270,8 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.draining.Store(true)
-	s.ln.Close() // new connections are refused; Serve returns, open ones go on
+	s.streams.close() // event streams end now: Shutdown would wait for them
+	s.ln.Close()      // new connections are refused; Serve returns, open ones go on
 	s.connsMu.Lock()
 	s.undrained = make(map[net.Conn]bool, len(s.conns))
 	for c := range s.conns {

@@ -96,6 +96,9 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	if ts.Service.OnTokenCache == nil {
 		ts.Service.OnTokenCache = plantstorehttp.TokenCacheObserver(ts.Registry) // as serve wires it
 	}
+	if ts.Service.OnEvent == nil {
+		ts.Service.OnEvent = plantstorehttp.EventObserver(ts.Registry) // as serve wires it
+	}
 	var backend service.Backend = db
 	if ts.Wrap != nil {
 		backend = ts.Wrap(db)
@@ -109,6 +112,12 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	}
 	if ts.WebhookService == nil {
 		ts.WebhookService = ts.Services.Webhooks
+	}
+	if ts.EventService == nil {
+		ts.EventService = ts.Services.Events
+	}
+	if ts.EventNotifier == nil {
+		ts.EventNotifier = ts.Services.Notifier
 	}
 	if ts.Storage == nil {
 		ts.Storage = db

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore"
 )
 
 // Metrics of the layers below the transport, which import no metrics
@@ -44,6 +46,26 @@ func TokenCacheObserver(reg prometheus.Registerer) func(hit bool) {
 			hit.Inc()
 		} else {
 			miss.Inc()
+		}
+	}
+}
+
+// EventObserver registers the events-written counter on reg and returns the
+// function to give the plant service (service.Config.OnEvent): told the type
+// of every event after its commit.
+func EventObserver(reg prometheus.Registerer) func(typ string) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantstore_events_written_total",
+		Help: "Events written (committed) by this process, by type (plant.created, plant.updated, plant.deleted).",
+	}, []string{"type"})
+	reg.MustRegister(c)
+	byType := make(map[string]prometheus.Counter, len(plantstore.EventTypes))
+	for _, t := range plantstore.EventTypes {
+		byType[t] = c.WithLabelValues(t) // every type shows, at 0, from the start
+	}
+	return func(typ string) {
+		if n, ok := byType[typ]; ok {
+			n.Inc()
 		}
 	}
 }

@@ -13,7 +13,11 @@ import (
 // CreateWebhook handles the "POST /webhooks" route: a new subscription, with
 // its signing secret shown this once.
 func (h *handler) CreateWebhook(ctx context.Context, req *oapi.NewWebhook) (oapi.CreateWebhookRes, error) {
-	sub, err := h.s.WebhookService.CreateSubscription(ctx, plantstore.TokenFromContext(ctx).Owner, req.URL.String(), req.Description.Or(""))
+	types := make([]string, len(req.Types))
+	for i, t := range req.Types {
+		types[i] = string(t)
+	}
+	sub, err := h.s.WebhookService.CreateSubscription(ctx, plantstore.TokenFromContext(ctx).Owner, req.URL.String(), req.Description.Or(""), types...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,42 +76,20 @@ func (h *handler) DeleteWebhook(ctx context.Context, params oapi.DeleteWebhookPa
 
 // RotateWebhookSecret handles the "POST /webhooks/{id}/rotate-secret" route:
 // a new secret; the old one keeps signing for plantstore.SecretRotationGrace.
-func (h *handler) RotateWebhookSecret(ctx context.Context, params oapi.RotateWebhookSecretParams) (oapi.RotateWebhookSecretRes, error) {
-	sub, err := h.s.WebhookService.RotateSecret(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID)
+// With old_secret_expires_in, the old one signs for that many seconds.
+func (h *handler) RotateWebhookSecret(ctx context.Context, req oapi.OptRotateSecret, params oapi.RotateWebhookSecretParams) (oapi.RotateWebhookSecretRes, error) {
+	var expiresIn *time.Duration
+	if body, ok := req.Get(); ok {
+		if secs, ok := body.OldSecretExpiresIn.Get(); ok {
+			d := time.Duration(secs) * time.Second // 0..604800 (the contract)
+			expiresIn = &d
+		}
+	}
+	sub, err := h.s.WebhookService.RotateSecret(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, expiresIn)
 	if err != nil {
 		return nil, err
 	}
 	return &oapi.WebhookWithSecretHeaders{Response: *withSecret(sub)}, nil
-}
-
-// ListWebhookDeliveries handles the "GET /webhooks/{id}/deliveries" route.
-func (h *handler) ListWebhookDeliveries(ctx context.Context, params oapi.ListWebhookDeliveriesParams) (oapi.ListWebhookDeliveriesRes, error) {
-	attempts, err := h.s.WebhookService.FindAttempts(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]oapi.Delivery, len(attempts))
-	for i, a := range attempts {
-		d := oapi.Delivery{
-			WebhookID:   a.MessageID,
-			PlantID:     oapi.NewOptInt64(a.PlantID),
-			Attempt:     int32(a.Attempt),
-			AttemptedAt: a.AttemptedAt.UTC(),
-			DurationMs:  oapi.NewOptFloat64(float64(a.Duration.Microseconds()) / 1000),
-			State:       oapi.DeliveryState(a.State),
-		}
-		if a.StatusCode != 0 {
-			d.StatusCode = oapi.NewOptInt32(int32(a.StatusCode))
-		}
-		if a.Error != "" {
-			d.Error = oapi.NewOptString(a.Error)
-		}
-		if a.NextAttemptAt != nil {
-			d.NextAttemptAt = oapi.NewOptDateTime(a.NextAttemptAt.UTC())
-		}
-		out[i] = d
-	}
-	return &oapi.ListWebhookDeliveriesOKHeaders{Response: out}, nil
 }
 
 // HeadWebhooks handles the "HEAD /webhooks" route: the headers of "GET
@@ -128,20 +110,15 @@ func (h *handler) HeadWebhook(ctx context.Context, params oapi.HeadWebhookParams
 	return &oapi.HeadWebhookOK{}, nil
 }
 
-// HeadWebhookDeliveries handles the "HEAD /webhooks/{id}/deliveries" route.
-func (h *handler) HeadWebhookDeliveries(ctx context.Context, params oapi.HeadWebhookDeliveriesParams) (oapi.HeadWebhookDeliveriesRes, error) {
-	if _, err := h.s.WebhookService.FindAttempts(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID); err != nil {
-		return nil, err
-	}
-	return &oapi.HeadWebhookDeliveriesOK{}, nil
-}
-
 // toAPIWebhook maps a subscription to the contract's Webhook: disabled_at
 // and disabled_reason only once it is disabled.
 func toAPIWebhook(s *plantstore.Subscription) *oapi.Webhook {
 	w := &oapi.Webhook{ID: s.ID, URL: s.URL, CreatedAt: s.CreatedAt.UTC().Truncate(time.Microsecond), Enabled: s.DisabledAt == nil}
 	if s.Description != "" {
 		w.Description = oapi.NewOptString(s.Description)
+	}
+	for _, t := range s.Types {
+		w.Types = append(w.Types, oapi.EventType(t))
 	}
 	if s.DisabledAt != nil {
 		w.DisabledAt = oapi.NewOptDateTime(s.DisabledAt.UTC().Truncate(time.Microsecond))
@@ -155,7 +132,7 @@ func toAPIWebhook(s *plantstore.Subscription) *oapi.Webhook {
 func withSecret(s *plantstore.Subscription) *oapi.WebhookWithSecret {
 	w := toAPIWebhook(s)
 	out := &oapi.WebhookWithSecret{ID: w.ID, URL: w.URL, Description: w.Description, CreatedAt: w.CreatedAt, Enabled: w.Enabled,
-		DisabledAt: w.DisabledAt, Secret: s.Secret}
+		DisabledAt: w.DisabledAt, Types: w.Types, Secret: s.Secret}
 	if reason, ok := w.DisabledReason.Get(); ok {
 		out.DisabledReason = oapi.NewOptWebhookWithSecretDisabledReason(oapi.WebhookWithSecretDisabledReason(reason))
 	}

@@ -8,6 +8,7 @@ package mock
 
 import (
 	"context"
+	"time"
 
 	"github.com/plantstore/plantstore"
 )
@@ -100,17 +101,21 @@ func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plants
 
 // WebhookService is a fake plantstore.WebhookService.
 type WebhookService struct {
-	CreateSubscriptionFn   func(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error)
+	CreateSubscriptionFn   func(ctx context.Context, owner, url, description string, types ...string) (*plantstore.Subscription, error)
 	FindSubscriptionsFn    func(ctx context.Context, f plantstore.SubscriptionFilter) ([]*plantstore.Subscription, bool, error)
 	FindSubscriptionByIDFn func(ctx context.Context, owner, id string) (*plantstore.Subscription, error)
 	DeleteSubscriptionFn   func(ctx context.Context, owner, id string) error
-	RotateSecretFn         func(ctx context.Context, owner, id string) (*plantstore.Subscription, error)
-	FindAttemptsFn         func(ctx context.Context, owner, id string) ([]*plantstore.Attempt, error)
+	RotateSecretFn         func(ctx context.Context, owner, id string, oldExpiresIn *time.Duration) (*plantstore.Subscription, error)
+	FindAttemptsFn         func(ctx context.Context, f plantstore.AttemptFilter) ([]*plantstore.Attempt, bool, error)
+	UpdateSubscriptionFn   func(ctx context.Context, owner, id string, u plantstore.SubscriptionUpdate) (*plantstore.Subscription, *time.Time, error)
+	ResendDeliveryFn       func(ctx context.Context, owner, id, messageID string) (*plantstore.Delivery, error)
+	RecoverDeliveriesFn    func(ctx context.Context, owner, id string, since time.Time) (int64, error)
+	PingSubscriptionFn     func(ctx context.Context, owner, id string) (*plantstore.PingResult, error)
 }
 
 // CreateSubscription calls CreateSubscriptionFn.
-func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error) {
-	return s.CreateSubscriptionFn(ctx, owner, url, description)
+func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string, types ...string) (*plantstore.Subscription, error) {
+	return s.CreateSubscriptionFn(ctx, owner, url, description, types...)
 }
 
 // FindSubscriptions calls FindSubscriptionsFn.
@@ -129,11 +134,31 @@ func (s *WebhookService) DeleteSubscription(ctx context.Context, owner, id strin
 }
 
 // RotateSecret calls RotateSecretFn.
-func (s *WebhookService) RotateSecret(ctx context.Context, owner, id string) (*plantstore.Subscription, error) {
-	return s.RotateSecretFn(ctx, owner, id)
+func (s *WebhookService) RotateSecret(ctx context.Context, owner, id string, oldExpiresIn *time.Duration) (*plantstore.Subscription, error) {
+	return s.RotateSecretFn(ctx, owner, id, oldExpiresIn)
 }
 
 // FindAttempts calls FindAttemptsFn.
-func (s *WebhookService) FindAttempts(ctx context.Context, owner, id string) ([]*plantstore.Attempt, error) {
-	return s.FindAttemptsFn(ctx, owner, id)
+func (s *WebhookService) FindAttempts(ctx context.Context, f plantstore.AttemptFilter) ([]*plantstore.Attempt, bool, error) {
+	return s.FindAttemptsFn(ctx, f)
+}
+
+// UpdateSubscription calls UpdateSubscriptionFn.
+func (s *WebhookService) UpdateSubscription(ctx context.Context, owner, id string, u plantstore.SubscriptionUpdate) (*plantstore.Subscription, *time.Time, error) {
+	return s.UpdateSubscriptionFn(ctx, owner, id, u)
+}
+
+// ResendDelivery calls ResendDeliveryFn.
+func (s *WebhookService) ResendDelivery(ctx context.Context, owner, id, messageID string) (*plantstore.Delivery, error) {
+	return s.ResendDeliveryFn(ctx, owner, id, messageID)
+}
+
+// RecoverDeliveries calls RecoverDeliveriesFn.
+func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string, since time.Time) (int64, error) {
+	return s.RecoverDeliveriesFn(ctx, owner, id, since)
+}
+
+// PingSubscription calls PingSubscriptionFn.
+func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string) (*plantstore.PingResult, error) {
+	return s.PingSubscriptionFn(ctx, owner, id)
 }

@@ -63,26 +63,51 @@ const (
 	// an event. It returns one row per create: its position in the arrays
 	// (1-based), whether it inserted, and how many deliveries it wrote. It
 	// reads no plant (see above).
+	//
+	// Each create it inserts that carries an event also gets its
+	// plant.created event: the owners' event_sequences rows are advanced
+	// by their inserted creates (locked in owner order, held until the
+	// commit: see event.go) and the events numbered in key order. Typed
+	// subscriptions that name plant.created get the envelope (prefix, seq,
+	// suffix), untyped ones the payload. It also returns each create's seq
+	// (0: none).
 	qCreatePlants = `WITH input AS (
 	SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[],
-		$6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::TIMESTAMPTZ[])
-	WITH ORDINALITY AS input (owner, id, name, tag, created_at, message_id, plant_id, payload, event_at, n)
+		$6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::TIMESTAMPTZ[], $10::TEXT[], $11::BYTEA[], $12::BYTEA[], $13::BYTEA[])
+	WITH ORDINALITY AS input (owner, id, name, tag, created_at, message_id, plant_id, payload, event_at, event_id, data, env_pre, env_suf, n)
 ), inserted AS (
 	INSERT INTO plants (owner, id, name, tag, created_at)
 	SELECT owner, id, name, tag, created_at FROM input ORDER BY n
 	ON CONFLICT (owner, id) DO NOTHING
 	RETURNING owner, id
+), ev AS (
+	SELECT i.*, row_number() OVER (PARTITION BY i.owner ORDER BY i.n) AS k, count(*) OVER (PARTITION BY i.owner) AS c
+	FROM inserted JOIN input i USING (owner, id)
+	WHERE i.message_id IS NOT NULL
+), seqs AS (
+	INSERT INTO event_sequences AS q (owner, last)
+	SELECT owner, count(*) FROM ev GROUP BY owner ORDER BY owner
+	ON CONFLICT (owner) DO UPDATE SET last = q.last + EXCLUDED.last
+	RETURNING owner, last
+), evs AS (
+	SELECT e.*, s.last - e.c + e.k AS seq FROM ev e JOIN seqs s USING (owner)
+), written AS (
+	INSERT INTO events (owner, seq, id, type, plant_id, data, created_at)
+	SELECT owner, seq, event_id, 'plant.created', plant_id, data, event_at FROM evs
 ), delivered AS (
 	INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-	SELECT i.message_id, s.id, s.owner, i.plant_id, i.payload, 'pending', 0, i.event_at, i.event_at
-	FROM inserted JOIN input i USING (owner, id)
-	JOIN webhook_subscriptions s ON s.owner = i.owner AND s.disabled_at IS NULL
-	WHERE i.message_id IS NOT NULL
+	SELECT e.message_id, s.id, s.owner, e.plant_id,
+		CASE WHEN s.types IS NULL THEN e.payload ELSE e.env_pre || CAST(CAST(e.seq AS TEXT) AS BYTEA) || e.env_suf END,
+		'pending', 0, e.event_at, e.event_at
+	FROM evs e
+	JOIN webhook_subscriptions s ON s.owner = e.owner AND s.disabled_at IS NULL
+	WHERE s.types IS NULL OR (e.env_pre IS NOT NULL AND ' ' || s.types || ' ' LIKE '% plant.created %')
 	RETURNING message_id
 )
-SELECT i.n, inserted.id IS NOT NULL, COALESCE(d.deliveries, 0)
+SELECT i.n, inserted.id IS NOT NULL, COALESCE(d.deliveries, 0), COALESCE(evs.seq, 0)
 FROM input i
 LEFT JOIN inserted USING (owner, id)
+LEFT JOIN evs ON evs.n = i.n
 LEFT JOIN (SELECT message_id, count(*) AS deliveries FROM delivered GROUP BY message_id) d ON d.message_id = i.message_id`
 
 	// qDeletePlant deletes one plant. Deleting a run in one statement
@@ -322,27 +347,37 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 		messageIDs    = make([]*string, n)
 		payloads      = make([][]byte, n)
 		eventsAt      = make([]time.Time, n)
+		eventIDs      = make([]string, n)
+		data          = make([][]byte, n)
+		envPre        = make([][]byte, n)
+		envSuf        = make([][]byte, n)
 	)
 	for i, op := range run {
 		p := op.plant
 		owners[i], ids[i], names[i], tags[i], created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
 		if ev := op.event; ev != nil {
 			messageIDs[i], plantIDs[i], payloads[i], eventsAt[i] = &ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt
+			eventIDs[i], data[i], envPre[i], envSuf[i] = ev.EventID, ev.EventData(), ev.EnvelopePrefix, ev.EnvelopeSuffix
 		}
 	}
-	b.Queue(qCreatePlants, owners, ids, names, tags, created, messageIDs, plantIDs, payloads, eventsAt).Query(func(rows pgx.Rows) error {
+	b.Queue(qCreatePlants, owners, ids, names, tags, created, messageIDs, plantIDs, payloads, eventsAt,
+		eventIDs, data, envPre, envSuf).Query(func(rows pgx.Rows) error {
 		var (
 			pos, deliveries int
 			inserted        bool
+			seq             int64
 		)
 		seen := 0
-		_, err := pgx.ForEachRow(rows, []any{&pos, &inserted, &deliveries}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&pos, &inserted, &deliveries, &seq}, func() error {
 			if pos < 1 || pos > n {
 				return fmt.Errorf("create plants: outcome of create %d of %d", pos, n)
 			}
 			seen++
 			op := run[pos-1]
 			op.deliveries, op.taken = deliveries, !inserted
+			if op.event != nil {
+				op.event.Seq, op.event.Deliveries = seq, deliveries
+			}
 			return nil
 		})
 		if err == nil && seen != n {

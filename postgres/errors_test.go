@@ -134,14 +134,17 @@ func TestUnavailable(t *testing.T) {
 			_, err := db.ListPlants(ctx, plantstore.PlantFilter{Owner: "alice", Limit: 10})
 			return err
 		}},
-		{"DeletePlant", func(ctx context.Context) error { return db.DeletePlant(ctx, "alice", 2) }},
+		{"DeletePlant", func(ctx context.Context) error { return db.DeletePlant(ctx, "alice", 2, nil) }},
 		{"BulkInsertPlants", func(ctx context.Context) error {
 			_, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{fern})
 			return err
 		}},
 		{"InsertFirstToken", func(ctx context.Context) error { _, err := db.InsertFirstToken(ctx, newToken(t)); return err }},
 		{"ListTokens", func(ctx context.Context) error { _, err := db.ListTokens(ctx); return err }},
-		{"ListAttempts", func(ctx context.Context) error { _, err := db.ListAttempts(ctx, "alice", "whk_1", 10); return err }},
+		{"ListAttempts", func(ctx context.Context) error {
+			_, err := db.ListAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: "whk_1", Limit: 10})
+			return err
+		}},
 		{"ClaimDeliveries", func(ctx context.Context) error {
 			_, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 			return err

@@ -177,8 +177,9 @@ const (
 	WHERE message_id = $1 AND subscription_id = $2 AND state = 'pending'
 	RETURNING subscription_id, message_id, plant_id, attempts
 ), attempt AS (
-	INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at)
-	SELECT subscription_id, message_id, plant_id, attempts, $5::TIMESTAMPTZ, NULLIF($6::INT, 0), NULLIF($7::TEXT, ''), $8::BIGINT, $3::TEXT, $4::TIMESTAMPTZ
+	INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at, response_body)
+	SELECT subscription_id, message_id, plant_id, attempts, $5::TIMESTAMPTZ, NULLIF($6::INT, 0), NULLIF($7::TEXT, ''), $8::BIGINT, $3::TEXT, $4::TIMESTAMPTZ,
+		NULLIF($12::TEXT, '')
 	FROM done
 )
 UPDATE webhook_subscriptions SET
@@ -211,7 +212,7 @@ func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plants
 		b := &pgx.Batch{}
 		b.Queue(qLockForAttempt, t.SubscriptionID, !ok)
 		b.Queue(qComplete, t.MessageID, t.SubscriptionID, string(r.State), r.NextAttemptAt,
-			r.AttemptedAt, r.StatusCode, r.Error, r.Duration.Microseconds(), ok, r.Disable, cutoff)
+			r.AttemptedAt, r.StatusCode, r.Error, r.Duration.Microseconds(), ok, r.Disable, cutoff, r.ResponseBody)
 		if !ok {
 			b.Queue(qFailDisabled, t.SubscriptionID)
 		}

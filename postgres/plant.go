@@ -23,10 +23,27 @@ func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantsto
 	return op.existing, op.deliveries, nil
 }
 
-// DeletePlant deletes the owner's plant with id. It joins the group commit.
-func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
-	return db.write(ctx, &writeOp{del: true, plant: &plantstore.Plant{Owner: owner, ID: id}})
+// DeletePlant deletes the owner's plant with id. Without an event it joins
+// the group commit; with one (plant.deleted, whose data is the row as it
+// was) it runs in a transaction of its own: DELETE ... RETURNING, then the
+// event.
+func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plantstore.Event) error {
+	if ev == nil {
+		return db.write(ctx, &writeOp{del: true, plant: &plantstore.Plant{Owner: owner, ID: id}})
+	}
+	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		old, err := scanPlant(tx.QueryRow(ctx, qDeletePlantReturning, owner, id), owner, id)
+		if err != nil {
+			return err
+		}
+		ev.SetPlant(old)
+		return writeEvent(ctx, tx, owner, ev)
+	})
+	return wrap("delete plant", err)
 }
+
+// qDeletePlantReturning deletes one plant and returns it as scanPlant reads.
+const qDeletePlantReturning = `DELETE FROM plants WHERE owner = $1 AND id = $2 RETURNING name, tag, created_at`
 
 // qFindPlant reads one plant; the owner and id are the caller's.
 const qFindPlant = `SELECT name, tag, created_at FROM plants WHERE owner = $1 AND id = $2`

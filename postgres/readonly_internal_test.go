@@ -91,7 +91,7 @@ func TestReadOnly(t *testing.T) {
 		write func() error
 	}{
 		{"InsertPlant", func() error { _, _, err := db.InsertPlant(ctx, ivy, event(t, ivy)); return err }},
-		{"DeletePlant", func() error { return db.DeletePlant(ctx, "alice", 1) }},
+		{"DeletePlant", func() error { return db.DeletePlant(ctx, "alice", 1, nil) }},
 		{"BulkInsertPlants", func() error { _, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{ivy}); return err }},
 		{"InsertToken", func() error { return db.InsertToken(ctx, newTestToken(t)) }},
 		{"InsertSubscription", func() error {
@@ -141,11 +141,11 @@ func TestReadOnly(t *testing.T) {
 
 	// A write that succeeds clears the failure as well, before any Ping.
 	setReadOnly(t, db, admin, true)
-	if err := db.DeletePlant(ctx, "alice", 2); pgCode(err) != codeReadOnlyTransaction {
+	if err := db.DeletePlant(ctx, "alice", 2, nil); pgCode(err) != codeReadOnlyTransaction {
 		t.Fatalf("DeletePlant on a read-only database: err = %v, want SQLSTATE 25006", err)
 	}
 	setReadOnly(t, db, admin, false)
-	if err := db.DeletePlant(ctx, "alice", 2); err != nil {
+	if err := db.DeletePlant(ctx, "alice", 2, nil); err != nil {
 		t.Fatalf("DeletePlant once the database takes writes again: %v", err)
 	}
 	if db.failed.Load() != nil {

@@ -27,7 +27,7 @@ func TestBatchSpans(t *testing.T) {
 	if _, _, err := db.InsertPlant(ctx, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeletePlant(ctx, "alice", 2); !errors.Is(err, plantstore.ErrNotFound) {
+	if err := db.DeletePlant(ctx, "alice", 2, nil); !errors.Is(err, plantstore.ErrNotFound) {
 		t.Fatalf("delete of a missing plant: %v, want ErrNotFound", err)
 	}
 	request.End()

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,7 +15,7 @@ import (
 // subscriptionColumns is a subscription's select list, from the table
 // aliased s; a missing previous secret or reason (NULL) reads as "".
 const subscriptionColumns = `s.id, s.owner, s.url, s.description, s.secret, COALESCE(s.previous_secret, ''), s.previous_secret_until,
-	s.created_at, s.disabled_at, COALESCE(s.disabled_reason, ''), s.failing_since`
+	s.created_at, s.disabled_at, COALESCE(s.disabled_reason, ''), s.failing_since, s.types`
 
 // Statements of InsertSubscription, sent as one implicit transaction. The
 // first takes the owner's lock row (creating it if need be), so that the
@@ -23,9 +25,9 @@ const subscriptionColumns = `s.id, s.owner, s.url, s.description, s.secret, COAL
 const (
 	qLockOwner          = `INSERT INTO webhook_owners (owner) VALUES ($1) ON CONFLICT (owner) DO UPDATE SET owner = EXCLUDED.owner`
 	qInsertSubscription = `INSERT INTO webhook_subscriptions
-	(id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since)
+	(id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since, types)
 SELECT $1::TEXT, $2::TEXT, $3::TEXT, $4::TEXT, $5::TEXT, NULLIF($6::TEXT, ''), $7::TIMESTAMPTZ, $8::TIMESTAMPTZ, $9::TIMESTAMPTZ,
-	NULLIF($10::TEXT, ''), $11::TIMESTAMPTZ
+	NULLIF($10::TEXT, ''), $11::TIMESTAMPTZ, $13::TEXT
 WHERE (SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = $2) < $12`
 )
 
@@ -37,7 +39,7 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 		b := &pgx.Batch{}
 		b.Queue(qLockOwner, s.Owner)
 		b.Queue(qInsertSubscription, s.ID, s.Owner, s.URL, s.Description, s.Secret, s.PreviousSecret, s.PreviousSecretUntil,
-			s.CreatedAt, s.DisabledAt, string(s.DisabledReason), s.FailingSince, max).
+			s.CreatedAt, s.DisabledAt, string(s.DisabledReason), s.FailingSince, max, typesColumn(s.Types)).
 			Exec(func(tag pgconn.CommandTag) error {
 				if tag.RowsAffected() == 0 {
 					return plantstore.ErrLimit
@@ -123,20 +125,30 @@ func (db *DB) RotateSecret(ctx context.Context, owner, id, secret string, previo
 	return s, nil
 }
 
-// ListAttempts returns the subscription's latest attempts, newest first, at
-// most limit, or plantstore.ErrNotFound when the subscription is not the
-// owner's. The ownership check and the attempts share one round trip.
-func (db *DB) ListAttempts(ctx context.Context, owner, id string, limit int) ([]*plantstore.Attempt, error) {
+// ListAttempts returns at most f.Limit of the subscription's attempts
+// after f.After, newest first, in state f.State when set, or
+// plantstore.ErrNotFound when the subscription is not the owner's. The
+// ownership check and the attempts share one round trip.
+func (db *DB) ListAttempts(ctx context.Context, f plantstore.AttemptFilter) ([]*plantstore.Attempt, error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
 	var owned bool
 	var attempts []*plantstore.Attempt
+	var at *time.Time
+	var msg string
+	var n int
+	if f.After != nil {
+		at, msg, n = &f.After.AttemptedAt, f.After.MessageID, f.After.Attempt
+	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE owner = $1 AND id = $2)`, owner, id).
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE owner = $1 AND id = $2)`, f.Owner, f.SubscriptionID).
 		QueryRow(func(row pgx.Row) error { return row.Scan(&owned) })
 	b.Queue(`SELECT message_id, plant_id, attempt, attempted_at, COALESCE(status_code, 0), COALESCE(error, ''),
-		duration_us * 1000, state, next_attempt_at, subscription_id
-		FROM webhook_attempts WHERE subscription_id = $1 ORDER BY attempted_at DESC, attempt DESC LIMIT $2`, id, limit).
+		duration_us * 1000, state, next_attempt_at, subscription_id, COALESCE(response_body, '')
+		FROM webhook_attempts WHERE subscription_id = $1 AND ($2::TEXT = '' OR state = $2)
+			AND ($3::TIMESTAMPTZ IS NULL OR (attempted_at, message_id, attempt) < ($3, $4::TEXT, $5::INT))
+		ORDER BY attempted_at DESC, message_id DESC, attempt DESC LIMIT $6`,
+		f.SubscriptionID, string(f.State), at, msg, n, f.Limit).
 		Query(func(rows pgx.Rows) (err error) {
 			attempts, err = pgx.CollectRows(rows, scanAttempt)
 			return err
@@ -155,7 +167,7 @@ func (db *DB) ListAttempts(ctx context.Context, owner, id string, limit int) ([]
 func scanAttempt(row pgx.CollectableRow) (*plantstore.Attempt, error) {
 	var a plantstore.Attempt
 	if err := row.Scan(&a.MessageID, &a.PlantID, &a.Attempt, &a.AttemptedAt, &a.StatusCode, &a.Error,
-		&a.Duration, &a.State, &a.NextAttemptAt, &a.SubscriptionID); err != nil {
+		&a.Duration, &a.State, &a.NextAttemptAt, &a.SubscriptionID, &a.ResponseBody); err != nil {
 		return nil, err
 	}
 	return &a, nil
@@ -166,11 +178,39 @@ func scanSubscription(row pgx.CollectableRow) (*plantstore.Subscription, error) 
 	if err := row.Scan(subscriptionDest(&s)...); err != nil {
 		return nil, err
 	}
+	if s.DisabledAt != nil && s.DisabledReason == "" {
+		s.DisabledReason = plantstore.DisabledManual // stored as NULL
+	}
 	return &s, nil
 }
 
 // subscriptionDest is where subscriptionColumns scan to.
 func subscriptionDest(s *plantstore.Subscription) []any {
 	return []any{&s.ID, &s.Owner, &s.URL, &s.Description, &s.Secret, &s.PreviousSecret,
-		&s.PreviousSecretUntil, &s.CreatedAt, &s.DisabledAt, &s.DisabledReason, &s.FailingSince}
+		&s.PreviousSecretUntil, &s.CreatedAt, &s.DisabledAt, &s.DisabledReason, &s.FailingSince, typesDest{&s.Types}}
+}
+
+// typesColumn stores a subscription's event types space-separated; nil
+// (untyped) as NULL.
+func typesColumn(types []string) *string {
+	if types == nil {
+		return nil
+	}
+	s := strings.Join(types, " ")
+	return &s
+}
+
+// typesDest scans the types column: NULL is nil (untyped).
+type typesDest struct{ p *[]string }
+
+func (d typesDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*d.p = nil
+	case string:
+		*d.p = strings.Fields(v)
+	default:
+		return fmt.Errorf("postgres: webhook types: unexpected %T", src)
+	}
+	return nil
 }

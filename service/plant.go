@@ -12,9 +12,42 @@ import (
 
 // PlantService implements plantstore.PlantService over a PlantStore.
 type PlantService struct {
-	store  plantstore.PlantStore
-	now    func() time.Time
-	notify func()
+	store   plantstore.PlantStore
+	now     func() time.Time
+	notify  func()
+	events  *Broadcaster // woken after every commit that wrote an event
+	onEvent func(typ string)
+}
+
+// newEvent returns the event of a change of type typ of plant id, at now;
+// for a create, with p's data and envelope (for the other types the store
+// sets them from the row: SetPlant).
+func newEvent(typ string, id int64, now time.Time, p *plantstore.Plant) (*plantstore.Event, error) {
+	msgID, err := plantstore.NewMessageID()
+	if err != nil {
+		return nil, err
+	}
+	ev := &plantstore.Event{MessageID: msgID, PlantID: id, CreatedAt: now, Type: typ,
+		EventID: "evt_" + strings.TrimPrefix(msgID, "msg_")}
+	if p != nil {
+		ev.Payload = p.WebhookPayload()
+		ev.SetPlant(p)
+	}
+	return ev, nil
+}
+
+// written tells the dispatcher and the event waiters about ev, committed.
+func (s *PlantService) written(owner string, ev *plantstore.Event) {
+	if ev == nil || ev.Seq == 0 {
+		return
+	}
+	if ev.Deliveries > 0 {
+		s.notify() // the dispatcher has something to deliver
+	}
+	s.events.Notify(owner)
+	if s.onEvent != nil {
+		s.onEvent(ev.EventType())
+	}
 }
 
 // CreatePlant validates p and stores it with its webhook event, or
@@ -27,14 +60,13 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
-	msgID, err := plantstore.NewMessageID()
-	if err != nil {
-		return nil, false, err
-	}
 	now := s.now().UTC()
 	stored := *p
 	stored.CreatedAt = now
-	ev := &plantstore.Event{MessageID: msgID, PlantID: p.ID, Payload: p.WebhookPayload(), CreatedAt: now}
+	ev, err := newEvent(plantstore.EventPlantCreated, p.ID, now, p)
+	if err != nil {
+		return nil, false, err
+	}
 	existing, deliveries, err := s.store.InsertPlant(ctx, &stored, ev)
 	switch {
 	case errors.Is(err, plantstore.ErrContended):
@@ -45,6 +77,10 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	case existing == nil:
 		if deliveries > 0 {
 			s.notify() // the dispatcher has something to deliver
+		}
+		if ev.Seq > 0 {
+			ev.Deliveries = 0 // notified
+			s.written(p.Owner, ev)
 		}
 		return &stored, true, nil
 	case !existing.SameContent(p):
@@ -89,9 +125,14 @@ func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter)
 
 // DeletePlant deletes the owner's plant with id.
 func (s *PlantService) DeletePlant(ctx context.Context, owner string, id int64) error {
-	if err := s.store.DeletePlant(ctx, owner, id); err != nil {
+	ev, err := newEvent(plantstore.EventPlantDeleted, id, s.now().UTC(), nil)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeletePlant(ctx, owner, id, ev); err != nil {
 		return plantError("delete plant", id, err)
 	}
+	s.written(owner, ev)
 	return nil
 }
 
@@ -107,9 +148,14 @@ func (s *PlantService) DeletePlantIf(ctx context.Context, owner string, id int64
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeletePlantIf(ctx, owner, id, cur); err != nil {
+	ev, err := newEvent(plantstore.EventPlantDeleted, id, s.now().UTC(), nil)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeletePlantIf(ctx, owner, id, cur, ev); err != nil {
 		return conditionalError("delete plant", id, err)
 	}
+	s.written(owner, ev)
 	return nil
 }
 
@@ -118,9 +164,10 @@ func (s *PlantService) DeletePlantIf(ctx context.Context, owner string, id int64
 // holds. With ifMatch the plant is read, its ETag checked (412 when no
 // listed tag matches), and the store applies upd only while the plant still
 // has the content read (412 when it changed in between). A patch that
-// changes nothing writes nothing. No webhook event: events announce new
-// plants (a replay of the plant's create with its old content is then a
-// conflict, 409, like any create of a taken id with other content).
+// changes nothing writes nothing. A change writes a plant.updated event
+// (typed subscriptions that name it get it; untyped ones announce new plants
+// only). A replay of the plant's create with its old content is then a
+// conflict, 409, like any create of a taken id with other content.
 func (s *PlantService) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, ifMatch string) (*plantstore.Plant, error) {
 	if err := upd.Validate(); err != nil {
 		return nil, err
@@ -138,10 +185,15 @@ func (s *PlantService) UpdatePlant(ctx context.Context, owner string, id int64, 
 	} else if upd.Empty() {
 		return s.FindPlantByID(ctx, owner, id)
 	}
-	p, err := s.store.UpdatePlant(ctx, owner, id, upd, expect)
+	ev, err := newEvent(plantstore.EventPlantUpdated, id, s.now().UTC(), nil)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.store.UpdatePlant(ctx, owner, id, upd, expect, ev)
 	if err != nil {
 		return nil, conditionalError("update plant", id, err)
 	}
+	s.written(owner, ev)
 	return p, nil
 }
 

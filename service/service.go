@@ -39,6 +39,12 @@ type Config struct {
 	// have all failed for longer than this, at its next failed attempt (0:
 	// never; a 410 still disables it).
 	WebhookDisableAfter time.Duration
+	// Ping makes the attempt of POST /webhooks/{id}/ping (the dispatcher's
+	// client); nil: pings fail with an internal error.
+	Ping plantstore.Pinger
+	// OnEvent, if set, is told the type of every event written, after its
+	// commit (the events-written counter).
+	OnEvent func(typ string)
 }
 
 // Services are the services over one backend.
@@ -47,6 +53,10 @@ type Services struct {
 	Tokens   *TokenService
 	Webhooks *WebhookService
 	Outbox   *OutboxService
+	// Events lists the events; Notifier wakes in-process waiters (the SSE
+	// stream) after every commit that wrote events (plantstore.EventNotifier).
+	Events   *EventService
+	Notifier *Broadcaster
 }
 
 // Backend is what New needs of a backend: its row stores.
@@ -55,6 +65,7 @@ type Backend interface {
 	plantstore.TokenStore
 	plantstore.WebhookStore
 	plantstore.OutboxStore
+	plantstore.EventStore
 }
 
 // New returns the services over b's row stores.
@@ -67,10 +78,13 @@ func New(b Backend, c Config) *Services {
 	if notify == nil {
 		notify = func() {}
 	}
+	events := NewBroadcaster()
 	return &Services{
-		Plants:   &PlantService{store: b, now: now, notify: notify},
+		Events:   &EventService{store: b, now: now},
+		Notifier: events,
+		Plants:   &PlantService{store: b, now: now, notify: notify, events: events, onEvent: c.OnEvent},
 		Tokens:   &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache},
-		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions)},
+		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Ping, notify: notify},
 		Outbox:   &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},
 	}
 }
@@ -81,6 +95,7 @@ var (
 	_ plantstore.TokenService   = (*TokenService)(nil)
 	_ plantstore.WebhookService = (*WebhookService)(nil)
 	_ plantstore.OutboxService  = (*OutboxService)(nil)
+	_ plantstore.EventService   = (*EventService)(nil)
 )
 
 // Unavailable returns the error a client gets when the storage cannot

@@ -230,7 +230,7 @@ func TestClock(t *testing.T) {
 		checkTime(t, "imported CreatedAt", imported.CreatedAt, importedAt)
 
 		rotatedAt := c.Add(time.Minute)
-		rotated, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID)
+		rotated, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +436,7 @@ func TestCompleteTask(t *testing.T) {
 			t.Fatal("CompleteTask of a pending result without NextAttemptAt succeeded")
 		}
 		// Nothing was written: no attempt, and the delivery is still leased.
-		attempts, err := svc.Webhooks.FindAttempts(ctx, "alice", sub.ID)
+		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,7 +461,7 @@ func TestCompleteTask(t *testing.T) {
 		if err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{StatusCode: 503, State: plantstore.DeliveryPending, NextAttemptAt: &next}); err != nil {
 			t.Fatal(err)
 		}
-		attempts, err := svc.Webhooks.FindAttempts(ctx, "alice", sub.ID)
+		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -480,7 +480,7 @@ func TestCompleteTask(t *testing.T) {
 			State: plantstore.DeliverySucceeded, NextAttemptAt: ptr(start.Add(time.Hour))}); err != nil {
 			t.Fatal(err)
 		}
-		attempts, err := svc.Webhooks.FindAttempts(ctx, "alice", sub.ID)
+		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

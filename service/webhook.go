@@ -13,9 +13,11 @@ import (
 
 // WebhookService implements plantstore.WebhookService over a WebhookStore.
 type WebhookService struct {
-	store plantstore.WebhookStore
-	now   func() time.Time
-	max   int // subscriptions per owner
+	store  plantstore.WebhookStore
+	now    func() time.Time
+	max    int // subscriptions per owner
+	ping   plantstore.Pinger
+	notify func() // wakes the dispatcher after a resend or recover
 
 	mu   sync.Mutex
 	last uint64 // the last id issued, as a number: ids of one process increase
@@ -29,9 +31,12 @@ const idTries = 4
 // CreateSubscription checks url and description and stores a subscription
 // with a fresh id and secret, unless the owner has as many as allowed
 // (CodeTooManyWebhooks). An id that happens to be taken is drawn again.
-func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string) (*plantstore.Subscription, error) {
+func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string, types ...string) (*plantstore.Subscription, error) {
 	sub, err := plantstore.NewSubscription(owner, url, description, s.now())
 	if err != nil {
+		return nil, err
+	}
+	if sub.Types, err = plantstore.NormalizeEventTypes(types); err != nil {
 		return nil, err
 	}
 	for try := 1; ; try++ {
@@ -122,13 +127,21 @@ func (s *WebhookService) DeleteSubscription(ctx context.Context, owner, id strin
 }
 
 // RotateSecret gives the subscription a fresh secret; the current one keeps
-// signing for plantstore.SecretRotationGrace.
-func (s *WebhookService) RotateSecret(ctx context.Context, owner, id string) (*plantstore.Subscription, error) {
+// signing for oldExpiresIn (nil: plantstore.SecretRotationGrace, 0: not at
+// all, at most plantstore.MaxOldSecretExpiry).
+func (s *WebhookService) RotateSecret(ctx context.Context, owner, id string, oldExpiresIn *time.Duration) (*plantstore.Subscription, error) {
+	grace := plantstore.SecretRotationGrace
+	if oldExpiresIn != nil {
+		grace = *oldExpiresIn
+	}
+	if grace < 0 || grace > plantstore.MaxOldSecretExpiry {
+		return nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid RotateSecret: old_secret_expires_in: must be from 0 to %d seconds", int64(plantstore.MaxOldSecretExpiry/time.Second))
+	}
 	secret, err := plantstore.NewWebhookSecret()
 	if err != nil {
 		return nil, err
 	}
-	until := s.now().Add(plantstore.SecretRotationGrace).UTC()
+	until := s.now().Add(grace).UTC()
 	sub, err := s.store.RotateSecret(ctx, owner, id, secret, until)
 	if err != nil {
 		return nil, webhookError("rotate webhook secret", id, err)
@@ -136,14 +149,31 @@ func (s *WebhookService) RotateSecret(ctx context.Context, owner, id string) (*p
 	return sub, nil
 }
 
-// FindAttempts returns the subscription's latest attempts, newest first, at
-// most plantstore.MaxDeliveriesListed.
-func (s *WebhookService) FindAttempts(ctx context.Context, owner, id string) ([]*plantstore.Attempt, error) {
-	attempts, err := s.store.ListAttempts(ctx, owner, id, plantstore.MaxDeliveriesListed)
-	if err != nil {
-		return nil, webhookError("find webhook attempts", id, err)
+// FindAttempts returns one page of the subscription's attempt log, newest
+// first, and whether another page follows (it asks the store for one row
+// more).
+func (s *WebhookService) FindAttempts(ctx context.Context, f plantstore.AttemptFilter) ([]*plantstore.Attempt, bool, error) {
+	if f.Limit == 0 {
+		f.Limit = plantstore.DefaultPageSize
 	}
-	return attempts, nil
+	if f.Limit < 1 || f.Limit > plantstore.MaxPageSize {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "limit must be from 1 to %d", plantstore.MaxPageSize)
+	}
+	switch f.State {
+	case "", plantstore.DeliveryPending, plantstore.DeliverySucceeded, plantstore.DeliveryFailed:
+	default:
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "state must be pending, succeeded or failed")
+	}
+	want := f.Limit
+	f.Limit++
+	attempts, err := s.store.ListAttempts(ctx, f)
+	if err != nil {
+		return nil, false, webhookError("find webhook attempts", f.SubscriptionID, err)
+	}
+	if len(attempts) > want {
+		return attempts[:want], true, nil
+	}
+	return attempts, false, nil
 }
 
 // webhookError is storeError with ErrNotFound as CodeWebhookNotFound.

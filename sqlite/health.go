@@ -266,6 +266,11 @@ func (db *DB) checkPath() error {
 	}
 	for _, side := range []string{db.Path + "-wal", db.Path + "-shm"} {
 		if _, err := os.Lstat(side); err == nil {
+			// Another process may have created the database (file, then
+			// WAL) between the two checks: then it is there now.
+			if _, err := os.Stat(db.Path); err == nil {
+				return nil
+			}
 			return fmt.Errorf("%w: %s does not exist, but %s does: the database was deleted or moved; restore it, or remove %s-wal and %s-shm to start a new one",
 				ErrOrphanWAL, db.Path, side, db.Path, db.Path)
 		}

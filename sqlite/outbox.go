@@ -197,10 +197,10 @@ func (db *DB) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plants
 			return wrap("complete webhook delivery", err)
 		}
 		code := sql.NullInt64{Int64: int64(r.StatusCode), Valid: r.StatusCode != 0}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at, response_body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.SubscriptionID, t.MessageID, plantID, attempt, r.AttemptedAt.UnixNano(), code, nullEmpty(r.Error),
-			r.Duration.Microseconds(), string(r.State), next); err != nil {
+			r.Duration.Microseconds(), string(r.State), next, nullEmpty(r.ResponseBody)); err != nil {
 			return wrap("insert webhook attempt", err)
 		}
 		if r.State == plantstore.DeliverySucceeded {

@@ -130,32 +130,15 @@ func (db *DB) insertChunk(ctx context.Context, tx *Tx, ops []*writeOp) error {
 				return err
 			}
 			w.existing = p
-			continue
 		}
-		subs, err := db.subs.count(ctx, tx, w.plant.Owner)
-		if err != nil {
-			return err
-		}
-		if subs == 0 {
-			continue
-		}
-		ev := w.event
-		res, err := tx.exec(ctx, qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), w.plant.Owner)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		w.deliveries = int(n)
 	}
-	return nil
+	return db.writeCreateEvents(ctx, tx, ops)
 }
 
-// DeletePlant deletes the owner's plant with id. It joins the group commit.
-func (db *DB) DeletePlant(ctx context.Context, owner string, id int64) error {
-	w := &writeOp{kind: opDeletePlant, plant: &plantstore.Plant{Owner: owner, ID: id}}
+// DeletePlant deletes the owner's plant with id, with ev (plant.deleted)
+// when set. It joins the group commit.
+func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plantstore.Event) error {
+	w := &writeOp{kind: opDeletePlant, plant: &plantstore.Plant{Owner: owner, ID: id}, event: ev}
 	if err := db.do(ctx, w); err != nil {
 		return wrap("delete plant", err)
 	}

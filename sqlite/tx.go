@@ -19,11 +19,12 @@ type Tx struct {
 // Queries of the write path, prepared once on the write connection.
 const (
 	qFindPlant   = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
-	qDeletePlant = `DELETE FROM plants WHERE owner = ? AND id = ?`
+	qDeletePlant = `DELETE FROM plants WHERE owner = ? AND id = ? RETURNING owner, id, name, tag, created_at`
 	// qFanOut writes the outbox rows of a new plant: one delivery per
-	// enabled subscription of its owner, sharing one message id.
+	// enabled untyped subscription of its owner, sharing one message id
+	// (typed ones: qFanOutTyped, event.go).
 	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-SELECT ?1, id, owner, ?2, ?3, 'pending', 0, ?4, ?4 FROM webhook_subscriptions WHERE owner = ?5 AND disabled_at IS NULL`
+SELECT ?1, id, owner, ?2, ?3, 'pending', 0, ?4, ?4 FROM webhook_subscriptions WHERE owner = ?5 AND disabled_at IS NULL AND types IS NULL`
 	qCountSubscriptions = `SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = ? AND disabled_at IS NULL`
 	qDataVersion        = `PRAGMA data_version`
 )
@@ -47,16 +48,21 @@ func (db *DB) prepare(ops []*writeOp) {
 			}
 			for n := j - i; n > 0; n -= chunk(n) {
 				db.prepareOne(insertPlantsSQL(chunk(n)))
+				db.prepareOne(insertEventsSQL(chunk(n))) // a chunk's events, all stored
 			}
 			i = j - 1
 		case opDeletePlant:
 			db.prepareOne(qDeletePlant)
+			plants = true
 		}
 	}
 	if plants {
 		db.prepareOne(qFindPlant)
 		db.prepareOne(qFanOut)
+		db.prepareOne(qFanOutTyped)
 		db.prepareOne(qCountSubscriptions)
+		db.prepareOne(qNextSeq)
+		db.prepareOne(qInsertEvent)
 	}
 }
 
@@ -143,7 +149,7 @@ type writeOp struct {
 	kind  opKind
 	fn    func(ctx context.Context, tx *Tx) error // opFunc
 	plant *plantstore.Plant                       // opInsertPlant; opDeletePlant: Owner and ID
-	event *plantstore.Event                       // opInsertPlant
+	event *plantstore.Event                       // opInsertPlant, opDeletePlant (nil: none)
 
 	queued int64 // when it was queued (sinceEpoch), set by do
 
@@ -301,12 +307,15 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 			i = j
 			continue
 		case opDeletePlant:
-			res, err := tx.exec(ctx, qDeletePlant, w.plant.Owner, w.plant.ID)
-			if err == nil {
-				w.err = mustAffect(res, "delete plant")
+			old, err := scanPlant(tx.queryRow(ctx, qDeletePlant, w.plant.Owner, w.plant.ID))
+			if errors.Is(err, sql.ErrNoRows) {
+				w.err, err = plantstore.ErrNotFound, nil
+			} else if err == nil && w.event != nil {
+				w.event.SetPlant(old)
+				err = db.writeEvent(ctx, tx, w.plant.Owner, w.event)
 			}
-			if err != nil || (w.err != nil && !errors.Is(w.err, plantstore.ErrNotFound)) {
-				return db.failed(alone, ops[i:i+1], cmpErr(err, w.err))
+			if err != nil {
+				return db.failed(alone, ops[i:i+1], err)
 			}
 		case opFunc:
 			if w.err = w.fn(ctx, tx); w.err != nil {

@@ -20,7 +20,7 @@ WHERE owner = ?4 AND id = ?5 RETURNING owner, id, name, tag, created_at`
 	// qUpdatePlantIf is qUpdatePlant while the plant has name ?6 and tag ?7.
 	qUpdatePlantIf = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
 WHERE owner = ?4 AND id = ?5 AND name = ?6 AND tag IS ?7 RETURNING owner, id, name, tag, created_at`
-	qDeletePlantIf = `DELETE FROM plants WHERE owner = ? AND id = ? AND name = ? AND tag IS ?`
+	qDeletePlantIf = `DELETE FROM plants WHERE owner = ? AND id = ? AND name = ? AND tag IS ? RETURNING owner, id, name, tag, created_at`
 	qPlantExists   = `SELECT 1 FROM plants WHERE owner = ? AND id = ?`
 )
 
@@ -28,7 +28,7 @@ WHERE owner = ?4 AND id = ?5 AND name = ?6 AND tag IS ?7 RETURNING owner, id, na
 // expect's name and tag when expect is set (else ErrChanged), and returns
 // the plant as stored; ErrNotFound when there is none. It joins the group
 // commit.
-func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant) (*plantstore.Plant, error) {
+func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
 	var (
 		stored  *plantstore.Plant
 		outcome error // ErrNotFound or ErrChanged: the write's answer, not a failure of the batch
@@ -57,6 +57,10 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 			return wrap("update plant", err)
 		}
 		stored = p
+		if ev != nil {
+			ev.SetPlant(p)
+			return db.writeEvent(ctx, tx, owner, ev)
+		}
 		return nil
 	})
 	if err != nil {
@@ -71,15 +75,19 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 // DeletePlantIf deletes the owner's plant id only while it has expect's
 // name and tag: ErrChanged when it has other content, ErrNotFound when
 // there is none. It joins the group commit.
-func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant) error {
+func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant, ev *plantstore.Event) error {
 	var outcome error
 	err := db.update(ctx, "delete plant", func(ctx context.Context, tx *Tx) error {
 		outcome = nil
-		res, err := tx.exec(ctx, qDeletePlantIf, owner, id, expect.Name, nullable(expect.Tag))
-		if err != nil {
-			return wrap("delete plant", err)
+		old, err := scanPlant(tx.queryRow(ctx, qDeletePlantIf, owner, id, expect.Name, nullable(expect.Tag)))
+		if err == nil {
+			if ev != nil {
+				ev.SetPlant(old)
+				return db.writeEvent(ctx, tx, owner, ev)
+			}
+			return nil
 		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
+		if !errors.Is(err, sql.ErrNoRows) {
 			return wrap("delete plant", err)
 		}
 		outcome, err = db.missingOrChanged(ctx, tx, owner, id, true)

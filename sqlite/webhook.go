@@ -4,12 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/plantstore/plantstore"
 )
 
-const subscriptionColumns = `id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since`
+const subscriptionColumns = `id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since, types`
 
 // InsertSubscription stores s unless its owner has max subscriptions or
 // more (plantstore.ErrLimit). Writes are serialised (one writer, one
@@ -24,10 +25,10 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 		if n >= max {
 			return plantstore.ErrLimit
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.Owner, s.URL, s.Description, s.Secret, nullEmpty(s.PreviousSecret),
 			nullNanos(s.PreviousSecretUntil), s.CreatedAt.UnixNano(), nullNanos(s.DisabledAt),
-			nullEmpty(string(s.DisabledReason)), nullNanos(s.FailingSince))
+			nullEmpty(string(s.DisabledReason)), nullNanos(s.FailingSince), typesColumn(s.Types))
 		if isUniqueViolation(err) {
 			return plantstore.ErrExists
 		} else if err != nil {
@@ -132,20 +133,26 @@ func (db *DB) RotateSecret(ctx context.Context, owner, id, secret string, previo
 	return s, nil
 }
 
-// ListAttempts returns the subscription's latest attempts, newest first, at
-// most limit.
-func (db *DB) ListAttempts(ctx context.Context, owner, id string, limit int) ([]*plantstore.Attempt, error) {
-	if _, err := db.FindSubscription(ctx, owner, id); err != nil {
+// ListAttempts returns at most f.Limit of the subscription's attempts
+// after f.After, newest first, in state f.State when set.
+func (db *DB) ListAttempts(ctx context.Context, f plantstore.AttemptFilter) ([]*plantstore.Attempt, error) {
+	if _, err := db.FindSubscription(ctx, f.Owner, f.SubscriptionID); err != nil {
 		return nil, err
 	}
 	ctx, cancel := db.readContext(ctx)
 	defer cancel()
-	st, err := db.readStmt(ctx, `SELECT subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at
-		FROM webhook_attempts WHERE subscription_id = ? ORDER BY attempted_at DESC, attempt DESC LIMIT ?`)
+	st, err := db.readStmt(ctx, `SELECT subscription_id, message_id, plant_id, attempt, attempted_at, status_code, error, duration_us, state, next_attempt_at, response_body
+		FROM webhook_attempts WHERE subscription_id = ?1 AND (?2 = '' OR state = ?2)
+			AND (?3 IS NULL OR (attempted_at, message_id, attempt) < (?3, ?4, ?5))
+		ORDER BY attempted_at DESC, message_id DESC, attempt DESC LIMIT ?6`)
 	if err != nil {
 		return nil, wrap("list webhook attempts", err)
 	}
-	rows, err := st.QueryContext(ctx, id, limit)
+	var at, msg, n any
+	if f.After != nil {
+		at, msg, n = f.After.AttemptedAt.UnixNano(), f.After.MessageID, f.After.Attempt
+	}
+	rows, err := st.QueryContext(ctx, f.SubscriptionID, string(f.State), at, msg, n, f.Limit)
 	if err != nil {
 		return nil, wrap("list webhook attempts", err)
 	}
@@ -165,11 +172,12 @@ func scanAttempt(s scanner) (*plantstore.Attempt, error) {
 	var a plantstore.Attempt
 	var at, durUS int64
 	var code, next sql.NullInt64
-	var msg sql.NullString
+	var msg, body sql.NullString
 	var state string
-	if err := s.Scan(&a.SubscriptionID, &a.MessageID, &a.PlantID, &a.Attempt, &at, &code, &msg, &durUS, &state, &next); err != nil {
+	if err := s.Scan(&a.SubscriptionID, &a.MessageID, &a.PlantID, &a.Attempt, &at, &code, &msg, &durUS, &state, &next, &body); err != nil {
 		return nil, err
 	}
+	a.ResponseBody = body.String
 	a.AttemptedAt = fromNanos(at)
 	a.StatusCode = int(code.Int64)
 	a.Error = msg.String
@@ -181,11 +189,11 @@ func scanAttempt(s scanner) (*plantstore.Attempt, error) {
 
 func scanSubscription(s scanner) (*plantstore.Subscription, error) {
 	var sub plantstore.Subscription
-	var prev, reason sql.NullString
+	var prev, reason, types sql.NullString
 	var prevUntil, disabled, failing sql.NullInt64
 	var created int64
 	if err := s.Scan(&sub.ID, &sub.Owner, &sub.URL, &sub.Description, &sub.Secret, &prev, &prevUntil, &created,
-		&disabled, &reason, &failing); err != nil {
+		&disabled, &reason, &failing, &types); err != nil {
 		return nil, err
 	}
 	sub.PreviousSecret = prev.String
@@ -193,6 +201,27 @@ func scanSubscription(s scanner) (*plantstore.Subscription, error) {
 	sub.CreatedAt = fromNanos(created)
 	sub.DisabledAt = nanosPtr(disabled)
 	sub.DisabledReason = plantstore.DisabledReason(reason.String)
+	if sub.DisabledAt != nil && sub.DisabledReason == "" {
+		sub.DisabledReason = plantstore.DisabledManual // stored as NULL
+	}
 	sub.FailingSince = nanosPtr(failing)
+	sub.Types = typesOf(types)
 	return &sub, nil
+}
+
+// typesColumn stores a subscription's event types space-separated; nil
+// (untyped) as NULL.
+func typesColumn(types []string) sql.NullString {
+	if types == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: strings.Join(types, " "), Valid: true}
+}
+
+// typesOf reads the types column.
+func typesOf(s sql.NullString) []string {
+	if !s.Valid {
+		return nil
+	}
+	return strings.Fields(s.String)
 }

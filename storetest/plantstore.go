@@ -181,7 +181,7 @@ func testPlantStore(t *testing.T, bs Backends) {
 				if p != nil {
 					t.Fatalf("FindPlant returned %+v with an error", p)
 				}
-				checkIs(t, "DeletePlant", b.DeletePlant(ctx, tt.owner, tt.id), plantstore.ErrNotFound)
+				checkIs(t, "DeletePlant", b.DeletePlant(ctx, tt.owner, tt.id, nil), plantstore.ErrNotFound)
 			})
 		}
 		// alice's plant is untouched.
@@ -195,12 +195,12 @@ func testPlantStore(t *testing.T, bs Backends) {
 		ctx := t.Context()
 		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
 		mustInsert(t, b, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: fixedNow})
-		if err := b.DeletePlant(ctx, "alice", 1); err != nil {
+		if err := b.DeletePlant(ctx, "alice", 1, nil); err != nil {
 			t.Fatal(err)
 		}
 		_, err := b.FindPlant(ctx, "alice", 1)
 		checkIs(t, "FindPlant after delete", err, plantstore.ErrNotFound)
-		checkIs(t, "second DeletePlant", b.DeletePlant(ctx, "alice", 1), plantstore.ErrNotFound)
+		checkIs(t, "second DeletePlant", b.DeletePlant(ctx, "alice", 1, nil), plantstore.ErrNotFound)
 		findPlant(t, b, "bob", 1)
 		// The key can be used again.
 		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Palm", CreatedAt: fixedNow.Add(time.Minute)})

@@ -120,6 +120,7 @@ func Run(t *testing.T, b Backends) {
 	t.Run("UpdatePlantStore", func(t *testing.T) { testUpdatePlantStore(t, b) })
 	t.Run("UpdatePlant", func(t *testing.T) { testUpdatePlant(t, b) })
 	t.Run("ImportPlants", func(t *testing.T) { testImportPlants(t, b) })
+	t.Run("Events", func(t *testing.T) { testEvents(t, b) })
 
 	t.Run("TokenStore", func(t *testing.T) { testTokenStore(t, b) })
 	t.Run("CreateToken", func(t *testing.T) { testCreateToken(t, b) })
@@ -132,6 +133,7 @@ func Run(t *testing.T, b Backends) {
 	t.Run("OutboxStore", func(t *testing.T) { testOutboxStore(t, b) })
 	t.Run("Subscriptions", func(t *testing.T) { testSubscriptions(t, b) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, b) })
+	t.Run("WebhookOps", func(t *testing.T) { testWebhookOps(t, b) })
 
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
 }

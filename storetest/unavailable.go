@@ -84,7 +84,7 @@ func testUnavailable(t *testing.T, bs Backends) {
 				_, err := b.BulkInsertPlants(ctx, []*plantstore.Plant{{Owner: "alice", ID: 5, Name: "Palm", CreatedAt: fixedNow}})
 				return err
 			}},
-			{"DeletePlant", func() error { return b.DeletePlant(ctx, "alice", fern.ID) }},
+			{"DeletePlant", func() error { return b.DeletePlant(ctx, "alice", fern.ID, nil) }},
 			{"InsertToken", func() error { return b.InsertToken(ctx, newTok) }},
 			{"RevokeToken", func() error { return b.RevokeToken(ctx, tok.ID, fixedNow) }},
 			{"InsertSubscription", func() error { return b.InsertSubscription(ctx, newSub, plantstore.DefaultMaxSubscriptions) }},

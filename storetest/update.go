@@ -30,7 +30,7 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 	}
 	update := func(t *testing.T, upd plantstore.PlantUpdate, expect *plantstore.Plant, want *plantstore.Plant) {
 		t.Helper()
-		got, err := b.UpdatePlant(ctx, "alice", 1, upd, expect)
+		got, err := b.UpdatePlant(ctx, "alice", 1, upd, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,16 +70,16 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 			{Owner: "alice", ID: 1, Name: "fern", Tag: nil},                 // case differs
 			{Owner: "alice", ID: 1, Name: "Boston fern", Tag: ptr("shade")}, // an older version
 		} {
-			_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, expect)
+			_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, expect, nil)
 			checkIs(t, "UpdatePlant", err, plantstore.ErrChanged)
-			checkIs(t, "DeletePlantIf", b.DeletePlantIf(ctx, "alice", 1, expect), plantstore.ErrChanged)
+			checkIs(t, "DeletePlantIf", b.DeletePlantIf(ctx, "alice", 1, expect, nil), plantstore.ErrChanged)
 			check(t, &cur)
 		}
 		// With a tag stored, an expected plant without one is not it.
 		expect := cur
 		cur.Tag = ptr("green")
 		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("green")}, &expect, &cur)
-		_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, &expect)
+		_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, &expect, nil)
 		checkIs(t, "UpdatePlant, tag expected absent", err, plantstore.ErrChanged)
 		check(t, &cur)
 	})
@@ -89,21 +89,21 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 			id    int64
 		}{{"alice", 2}, {"carol", 1}} {
 			for _, expect := range []*plantstore.Plant{nil, &cur} {
-				_, err := b.UpdatePlant(ctx, key.owner, key.id, plantstore.PlantUpdate{Name: ptr("x")}, expect)
+				_, err := b.UpdatePlant(ctx, key.owner, key.id, plantstore.PlantUpdate{Name: ptr("x")}, expect, nil)
 				checkIs(t, "UpdatePlant", err, plantstore.ErrNotFound)
 			}
-			checkIs(t, "DeletePlantIf", b.DeletePlantIf(ctx, key.owner, key.id, &cur), plantstore.ErrNotFound)
+			checkIs(t, "DeletePlantIf", b.DeletePlantIf(ctx, key.owner, key.id, &cur, nil), plantstore.ErrNotFound)
 		}
 		// bob's plant, same id, is untouched by alice's writes.
 		check(t, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow})
 	})
 	t.Run("DeletePlantIf", func(t *testing.T) {
-		if err := b.DeletePlantIf(ctx, "alice", 1, &cur); err != nil {
+		if err := b.DeletePlantIf(ctx, "alice", 1, &cur, nil); err != nil {
 			t.Fatal(err)
 		}
 		_, err := b.FindPlant(ctx, "alice", 1)
 		checkIs(t, "FindPlant after DeletePlantIf", err, plantstore.ErrNotFound)
-		checkIs(t, "DeletePlantIf again", b.DeletePlantIf(ctx, "alice", 1, &cur), plantstore.ErrNotFound)
+		checkIs(t, "DeletePlantIf again", b.DeletePlantIf(ctx, "alice", 1, &cur, nil), plantstore.ErrNotFound)
 	})
 }
 

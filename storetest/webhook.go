@@ -87,7 +87,7 @@ func complete(t *testing.T, svc *service.Services, task *plantstore.Task, r plan
 // findAttempts lists a subscription's attempts through the service.
 func findAttempts(t *testing.T, svc *service.Services, owner, id string) []*plantstore.Attempt {
 	t.Helper()
-	attempts, err := svc.Webhooks.FindAttempts(t.Context(), owner, id)
+	attempts, _, err := svc.Webhooks.FindAttempts(t.Context(), plantstore.AttemptFilter{Owner: owner, SubscriptionID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +139,9 @@ func testSubscriptions(t *testing.T, bs Backends) {
 			what := fmt.Sprintf("%s's %s", tt.owner, tt.id)
 			_, err = svc.Webhooks.FindSubscriptionByID(ctx, tt.owner, tt.id)
 			checkCode(t, "FindSubscriptionByID of "+what, err, plantstore.CodeWebhookNotFound)
-			_, err = svc.Webhooks.FindAttempts(ctx, tt.owner, tt.id)
+			_, _, err = svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: tt.owner, SubscriptionID: tt.id})
 			checkCode(t, "FindAttempts of "+what, err, plantstore.CodeWebhookNotFound)
-			_, err = svc.Webhooks.RotateSecret(ctx, tt.owner, tt.id)
+			_, err = svc.Webhooks.RotateSecret(ctx, tt.owner, tt.id, nil)
 			checkCode(t, "RotateSecret of "+what, err, plantstore.CodeWebhookNotFound)
 			checkCode(t, "DeleteSubscription of "+what, svc.Webhooks.DeleteSubscription(ctx, tt.owner, tt.id), plantstore.CodeWebhookNotFound)
 		}
@@ -313,7 +313,7 @@ func testSubscriptions(t *testing.T, bs Backends) {
 		other := createSubscription(t, svc, "bob")
 
 		at := c.Add(time.Hour)
-		got, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID)
+		got, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +331,7 @@ func testSubscriptions(t *testing.T, bs Backends) {
 
 		// A second rotation keeps the secret it replaces, not the first one.
 		at2 := c.Add(time.Hour)
-		got2, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID)
+		got2, err := svc.Webhooks.RotateSecret(ctx, "alice", sub.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +413,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		c := newClock(fixedNow)
 		_, svc := open(t, bs, service.Config{Now: c.Now})
 		sub := createSubscription(t, svc, "alice")
-		rotated, err := svc.Webhooks.RotateSecret(t.Context(), "alice", sub.ID)
+		rotated, err := svc.Webhooks.RotateSecret(t.Context(), "alice", sub.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -532,7 +532,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		if diff := cmp.Diff(want, findAttempts(t, svc, "alice", sub.ID), equateTime); diff != "" {
 			t.Fatalf("FindAttempts, newest first (-want +got):\n%s", diff)
 		}
-		limited, err := b.ListAttempts(ctx, "alice", sub.ID, 1)
+		limited, err := b.ListAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -692,7 +692,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		if got := claim(t, svc, time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks after delete, want 0", len(got))
 		}
-		_, err := svc.Webhooks.FindAttempts(ctx, "alice", sub.ID)
+		_, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
 		checkCode(t, "FindAttempts after delete", err, plantstore.CodeWebhookNotFound)
 	})
 

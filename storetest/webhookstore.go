@@ -87,7 +87,7 @@ func completeDelivery(t *testing.T, b plantstore.Backend, task *plantstore.Task,
 
 func listAttempts(t *testing.T, b plantstore.Backend, owner, id string) []*plantstore.Attempt {
 	t.Helper()
-	attempts, err := b.ListAttempts(t.Context(), owner, id, plantstore.MaxDeliveriesListed)
+	attempts, err := b.ListAttempts(t.Context(), plantstore.AttemptFilter{Owner: owner, SubscriptionID: id, Limit: plantstore.MaxDeliveriesListed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func testWebhookStore(t *testing.T, bs Backends) {
 				if got != nil {
 					t.Fatalf("FindSubscription returned %+v with an error", got)
 				}
-				_, err = b.ListAttempts(ctx, tt.owner, tt.id, 10)
+				_, err = b.ListAttempts(ctx, plantstore.AttemptFilter{Owner: tt.owner, SubscriptionID: tt.id, Limit: 10})
 				checkIs(t, "ListAttempts", err, plantstore.ErrNotFound)
 				_, err = b.RotateSecret(ctx, tt.owner, tt.id, "whsec_x", fixedNow)
 				checkIs(t, "RotateSecret", err, plantstore.ErrNotFound)

@@ -6,7 +6,7 @@
 // Builds plantstore, serves it on 127.0.0.1 with a temporary SQLite file,
 // opens /docs headless with every host but 127.0.0.1 unresolvable (nothing
 // leaves the machine), checks that Redoc's sidebar groups the operations by
-// the document's tags (plants, webhooks; no "other" group, no operation
+// the document's tags (plants, webhooks, events; no "other" group, no operation
 // outside a group), opens each group and an operation, saves
 // test-output/docs.png, and exits non-zero on any failure (page errors and
 // failed requests included).
@@ -25,8 +25,11 @@ const screenshot = join(outDir, 'docs.png');
 // join a group. Opening "Create a plant" must show its description.
 const groups = {
   plants: ['List plants', 'Create a plant', 'Get a plant', 'Delete a plant'],
-  webhooks: ['List webhook subscriptions', 'Subscribe a URL to new plants', 'Get a webhook subscription',
-    'Delete a webhook subscription', "Rotate a subscription's signing secret", 'Recent delivery attempts of a subscription'],
+  webhooks: ['List webhook subscriptions', 'Subscribe a URL to new plants or plant events', 'Get a webhook subscription',
+    'Change a webhook subscription', 'Delete a webhook subscription', "Rotate a subscription's signing secret",
+    'Delivery attempts of a subscription', 'Resend one delivery', 'Re-queue the failed deliveries since a time',
+    'Send a test ping'],
+  events: ['List events', 'Stream events (Server-Sent Events)'],
 };
 const description = 'Creates a new plant in the store';
 

@@ -432,6 +432,17 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 	}
 }
 
+// Ping POSTs t once, at once, with the dispatcher's client and settings
+// (signing, timeout, address checks) and says what came of it; nothing is
+// recorded. It is the plantstore.Pinger of POST /webhooks/{id}/ping.
+func (d *Dispatcher) Ping(ctx context.Context, t *plantstore.Task) plantstore.AttemptResult {
+	s, err := d.settings()
+	if err != nil {
+		return plantstore.AttemptResult{AttemptedAt: time.Now(), State: plantstore.DeliveryFailed, Error: err.Error()}
+	}
+	return s.attempt(ctx, t)
+}
+
 // attempt POSTs t once and says what came of it.
 func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.AttemptResult {
 	start := s.now()
@@ -463,8 +474,13 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	began := time.Now() // monotonic, whatever s.now is
 	resp, err := s.client.Do(req)
 	if err == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+		// Keep the answer's first bytes for the attempt log; read the
+		// rest (up to MaxResponseBytes) so the connection can be reused.
+		head := make([]byte, plantstore.MaxResponseBodyStored)
+		n, _ := io.ReadFull(resp.Body, head)
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes-int64(n)))
 		resp.Body.Close()
+		r.ResponseBody = plantstore.ResponseExcerpt(head[:n])
 	}
 	r.Duration = time.Since(began)
 	end := s.now()

@@ -59,6 +59,19 @@ type Invoker interface {
 	//
 	// GET /webhooks/{id}
 	GetWebhook(ctx context.Context, params GetWebhookParams) (GetWebhookRes, error)
+	// HeadEvents invokes headEvents operation.
+	//
+	// The headers `GET /events` would answer with the same query (`Link` to the next page, the rate
+	// limit), without a body.
+	//
+	// HEAD /events
+	HeadEvents(ctx context.Context, params HeadEventsParams) (HeadEventsRes, error)
+	// HeadEventsStream invokes headEventsStream operation.
+	//
+	// The headers `GET /events/stream` would answer, without a body (and without waiting).
+	//
+	// HEAD /events/stream
+	HeadEventsStream(ctx context.Context, params HeadEventsStreamParams) (HeadEventsStreamRes, error)
 	// HeadPlant invokes headPlant operation.
 	//
 	// The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -90,6 +103,18 @@ type Invoker interface {
 	//
 	// HEAD /webhooks
 	HeadWebhooks(ctx context.Context, params HeadWebhooksParams) (HeadWebhooksRes, error)
+	// ListEvents invokes listEvents operation.
+	//
+	// The token owner's events, by `seq` ascending, a page at a time (keyset pagination): every change of
+	// a plant (`plant.created`, `plant.updated`, `plant.deleted`), written in the transaction of the
+	// change. `seq` is per owner, from 1, one more per event, with no gaps; pass the last one read as
+	// `after` to get the next ones, now or later (reconciliation after a receiver was down). When more
+	// events follow, the `Link` header carries the next page's URL (`rel="next"`). Events older than the
+	// retention (`--event-retention`, 30 days by default) are gone: the first `seq` answered is then
+	// higher than `after` plus one.
+	//
+	// GET /events
+	ListEvents(ctx context.Context, params ListEventsParams) (ListEventsRes, error)
 	// ListPlants invokes listPlants operation.
 	//
 	// Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -99,7 +124,12 @@ type Invoker interface {
 	ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error)
 	// ListWebhookDeliveries invokes listWebhookDeliveries operation.
 	//
-	// The latest attempts first (at most 100), with pending deliveries' next retry.
+	// The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
+	// pagination: when more follow, the `Link` header carries the next page's URL, `rel="next"`), with the
+	// receiver's status, the duration, why no answer came, the first 1024 bytes of the receiver's answer,
+	// and pending deliveries' next retry. `state` keeps only the attempts after which the delivery was in
+	// that state: `failed` lists the deliveries given up (their last attempt), `pending` the attempts to
+	// be retried, `succeeded` the successful ones.
 	//
 	// GET /webhooks/{id}/deliveries
 	ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (ListWebhookDeliveriesRes, error)
@@ -111,13 +141,72 @@ type Invoker interface {
 	//
 	// GET /webhooks
 	ListWebhooks(ctx context.Context, params ListWebhooksParams) (ListWebhooksRes, error)
+	// PingWebhook invokes pingWebhook operation.
+	//
+	// POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with a fresh
+	// `webhook-id`), through the same client (private addresses refused unless the server allows them),
+	// and answers what came of it. Nothing is stored or retried; a disabled subscription can be pinged (to
+	// check a receiver before re-enabling it). The body sent is
+	// `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
+	//
+	// POST /webhooks/{id}/ping
+	PingWebhook(ctx context.Context, params PingWebhookParams) (PingWebhookRes, error)
+	// RecoverWebhook invokes recoverWebhook operation.
+	//
+	// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
+	// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
+	// the background, with the same `webhook-id` each. It is idempotent per `since`: a delivery is
+	// re-queued at most once by recovers with the same `since` (calling it twice, as a retry after a lost
+	// answer does, re-queues nothing more, even for deliveries that failed again); a recover with another
+	// `since` re-queues it again. The answer says how many deliveries were re-queued.
+	//
+	// POST /webhooks/{id}/recover
+	RecoverWebhook(ctx context.Context, request *RecoverRequest, params RecoverWebhookParams) (RecoverWebhookRes, error)
+	// ResendWebhookDelivery invokes resendWebhookDelivery operation.
+	//
+	// Queues a new attempt of one delivery now, whatever its state (failed, succeeded, or pending with a
+	// later retry): the same message, with the same `webhook-id`, so a receiver that already has it can
+	// drop it. The attempt is made by the dispatcher in the background; its outcome appears in
+	// `GET /webhooks/{id}/deliveries`. A delivery being attempted right now is left to that attempt. The
+	// delivery id is the `webhook_id` of its attempts.
+	//
+	// POST /webhooks/{id}/deliveries/{delivery_id}/resend
+	ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (ResendWebhookDeliveryRes, error)
 	// RotateWebhookSecret invokes rotateWebhookSecret operation.
 	//
-	// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
-	// with both the new and the previous secret, so receivers can switch without loss.
+	// Makes a new secret and answers it (shown only here). Until the previous secret expires deliveries
+	// are signed with both the new and the previous secret, so receivers can switch without loss: 24 hours
+	// by default, `old_secret_expires_in` seconds when the optional body gives it (`0`: the previous
+	// secret stops signing now, as after a leak).
 	//
 	// POST /webhooks/{id}/rotate-secret
-	RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (RotateWebhookSecretRes, error)
+	RotateWebhookSecret(ctx context.Context, request OptRotateSecret, params RotateWebhookSecretParams) (RotateWebhookSecretRes, error)
+	// StreamEvents invokes streamEvents operation.
+	//
+	// The token owner's events as they happen, as a `text/event-stream` (Server-Sent Events, as a
+	// browser's `EventSource` reads them): first every event after the cursor, then each new one, in `seq`
+	// order, each exactly once per stream. One message per event:
+	//
+	// 	id: <seq>
+	// 	event: <type>
+	// 	data: <the event, as one GET /events item: {"type","id","seq","created_at","data"}>
+	//
+	// A comment line (`: heartbeat`) is sent when nothing else was for 15 seconds, so proxies and clients
+	// can tell an idle stream from a dead one. The cursor is the `Last-Event-ID` header (what
+	// `EventSource` sends when it reconnects: the `id` of the last message it received), else the `after`
+	// query parameter, else 0 (from the first event kept). A client that reconnects with the last id it
+	// received gets every later event, none twice, across a restart of the server and on any replica of
+	// the same PostgreSQL database. Events older than the retention (`--event-retention`, 30 days by
+	// default) are gone: the next `seq` is then higher than the cursor plus one.
+	//
+	// The stream stays open until the client closes it; the server ends it (the client then reconnects
+	// with `Last-Event-ID`) when it shuts down, when the token is revoked or expires (checked at each
+	// heartbeat), or when the client reads too slowly (a write blocked for 30 seconds). A server holds at
+	// most `--event-stream-max` streams (1000 by default), and one owner at most a quarter of them: past
+	// either, 429 with error 42902.
+	//
+	// GET /events/stream
+	StreamEvents(ctx context.Context, params StreamEventsParams) (StreamEventsRes, error)
 	// UpdatePlant invokes updatePlant operation.
 	//
 	// Changes a plant's `name` and/or `tag` with a JSON merge patch (RFC 7396): a member present sets that
@@ -129,6 +218,20 @@ type Invoker interface {
 	//
 	// PATCH /plants/{id}
 	UpdatePlant(ctx context.Context, request UpdatePlantReq, params UpdatePlantParams) (UpdatePlantRes, error)
+	// UpdateWebhook invokes updateWebhook operation.
+	//
+	// Changes a subscription with a JSON merge patch (RFC 7396): `url`, `description` (`null` or `""`
+	// clears it), `types` (`[]`: untyped) and `enabled`. `{"enabled": false}` disables it
+	// (`disabled_reason` `manual`): it gets no deliveries, its pending ones fail. `{"enabled": true}`
+	// re-enables a disabled one (whatever disabled it: a 410, failing deliveries, or a PATCH):
+	// `disabled_at`, `disabled_reason` and the failing streak are cleared and delivery resumes with the
+	// next plant. The answer to a re-enable carries `missed_since`: deliveries that failed from then on
+	// can be re-queued with `POST /webhooks/{id}/recover` `{"since": missed_since}`, and plants created
+	// while it was disabled are in `GET /events` (a disabled subscription gets no deliveries written for
+	// them). `id`, `secret` and any other member cannot change (400 40002).
+	//
+	// PATCH /webhooks/{id}
+	UpdateWebhook(ctx context.Context, request UpdateWebhookReq, params UpdateWebhookParams) (UpdateWebhookRes, error)
 }
 
 // Client implements OAS client.
@@ -739,6 +842,249 @@ func (c *Client) sendGetWebhook(ctx context.Context, params GetWebhookParams) (r
 	return result, nil
 }
 
+// HeadEvents invokes headEvents operation.
+//
+// The headers `GET /events` would answer with the same query (`Link` to the next page, the rate
+// limit), without a body.
+//
+// HEAD /events
+func (c *Client) HeadEvents(ctx context.Context, params HeadEventsParams) (HeadEventsRes, error) {
+	res, err := c.sendHeadEvents(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendHeadEvents(ctx context.Context, params HeadEventsParams) (res HeadEventsRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/events"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "type" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "type",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Type.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "HEAD", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, HeadEventsOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeHeadEventsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// HeadEventsStream invokes headEventsStream operation.
+//
+// The headers `GET /events/stream` would answer, without a body (and without waiting).
+//
+// HEAD /events/stream
+func (c *Client) HeadEventsStream(ctx context.Context, params HeadEventsStreamParams) (HeadEventsStreamRes, error) {
+	res, err := c.sendHeadEventsStream(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendHeadEventsStream(ctx context.Context, params HeadEventsStreamParams) (res HeadEventsStreamRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/events/stream"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "HEAD", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "Last-Event-ID",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.LastEventID.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, HeadEventsStreamOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeHeadEventsStreamResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // HeadPlant invokes headPlant operation.
 //
 // The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -1110,6 +1456,60 @@ func (c *Client) sendHeadWebhookDeliveries(ctx context.Context, params HeadWebho
 	pathParts[2] = "/deliveries"
 	uri.AddPathParts(u, pathParts[:]...)
 
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "state" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "state",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.State.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
 	r, err := ht.NewRequest(ctx, "HEAD", u)
 	if err != nil {
 		return res, errors.Wrap(err, "create request")
@@ -1282,6 +1682,142 @@ func (c *Client) sendHeadWebhooks(ctx context.Context, params HeadWebhooksParams
 	return result, nil
 }
 
+// ListEvents invokes listEvents operation.
+//
+// The token owner's events, by `seq` ascending, a page at a time (keyset pagination): every change of
+// a plant (`plant.created`, `plant.updated`, `plant.deleted`), written in the transaction of the
+// change. `seq` is per owner, from 1, one more per event, with no gaps; pass the last one read as
+// `after` to get the next ones, now or later (reconciliation after a receiver was down). When more
+// events follow, the `Link` header carries the next page's URL (`rel="next"`). Events older than the
+// retention (`--event-retention`, 30 days by default) are gone: the first `seq` answered is then
+// higher than `after` plus one.
+//
+// GET /events
+func (c *Client) ListEvents(ctx context.Context, params ListEventsParams) (ListEventsRes, error) {
+	res, err := c.sendListEvents(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendListEvents(ctx context.Context, params ListEventsParams) (res ListEventsRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/events"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "type" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "type",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Type.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, ListEventsOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeListEventsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // ListPlants invokes listPlants operation.
 //
 // Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -1415,7 +1951,12 @@ func (c *Client) sendListPlants(ctx context.Context, params ListPlantsParams) (r
 
 // ListWebhookDeliveries invokes listWebhookDeliveries operation.
 //
-// The latest attempts first (at most 100), with pending deliveries' next retry.
+// The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
+// pagination: when more follow, the `Link` header carries the next page's URL, `rel="next"`), with the
+// receiver's status, the duration, why no answer came, the first 1024 bytes of the receiver's answer,
+// and pending deliveries' next retry. `state` keeps only the attempts after which the delivery was in
+// that state: `failed` lists the deliveries given up (their last attempt), `pending` the attempts to
+// be retried, `succeeded` the successful ones.
 //
 // GET /webhooks/{id}/deliveries
 func (c *Client) ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (ListWebhookDeliveriesRes, error) {
@@ -1448,6 +1989,60 @@ func (c *Client) sendListWebhookDeliveries(ctx context.Context, params ListWebho
 	}
 	pathParts[2] = "/deliveries"
 	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "state" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "state",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.State.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
 
 	r, err := ht.NewRequest(ctx, "GET", u)
 	if err != nil {
@@ -1623,18 +2218,340 @@ func (c *Client) sendListWebhooks(ctx context.Context, params ListWebhooksParams
 	return result, nil
 }
 
-// RotateWebhookSecret invokes rotateWebhookSecret operation.
+// PingWebhook invokes pingWebhook operation.
 //
-// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
-// with both the new and the previous secret, so receivers can switch without loss.
+// POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with a fresh
+// `webhook-id`), through the same client (private addresses refused unless the server allows them),
+// and answers what came of it. Nothing is stored or retried; a disabled subscription can be pinged (to
+// check a receiver before re-enabling it). The body sent is
+// `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
 //
-// POST /webhooks/{id}/rotate-secret
-func (c *Client) RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (RotateWebhookSecretRes, error) {
-	res, err := c.sendRotateWebhookSecret(ctx, params)
+// POST /webhooks/{id}/ping
+func (c *Client) PingWebhook(ctx context.Context, params PingWebhookParams) (PingWebhookRes, error) {
+	res, err := c.sendPingWebhook(ctx, params)
 	return res, err
 }
 
-func (c *Client) sendRotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (res RotateWebhookSecretRes, err error) {
+func (c *Client) sendPingWebhook(ctx context.Context, params PingWebhookParams) (res PingWebhookRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [3]string
+	pathParts[0] = "/webhooks/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	pathParts[2] = "/ping"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, PingWebhookOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodePingWebhookResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// RecoverWebhook invokes recoverWebhook operation.
+//
+// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
+// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
+// the background, with the same `webhook-id` each. It is idempotent per `since`: a delivery is
+// re-queued at most once by recovers with the same `since` (calling it twice, as a retry after a lost
+// answer does, re-queues nothing more, even for deliveries that failed again); a recover with another
+// `since` re-queues it again. The answer says how many deliveries were re-queued.
+//
+// POST /webhooks/{id}/recover
+func (c *Client) RecoverWebhook(ctx context.Context, request *RecoverRequest, params RecoverWebhookParams) (RecoverWebhookRes, error) {
+	res, err := c.sendRecoverWebhook(ctx, request, params)
+	return res, err
+}
+
+func (c *Client) sendRecoverWebhook(ctx context.Context, request *RecoverRequest, params RecoverWebhookParams) (res RecoverWebhookRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [3]string
+	pathParts[0] = "/webhooks/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	pathParts[2] = "/recover"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeRecoverWebhookRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, RecoverWebhookOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeRecoverWebhookResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// ResendWebhookDelivery invokes resendWebhookDelivery operation.
+//
+// Queues a new attempt of one delivery now, whatever its state (failed, succeeded, or pending with a
+// later retry): the same message, with the same `webhook-id`, so a receiver that already has it can
+// drop it. The attempt is made by the dispatcher in the background; its outcome appears in
+// `GET /webhooks/{id}/deliveries`. A delivery being attempted right now is left to that attempt. The
+// delivery id is the `webhook_id` of its attempts.
+//
+// POST /webhooks/{id}/deliveries/{delivery_id}/resend
+func (c *Client) ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (ResendWebhookDeliveryRes, error) {
+	res, err := c.sendResendWebhookDelivery(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (res ResendWebhookDeliveryRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [5]string
+	pathParts[0] = "/webhooks/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	pathParts[2] = "/deliveries/"
+	{
+		// Encode "delivery_id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "delivery_id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.DeliveryID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[3] = encoded
+	}
+	pathParts[4] = "/resend"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, ResendWebhookDeliveryOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeResendWebhookDeliveryResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// RotateWebhookSecret invokes rotateWebhookSecret operation.
+//
+// Makes a new secret and answers it (shown only here). Until the previous secret expires deliveries
+// are signed with both the new and the previous secret, so receivers can switch without loss: 24 hours
+// by default, `old_secret_expires_in` seconds when the optional body gives it (`0`: the previous
+// secret stops signing now, as after a leak).
+//
+// POST /webhooks/{id}/rotate-secret
+func (c *Client) RotateWebhookSecret(ctx context.Context, request OptRotateSecret, params RotateWebhookSecretParams) (RotateWebhookSecretRes, error) {
+	res, err := c.sendRotateWebhookSecret(ctx, request, params)
+	return res, err
+}
+
+func (c *Client) sendRotateWebhookSecret(ctx context.Context, request OptRotateSecret, params RotateWebhookSecretParams) (res RotateWebhookSecretRes, err error) {
 
 	u := uri.Clone(c.requestURL(ctx))
 	var pathParts [3]string
@@ -1663,6 +2580,9 @@ func (c *Client) sendRotateWebhookSecret(ctx context.Context, params RotateWebho
 	r, err := ht.NewRequest(ctx, "POST", u)
 	if err != nil {
 		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeRotateWebhookSecretRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
 	}
 
 	{
@@ -1712,6 +2632,138 @@ func (c *Client) sendRotateWebhookSecret(ctx context.Context, params RotateWebho
 	}()
 
 	result, err := decodeRotateWebhookSecretResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// StreamEvents invokes streamEvents operation.
+//
+// The token owner's events as they happen, as a `text/event-stream` (Server-Sent Events, as a
+// browser's `EventSource` reads them): first every event after the cursor, then each new one, in `seq`
+// order, each exactly once per stream. One message per event:
+//
+//	id: <seq>
+//	event: <type>
+//	data: <the event, as one GET /events item: {"type","id","seq","created_at","data"}>
+//
+// A comment line (`: heartbeat`) is sent when nothing else was for 15 seconds, so proxies and clients
+// can tell an idle stream from a dead one. The cursor is the `Last-Event-ID` header (what
+// `EventSource` sends when it reconnects: the `id` of the last message it received), else the `after`
+// query parameter, else 0 (from the first event kept). A client that reconnects with the last id it
+// received gets every later event, none twice, across a restart of the server and on any replica of
+// the same PostgreSQL database. Events older than the retention (`--event-retention`, 30 days by
+// default) are gone: the next `seq` is then higher than the cursor plus one.
+//
+// The stream stays open until the client closes it; the server ends it (the client then reconnects
+// with `Last-Event-ID`) when it shuts down, when the token is revoked or expires (checked at each
+// heartbeat), or when the client reads too slowly (a write blocked for 30 seconds). A server holds at
+// most `--event-stream-max` streams (1000 by default), and one owner at most a quarter of them: past
+// either, 429 with error 42902.
+//
+// GET /events/stream
+func (c *Client) StreamEvents(ctx context.Context, params StreamEventsParams) (StreamEventsRes, error) {
+	res, err := c.sendStreamEvents(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendStreamEvents(ctx context.Context, params StreamEventsParams) (res StreamEventsRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/events/stream"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "Last-Event-ID",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.LastEventID.Get(); ok {
+				return e.EncodeValue(conv.Int64ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, StreamEventsOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeStreamEventsResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -1830,6 +2882,111 @@ func (c *Client) sendUpdatePlant(ctx context.Context, request UpdatePlantReq, pa
 	}()
 
 	result, err := decodeUpdatePlantResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// UpdateWebhook invokes updateWebhook operation.
+//
+// Changes a subscription with a JSON merge patch (RFC 7396): `url`, `description` (`null` or `""`
+// clears it), `types` (`[]`: untyped) and `enabled`. `{"enabled": false}` disables it
+// (`disabled_reason` `manual`): it gets no deliveries, its pending ones fail. `{"enabled": true}`
+// re-enables a disabled one (whatever disabled it: a 410, failing deliveries, or a PATCH):
+// `disabled_at`, `disabled_reason` and the failing streak are cleared and delivery resumes with the
+// next plant. The answer to a re-enable carries `missed_since`: deliveries that failed from then on
+// can be re-queued with `POST /webhooks/{id}/recover` `{"since": missed_since}`, and plants created
+// while it was disabled are in `GET /events` (a disabled subscription gets no deliveries written for
+// them). `id`, `secret` and any other member cannot change (400 40002).
+//
+// PATCH /webhooks/{id}
+func (c *Client) UpdateWebhook(ctx context.Context, request UpdateWebhookReq, params UpdateWebhookParams) (UpdateWebhookRes, error) {
+	res, err := c.sendUpdateWebhook(ctx, request, params)
+	return res, err
+}
+
+func (c *Client) sendUpdateWebhook(ctx context.Context, request UpdateWebhookReq, params UpdateWebhookParams) (res UpdateWebhookRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/webhooks/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "PATCH", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeUpdateWebhookRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, UpdateWebhookOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeUpdateWebhookResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -32,6 +32,26 @@ type GetWebhookParams struct {
 	ID string
 }
 
+// HeadEventsParams is parameters of headEvents operation.
+type HeadEventsParams struct {
+	// Only events whose `seq` is greater than this one (exclusive); default 0, from the first event kept.
+	// Used by the next link.
+	After OptInt64 `json:",omitempty,omitzero"`
+	// The max number of events to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only events of this type.
+	Type OptEventsType `json:",omitempty,omitzero"`
+}
+
+// HeadEventsStreamParams is parameters of headEventsStream operation.
+type HeadEventsStreamParams struct {
+	// Resume after this event: the `id` (the `seq`) of the last message received. An `EventSource` sends
+	// it by itself when it reconnects. It wins over `after`.
+	LastEventID OptInt64 `json:",omitempty,omitzero"`
+	// Start after this `seq` (exclusive) when no `Last-Event-ID` is sent; default 0, every event kept.
+	After OptInt64 `json:",omitempty,omitzero"`
+}
+
 // HeadPlantParams is parameters of headPlant operation.
 type HeadPlantParams struct {
 	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
@@ -59,6 +79,12 @@ type HeadWebhookParams struct {
 
 // HeadWebhookDeliveriesParams is parameters of headWebhookDeliveries operation.
 type HeadWebhookDeliveriesParams struct {
+	// Attempts per page, 1 to 1000 (default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// The cursor of the next page, as the `Link` header gives it (opaque).
+	After OptString `json:",omitempty,omitzero"`
+	// Only the attempts after which the delivery was in this state.
+	State OptDeliveriesState `json:",omitempty,omitzero"`
 	// Subscription id.
 	ID string
 }
@@ -69,6 +95,17 @@ type HeadWebhooksParams struct {
 	Limit OptInt32 `json:",omitempty,omitzero"`
 	// Only subscriptions whose id sorts after this one (exclusive).
 	After OptString `json:",omitempty,omitzero"`
+}
+
+// ListEventsParams is parameters of listEvents operation.
+type ListEventsParams struct {
+	// Only events whose `seq` is greater than this one (exclusive); default 0, from the first event kept.
+	// Used by the next link.
+	After OptInt64 `json:",omitempty,omitzero"`
+	// The max number of events to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only events of this type.
+	Type OptEventsType `json:",omitempty,omitzero"`
 }
 
 // ListPlantsParams is parameters of listPlants operation.
@@ -83,6 +120,12 @@ type ListPlantsParams struct {
 
 // ListWebhookDeliveriesParams is parameters of listWebhookDeliveries operation.
 type ListWebhookDeliveriesParams struct {
+	// Attempts per page, 1 to 1000 (default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// The cursor of the next page, as the `Link` header gives it (opaque).
+	After OptString `json:",omitempty,omitzero"`
+	// Only the attempts after which the delivery was in this state.
+	State OptDeliveriesState `json:",omitempty,omitzero"`
 	// Subscription id.
 	ID string
 }
@@ -95,10 +138,39 @@ type ListWebhooksParams struct {
 	After OptString `json:",omitempty,omitzero"`
 }
 
+// PingWebhookParams is parameters of pingWebhook operation.
+type PingWebhookParams struct {
+	// Subscription id.
+	ID string
+}
+
+// RecoverWebhookParams is parameters of recoverWebhook operation.
+type RecoverWebhookParams struct {
+	// Subscription id.
+	ID string
+}
+
+// ResendWebhookDeliveryParams is parameters of resendWebhookDelivery operation.
+type ResendWebhookDeliveryParams struct {
+	// Subscription id.
+	ID string
+	// The delivery's message id (the `webhook_id` of its attempts).
+	DeliveryID string
+}
+
 // RotateWebhookSecretParams is parameters of rotateWebhookSecret operation.
 type RotateWebhookSecretParams struct {
 	// Subscription id.
 	ID string
+}
+
+// StreamEventsParams is parameters of streamEvents operation.
+type StreamEventsParams struct {
+	// Resume after this event: the `id` (the `seq`) of the last message received. An `EventSource` sends
+	// it by itself when it reconnects. It wins over `after`.
+	LastEventID OptInt64 `json:",omitempty,omitzero"`
+	// Start after this `seq` (exclusive) when no `Last-Event-ID` is sent; default 0, every event kept.
+	After OptInt64 `json:",omitempty,omitzero"`
 }
 
 // UpdatePlantParams is parameters of updatePlant operation.
@@ -110,8 +182,24 @@ type UpdatePlantParams struct {
 	ID int64
 }
 
+// UpdateWebhookParams is parameters of updateWebhook operation.
+type UpdateWebhookParams struct {
+	// Subscription id.
+	ID string
+}
+
 // NewPlantWebhookParams is parameters of newPlantWebhook operation.
 type NewPlantWebhookParams struct {
+	// The message id, the same on every retry of this delivery (use it to de-duplicate).
+	WebhookID string
+	// Unix seconds when this attempt was signed.
+	WebhookTimestamp int64
+	// Space-separated `v1,<base64 HMAC-SHA256>` signatures of `id.timestamp.body`, one per valid secret.
+	WebhookSignature string
+}
+
+// PlantEventWebhookParams is parameters of plantEventWebhook operation.
+type PlantEventWebhookParams struct {
 	// The message id, the same on every retry of this delivery (use it to de-duplicate).
 	WebhookID string
 	// Unix seconds when this attempt was signed.

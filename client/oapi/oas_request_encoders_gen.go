@@ -39,6 +39,40 @@ func encodeCreateWebhookRequest(
 	return nil
 }
 
+func encodeRecoverWebhookRequest(
+	req *RecoverRequest,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
+func encodeRotateWebhookSecretRequest(
+	req OptRotateSecret,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	if !req.Set {
+		// Keep request with empty body if value is not set.
+		return nil
+	}
+	e := new(jx.Encoder)
+	{
+		if req.Set {
+			req.Encode(e)
+		}
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeUpdatePlantRequest(
 	req UpdatePlantReq,
 	r *http.Request,
@@ -54,6 +88,34 @@ func encodeUpdatePlantRequest(
 		ht.SetBody(r, bytes.NewReader(encoded), contentType)
 		return nil
 	case *UpdatePlantApplicationMergePatchJSON:
+		const contentType = "application/merge-patch+json"
+		e := new(jx.Encoder)
+		{
+			req.Encode(e)
+		}
+		encoded := e.Bytes()
+		ht.SetBody(r, bytes.NewReader(encoded), contentType)
+		return nil
+	default:
+		return errors.Errorf("unexpected request type: %T", req)
+	}
+}
+
+func encodeUpdateWebhookRequest(
+	req UpdateWebhookReq,
+	r *http.Request,
+) error {
+	switch req := req.(type) {
+	case *UpdateWebhookApplicationJSON:
+		const contentType = "application/json"
+		e := new(jx.Encoder)
+		{
+			req.Encode(e)
+		}
+		encoded := e.Bytes()
+		ht.SetBody(r, bytes.NewReader(encoded), contentType)
+		return nil
+	case *UpdateWebhookApplicationMergePatchJSON:
 		const contentType = "application/merge-patch+json"
 		e := new(jx.Encoder)
 		{

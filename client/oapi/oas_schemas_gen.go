@@ -3,6 +3,7 @@
 package oapi
 
 import (
+	"io"
 	"net/url"
 	"time"
 
@@ -154,6 +155,54 @@ type DeleteWebhookNotFound Error
 
 func (*DeleteWebhookNotFound) deleteWebhookRes() {}
 
+type DeliveriesState string
+
+const (
+	DeliveriesStatePending   DeliveriesState = "pending"
+	DeliveriesStateSucceeded DeliveriesState = "succeeded"
+	DeliveriesStateFailed    DeliveriesState = "failed"
+)
+
+// AllValues returns all DeliveriesState values.
+func (DeliveriesState) AllValues() []DeliveriesState {
+	return []DeliveriesState{
+		DeliveriesStatePending,
+		DeliveriesStateSucceeded,
+		DeliveriesStateFailed,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s DeliveriesState) MarshalText() ([]byte, error) {
+	switch s {
+	case DeliveriesStatePending:
+		return []byte(s), nil
+	case DeliveriesStateSucceeded:
+		return []byte(s), nil
+	case DeliveriesStateFailed:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *DeliveriesState) UnmarshalText(data []byte) error {
+	switch DeliveriesState(data) {
+	case DeliveriesStatePending:
+		*s = DeliveriesStatePending
+		return nil
+	case DeliveriesStateSucceeded:
+		*s = DeliveriesStateSucceeded
+		return nil
+	case DeliveriesStateFailed:
+		*s = DeliveriesStateFailed
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 // Ref: #/components/schemas/Delivery
 type Delivery struct {
 	// The message id sent as the `webhook-id` header.
@@ -166,6 +215,9 @@ type Delivery struct {
 	// Why no answer came (connection refused, timeout, refused address, ...).
 	Error      OptString  `json:"error"`
 	DurationMs OptFloat64 `json:"duration_ms"`
+	// The first 1024 bytes of the receiver's answer (cut at a character boundary; bytes that are not
+	// UTF-8, and U+0000, written as `\xNN`); absent when it answered none.
+	ResponseBody OptString `json:"response_body"`
 	// The delivery's state after this attempt.
 	State DeliveryState `json:"state"`
 	// When the next retry is due (pending only).
@@ -205,6 +257,11 @@ func (s *Delivery) GetError() OptString {
 // GetDurationMs returns the value of DurationMs.
 func (s *Delivery) GetDurationMs() OptFloat64 {
 	return s.DurationMs
+}
+
+// GetResponseBody returns the value of ResponseBody.
+func (s *Delivery) GetResponseBody() OptString {
+	return s.ResponseBody
 }
 
 // GetState returns the value of State.
@@ -250,6 +307,11 @@ func (s *Delivery) SetError(val OptString) {
 // SetDurationMs sets the value of DurationMs.
 func (s *Delivery) SetDurationMs(val OptFloat64) {
 	s.DurationMs = val
+}
+
+// SetResponseBody sets the value of ResponseBody.
+func (s *Delivery) SetResponseBody(val OptString) {
+	s.ResponseBody = val
 }
 
 // SetState sets the value of State.
@@ -340,6 +402,104 @@ func (s *Error) SetMessage(val string) {
 	s.Message = val
 }
 
+// The type of an event, the change of a plant it records.
+// Ref: #/components/schemas/EventType
+type EventType string
+
+const (
+	EventTypePlantCreated EventType = "plant.created"
+	EventTypePlantUpdated EventType = "plant.updated"
+	EventTypePlantDeleted EventType = "plant.deleted"
+)
+
+// AllValues returns all EventType values.
+func (EventType) AllValues() []EventType {
+	return []EventType{
+		EventTypePlantCreated,
+		EventTypePlantUpdated,
+		EventTypePlantDeleted,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s EventType) MarshalText() ([]byte, error) {
+	switch s {
+	case EventTypePlantCreated:
+		return []byte(s), nil
+	case EventTypePlantUpdated:
+		return []byte(s), nil
+	case EventTypePlantDeleted:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *EventType) UnmarshalText(data []byte) error {
+	switch EventType(data) {
+	case EventTypePlantCreated:
+		*s = EventTypePlantCreated
+		return nil
+	case EventTypePlantUpdated:
+		*s = EventTypePlantUpdated
+		return nil
+	case EventTypePlantDeleted:
+		*s = EventTypePlantDeleted
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+type EventsType string
+
+const (
+	EventsTypePlantCreated EventsType = "plant.created"
+	EventsTypePlantUpdated EventsType = "plant.updated"
+	EventsTypePlantDeleted EventsType = "plant.deleted"
+)
+
+// AllValues returns all EventsType values.
+func (EventsType) AllValues() []EventsType {
+	return []EventsType{
+		EventsTypePlantCreated,
+		EventsTypePlantUpdated,
+		EventsTypePlantDeleted,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s EventsType) MarshalText() ([]byte, error) {
+	switch s {
+	case EventsTypePlantCreated:
+		return []byte(s), nil
+	case EventsTypePlantUpdated:
+		return []byte(s), nil
+	case EventsTypePlantDeleted:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *EventsType) UnmarshalText(data []byte) error {
+	switch EventsType(data) {
+	case EventsTypePlantCreated:
+		*s = EventsTypePlantCreated
+		return nil
+	case EventsTypePlantUpdated:
+		*s = EventsTypePlantUpdated
+		return nil
+	case EventsTypePlantDeleted:
+		*s = EventsTypePlantDeleted
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 // ForbiddenHeaders wraps Error with response headers.
 type ForbiddenHeaders struct {
 	RateLimit       OptString
@@ -394,11 +554,17 @@ func (*ForbiddenHeaders) deletePlantRes()           {}
 func (*ForbiddenHeaders) deleteWebhookRes()         {}
 func (*ForbiddenHeaders) getPlantRes()              {}
 func (*ForbiddenHeaders) getWebhookRes()            {}
+func (*ForbiddenHeaders) listEventsRes()            {}
 func (*ForbiddenHeaders) listPlantsRes()            {}
 func (*ForbiddenHeaders) listWebhookDeliveriesRes() {}
 func (*ForbiddenHeaders) listWebhooksRes()          {}
+func (*ForbiddenHeaders) pingWebhookRes()           {}
+func (*ForbiddenHeaders) recoverWebhookRes()        {}
+func (*ForbiddenHeaders) resendWebhookDeliveryRes() {}
 func (*ForbiddenHeaders) rotateWebhookSecretRes()   {}
+func (*ForbiddenHeaders) streamEventsRes()          {}
 func (*ForbiddenHeaders) updatePlantRes()           {}
+func (*ForbiddenHeaders) updateWebhookRes()         {}
 
 type GetPlantBadRequest Error
 
@@ -474,6 +640,258 @@ func (*GetWebhookInternalServerError) getWebhookRes() {}
 type GetWebhookNotFound Error
 
 func (*GetWebhookNotFound) getWebhookRes() {}
+
+// HeadEventsBadRequest is response for HeadEvents operation.
+type HeadEventsBadRequest struct{}
+
+func (*HeadEventsBadRequest) headEventsRes() {}
+
+// HeadEventsForbidden is response for HeadEvents operation.
+type HeadEventsForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadEventsForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadEventsForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadEventsForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadEventsForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadEventsForbidden) headEventsRes() {}
+
+// HeadEventsInternalServerError is response for HeadEvents operation.
+type HeadEventsInternalServerError struct{}
+
+func (*HeadEventsInternalServerError) headEventsRes() {}
+
+// HeadEventsOK is response for HeadEvents operation.
+type HeadEventsOK struct {
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetLink returns the value of Link.
+func (s *HeadEventsOK) GetLink() OptString {
+	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadEventsOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadEventsOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetLink sets the value of Link.
+func (s *HeadEventsOK) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadEventsOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadEventsOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadEventsOK) headEventsRes() {}
+
+// HeadEventsServiceUnavailable is response for HeadEvents operation.
+type HeadEventsServiceUnavailable struct{}
+
+func (*HeadEventsServiceUnavailable) headEventsRes() {}
+
+// HeadEventsStreamBadRequest is response for HeadEventsStream operation.
+type HeadEventsStreamBadRequest struct{}
+
+func (*HeadEventsStreamBadRequest) headEventsStreamRes() {}
+
+// HeadEventsStreamForbidden is response for HeadEventsStream operation.
+type HeadEventsStreamForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadEventsStreamForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadEventsStreamForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadEventsStreamForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadEventsStreamForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadEventsStreamForbidden) headEventsStreamRes() {}
+
+// HeadEventsStreamInternalServerError is response for HeadEventsStream operation.
+type HeadEventsStreamInternalServerError struct{}
+
+func (*HeadEventsStreamInternalServerError) headEventsStreamRes() {}
+
+// HeadEventsStreamOK is response for HeadEventsStream operation.
+type HeadEventsStreamOK struct {
+	CacheControl    OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetCacheControl returns the value of CacheControl.
+func (s *HeadEventsStreamOK) GetCacheControl() OptString {
+	return s.CacheControl
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadEventsStreamOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadEventsStreamOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetCacheControl sets the value of CacheControl.
+func (s *HeadEventsStreamOK) SetCacheControl(val OptString) {
+	s.CacheControl = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadEventsStreamOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadEventsStreamOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadEventsStreamOK) headEventsStreamRes() {}
+
+// HeadEventsStreamServiceUnavailable is response for HeadEventsStream operation.
+type HeadEventsStreamServiceUnavailable struct{}
+
+func (*HeadEventsStreamServiceUnavailable) headEventsStreamRes() {}
+
+// HeadEventsStreamTooManyRequests is response for HeadEventsStream operation.
+type HeadEventsStreamTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadEventsStreamTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadEventsStreamTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadEventsStreamTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadEventsStreamTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadEventsStreamTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadEventsStreamTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadEventsStreamTooManyRequests) headEventsStreamRes() {}
+
+// HeadEventsStreamUnauthorized is response for HeadEventsStream operation.
+type HeadEventsStreamUnauthorized struct{}
+
+func (*HeadEventsStreamUnauthorized) headEventsStreamRes() {}
+
+// HeadEventsTooManyRequests is response for HeadEvents operation.
+type HeadEventsTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadEventsTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadEventsTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadEventsTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadEventsTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadEventsTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadEventsTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadEventsTooManyRequests) headEventsRes() {}
+
+// HeadEventsUnauthorized is response for HeadEvents operation.
+type HeadEventsUnauthorized struct{}
+
+func (*HeadEventsUnauthorized) headEventsRes() {}
 
 // HeadPlantBadRequest is response for HeadPlant operation.
 type HeadPlantBadRequest struct{}
@@ -782,8 +1200,14 @@ func (*HeadWebhookDeliveriesNotFound) headWebhookDeliveriesRes() {}
 
 // HeadWebhookDeliveriesOK is response for HeadWebhookDeliveries operation.
 type HeadWebhookDeliveriesOK struct {
+	Link            OptString
 	RateLimit       OptString
 	RateLimitPolicy OptString
+}
+
+// GetLink returns the value of Link.
+func (s *HeadWebhookDeliveriesOK) GetLink() OptString {
+	return s.Link
 }
 
 // GetRateLimit returns the value of RateLimit.
@@ -794,6 +1218,11 @@ func (s *HeadWebhookDeliveriesOK) GetRateLimit() OptString {
 // GetRateLimitPolicy returns the value of RateLimitPolicy.
 func (s *HeadWebhookDeliveriesOK) GetRateLimitPolicy() OptString {
 	return s.RateLimitPolicy
+}
+
+// SetLink sets the value of Link.
+func (s *HeadWebhookDeliveriesOK) SetLink(val OptString) {
+	s.Link = val
 }
 
 // SetRateLimit sets the value of RateLimit.
@@ -1098,6 +1527,64 @@ type HeadWebhooksUnauthorized struct{}
 
 func (*HeadWebhooksUnauthorized) headWebhooksRes() {}
 
+type ListEventsBadRequest Error
+
+func (*ListEventsBadRequest) listEventsRes() {}
+
+type ListEventsInternalServerError Error
+
+func (*ListEventsInternalServerError) listEventsRes() {}
+
+// ListEventsOKHeaders wraps []PlantEvent with response headers.
+type ListEventsOKHeaders struct {
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        []PlantEvent
+}
+
+// GetLink returns the value of Link.
+func (s *ListEventsOKHeaders) GetLink() OptString {
+	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *ListEventsOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ListEventsOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *ListEventsOKHeaders) GetResponse() []PlantEvent {
+	return s.Response
+}
+
+// SetLink sets the value of Link.
+func (s *ListEventsOKHeaders) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ListEventsOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ListEventsOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *ListEventsOKHeaders) SetResponse(val []PlantEvent) {
+	s.Response = val
+}
+
+func (*ListEventsOKHeaders) listEventsRes() {}
+
 type ListPlantsBadRequest Error
 
 func (*ListPlantsBadRequest) listPlantsRes() {}
@@ -1170,9 +1657,15 @@ func (*ListWebhookDeliveriesNotFound) listWebhookDeliveriesRes() {}
 
 // ListWebhookDeliveriesOKHeaders wraps []Delivery with response headers.
 type ListWebhookDeliveriesOKHeaders struct {
+	Link            OptString
 	RateLimit       OptString
 	RateLimitPolicy OptString
 	Response        []Delivery
+}
+
+// GetLink returns the value of Link.
+func (s *ListWebhookDeliveriesOKHeaders) GetLink() OptString {
+	return s.Link
 }
 
 // GetRateLimit returns the value of RateLimit.
@@ -1188,6 +1681,11 @@ func (s *ListWebhookDeliveriesOKHeaders) GetRateLimitPolicy() OptString {
 // GetResponse returns the value of Response.
 func (s *ListWebhookDeliveriesOKHeaders) GetResponse() []Delivery {
 	return s.Response
+}
+
+// SetLink sets the value of Link.
+func (s *ListWebhookDeliveriesOKHeaders) SetLink(val OptString) {
+	s.Link = val
 }
 
 // SetRateLimit sets the value of RateLimit.
@@ -1321,6 +1819,10 @@ type NewWebhook struct {
 	// Absolute http:// or https:// URL that receives the deliveries.
 	URL         url.URL   `json:"url"`
 	Description OptString `json:"description"`
+	// The event types this subscription receives, each as a `PlantEvent` envelope (the `plantEvent`
+	// webhook). Absent or empty: the subscription is untyped and receives each new plant as a bare
+	// `NewPlant` (the `newPlant` webhook), creates only.
+	Types []EventType `json:"types"`
 }
 
 // GetURL returns the value of URL.
@@ -1333,6 +1835,11 @@ func (s *NewWebhook) GetDescription() OptString {
 	return s.Description
 }
 
+// GetTypes returns the value of Types.
+func (s *NewWebhook) GetTypes() []EventType {
+	return s.Types
+}
+
 // SetURL sets the value of URL.
 func (s *NewWebhook) SetURL(val url.URL) {
 	s.URL = val
@@ -1341,6 +1848,11 @@ func (s *NewWebhook) SetURL(val url.URL) {
 // SetDescription sets the value of Description.
 func (s *NewWebhook) SetDescription(val OptString) {
 	s.Description = val
+}
+
+// SetTypes sets the value of Types.
+func (s *NewWebhook) SetTypes(val []EventType) {
+	s.Types = val
 }
 
 // Ref: #/components/responses/NotModified
@@ -1383,6 +1895,52 @@ func (s *NotModified) SetRateLimitPolicy(val OptString) {
 func (*NotModified) getPlantRes()  {}
 func (*NotModified) headPlantRes() {}
 
+// NewOptBool returns new OptBool with value set to v.
+func NewOptBool(v bool) OptBool {
+	return OptBool{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptBool is optional bool.
+type OptBool struct {
+	Value bool
+	Set   bool
+}
+
+// IsSet returns true if OptBool was set.
+func (o OptBool) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptBool) Reset() {
+	var v bool
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptBool) SetTo(v bool) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptBool) Get() (v bool, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptBool) Or(d bool) bool {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptDateTime returns new OptDateTime with value set to v.
 func NewOptDateTime(v time.Time) OptDateTime {
 	return OptDateTime{
@@ -1423,6 +1981,98 @@ func (o OptDateTime) Get() (v time.Time, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptDateTime) Or(d time.Time) time.Time {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptDeliveriesState returns new OptDeliveriesState with value set to v.
+func NewOptDeliveriesState(v DeliveriesState) OptDeliveriesState {
+	return OptDeliveriesState{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptDeliveriesState is optional DeliveriesState.
+type OptDeliveriesState struct {
+	Value DeliveriesState
+	Set   bool
+}
+
+// IsSet returns true if OptDeliveriesState was set.
+func (o OptDeliveriesState) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptDeliveriesState) Reset() {
+	var v DeliveriesState
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptDeliveriesState) SetTo(v DeliveriesState) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptDeliveriesState) Get() (v DeliveriesState, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptDeliveriesState) Or(d DeliveriesState) DeliveriesState {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptEventsType returns new OptEventsType with value set to v.
+func NewOptEventsType(v EventsType) OptEventsType {
+	return OptEventsType{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptEventsType is optional EventsType.
+type OptEventsType struct {
+	Value EventsType
+	Set   bool
+}
+
+// IsSet returns true if OptEventsType was set.
+func (o OptEventsType) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptEventsType) Reset() {
+	var v EventsType
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptEventsType) SetTo(v EventsType) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptEventsType) Get() (v EventsType, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptEventsType) Or(d EventsType) EventsType {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -1727,6 +2377,98 @@ func (o OptNilString) Or(d string) string {
 	return d
 }
 
+// NewOptPlantEvent returns new OptPlantEvent with value set to v.
+func NewOptPlantEvent(v PlantEvent) OptPlantEvent {
+	return OptPlantEvent{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPlantEvent is optional PlantEvent.
+type OptPlantEvent struct {
+	Value PlantEvent
+	Set   bool
+}
+
+// IsSet returns true if OptPlantEvent was set.
+func (o OptPlantEvent) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPlantEvent) Reset() {
+	var v PlantEvent
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPlantEvent) SetTo(v PlantEvent) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPlantEvent) Get() (v PlantEvent, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPlantEvent) Or(d PlantEvent) PlantEvent {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptRotateSecret returns new OptRotateSecret with value set to v.
+func NewOptRotateSecret(v RotateSecret) OptRotateSecret {
+	return OptRotateSecret{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptRotateSecret is optional RotateSecret.
+type OptRotateSecret struct {
+	Value RotateSecret
+	Set   bool
+}
+
+// IsSet returns true if OptRotateSecret was set.
+func (o OptRotateSecret) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptRotateSecret) Reset() {
+	var v RotateSecret
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptRotateSecret) SetTo(v RotateSecret) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptRotateSecret) Get() (v RotateSecret, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptRotateSecret) Or(d RotateSecret) RotateSecret {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptString returns new OptString with value set to v.
 func NewOptString(v string) OptString {
 	return OptString{
@@ -1767,6 +2509,52 @@ func (o OptString) Get() (v string, ok bool) {
 
 // Or returns value if set, or given parameter if does not.
 func (o OptString) Or(d string) string {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptURI returns new OptURI with value set to v.
+func NewOptURI(v url.URL) OptURI {
+	return OptURI{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptURI is optional url.URL.
+type OptURI struct {
+	Value url.URL
+	Set   bool
+}
+
+// IsSet returns true if OptURI was set.
+func (o OptURI) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptURI) Reset() {
+	var v url.URL
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptURI) SetTo(v url.URL) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptURI) Get() (v url.URL, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptURI) Or(d url.URL) url.URL {
 	if v, ok := o.Get(); ok {
 		return v
 	}
@@ -1865,6 +2653,132 @@ func (o OptWebhookWithSecretDisabledReason) Or(d WebhookWithSecretDisabledReason
 	return d
 }
 
+// Ref: #/components/schemas/PingResult
+type PingResult struct {
+	// The ping's message id (`webhook-id`).
+	WebhookID string `json:"webhook_id"`
+	// The receiver answered 2xx.
+	Succeeded bool `json:"succeeded"`
+	// The receiver's HTTP status; absent when no answer came.
+	StatusCode OptInt32 `json:"status_code"`
+	// Why no answer came (connection refused, timeout, refused address, ...).
+	Error      OptString `json:"error"`
+	DurationMs float64   `json:"duration_ms"`
+	// The first 1024 bytes of the receiver's answer, as in `Delivery`.
+	ResponseBody OptString `json:"response_body"`
+}
+
+// GetWebhookID returns the value of WebhookID.
+func (s *PingResult) GetWebhookID() string {
+	return s.WebhookID
+}
+
+// GetSucceeded returns the value of Succeeded.
+func (s *PingResult) GetSucceeded() bool {
+	return s.Succeeded
+}
+
+// GetStatusCode returns the value of StatusCode.
+func (s *PingResult) GetStatusCode() OptInt32 {
+	return s.StatusCode
+}
+
+// GetError returns the value of Error.
+func (s *PingResult) GetError() OptString {
+	return s.Error
+}
+
+// GetDurationMs returns the value of DurationMs.
+func (s *PingResult) GetDurationMs() float64 {
+	return s.DurationMs
+}
+
+// GetResponseBody returns the value of ResponseBody.
+func (s *PingResult) GetResponseBody() OptString {
+	return s.ResponseBody
+}
+
+// SetWebhookID sets the value of WebhookID.
+func (s *PingResult) SetWebhookID(val string) {
+	s.WebhookID = val
+}
+
+// SetSucceeded sets the value of Succeeded.
+func (s *PingResult) SetSucceeded(val bool) {
+	s.Succeeded = val
+}
+
+// SetStatusCode sets the value of StatusCode.
+func (s *PingResult) SetStatusCode(val OptInt32) {
+	s.StatusCode = val
+}
+
+// SetError sets the value of Error.
+func (s *PingResult) SetError(val OptString) {
+	s.Error = val
+}
+
+// SetDurationMs sets the value of DurationMs.
+func (s *PingResult) SetDurationMs(val float64) {
+	s.DurationMs = val
+}
+
+// SetResponseBody sets the value of ResponseBody.
+func (s *PingResult) SetResponseBody(val OptString) {
+	s.ResponseBody = val
+}
+
+// PingResultHeaders wraps PingResult with response headers.
+type PingResultHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        PingResult
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *PingResultHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *PingResultHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *PingResultHeaders) GetResponse() PingResult {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *PingResultHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *PingResultHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *PingResultHeaders) SetResponse(val PingResult) {
+	s.Response = val
+}
+
+func (*PingResultHeaders) pingWebhookRes() {}
+
+type PingWebhookBadRequest Error
+
+func (*PingWebhookBadRequest) pingWebhookRes() {}
+
+type PingWebhookInternalServerError Error
+
+func (*PingWebhookInternalServerError) pingWebhookRes() {}
+
+type PingWebhookNotFound Error
+
+func (*PingWebhookNotFound) pingWebhookRes() {}
+
 // A plant as the service answers it. `id` is required here, an addition to the seed's `Plant` (which
 // allows it): every response carries it.
 // Ref: #/components/schemas/Plant
@@ -1908,6 +2822,82 @@ func (s *Plant) SetName(val string) {
 func (s *Plant) SetTag(val OptString) {
 	s.Tag = val
 }
+
+// One change of one of the owner's plants: an item of `GET /events`, the data of a `GET
+// /events/stream` message, and the body of a typed subscription's delivery.
+// Ref: #/components/schemas/PlantEvent
+type PlantEvent struct {
+	Type EventType `json:"type"`
+	// The event id, `evt_` and 24 hex digits; the same wherever the event is seen (use it to
+	// de-duplicate).
+	ID string `json:"id"`
+	// The owner's sequence number of the event, from 1, one more per event, no gaps.
+	Seq int64 `json:"seq"`
+	// When the change was committed (RFC 3339, with as many fraction digits as needed).
+	CreatedAt time.Time `json:"created_at"`
+	// The plant after the change; for `plant.deleted`, as it was.
+	Data Plant `json:"data"`
+}
+
+// GetType returns the value of Type.
+func (s *PlantEvent) GetType() EventType {
+	return s.Type
+}
+
+// GetID returns the value of ID.
+func (s *PlantEvent) GetID() string {
+	return s.ID
+}
+
+// GetSeq returns the value of Seq.
+func (s *PlantEvent) GetSeq() int64 {
+	return s.Seq
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *PlantEvent) GetCreatedAt() time.Time {
+	return s.CreatedAt
+}
+
+// GetData returns the value of Data.
+func (s *PlantEvent) GetData() Plant {
+	return s.Data
+}
+
+// SetType sets the value of Type.
+func (s *PlantEvent) SetType(val EventType) {
+	s.Type = val
+}
+
+// SetID sets the value of ID.
+func (s *PlantEvent) SetID(val string) {
+	s.ID = val
+}
+
+// SetSeq sets the value of Seq.
+func (s *PlantEvent) SetSeq(val int64) {
+	s.Seq = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *PlantEvent) SetCreatedAt(val time.Time) {
+	s.CreatedAt = val
+}
+
+// SetData sets the value of Data.
+func (s *PlantEvent) SetData(val Plant) {
+	s.Data = val
+}
+
+// PlantEventWebhookGone is response for PlantEventWebhook operation.
+type PlantEventWebhookGone struct{}
+
+func (*PlantEventWebhookGone) plantEventWebhookRes() {}
+
+// PlantEventWebhookOK is response for PlantEventWebhook operation.
+type PlantEventWebhookOK struct{}
+
+func (*PlantEventWebhookOK) plantEventWebhookRes() {}
 
 // PlantHeaders wraps Plant with response headers.
 type PlantHeaders struct {
@@ -2020,6 +3010,305 @@ func (s *PreconditionFailedHeaders) SetResponse(val Error) {
 func (*PreconditionFailedHeaders) deletePlantRes() {}
 func (*PreconditionFailedHeaders) updatePlantRes() {}
 
+// One delivery (one message to one subscription) and its state.
+// Ref: #/components/schemas/QueuedDelivery
+type QueuedDelivery struct {
+	// The delivery's message id, sent as the `webhook-id` header.
+	WebhookID string              `json:"webhook_id"`
+	PlantID   OptInt64            `json:"plant_id"`
+	State     QueuedDeliveryState `json:"state"`
+	// Attempts made so far.
+	Attempts  int32     `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+	// When it is attempted next (pending only).
+	NextAttemptAt OptDateTime `json:"next_attempt_at"`
+}
+
+// GetWebhookID returns the value of WebhookID.
+func (s *QueuedDelivery) GetWebhookID() string {
+	return s.WebhookID
+}
+
+// GetPlantID returns the value of PlantID.
+func (s *QueuedDelivery) GetPlantID() OptInt64 {
+	return s.PlantID
+}
+
+// GetState returns the value of State.
+func (s *QueuedDelivery) GetState() QueuedDeliveryState {
+	return s.State
+}
+
+// GetAttempts returns the value of Attempts.
+func (s *QueuedDelivery) GetAttempts() int32 {
+	return s.Attempts
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *QueuedDelivery) GetCreatedAt() time.Time {
+	return s.CreatedAt
+}
+
+// GetNextAttemptAt returns the value of NextAttemptAt.
+func (s *QueuedDelivery) GetNextAttemptAt() OptDateTime {
+	return s.NextAttemptAt
+}
+
+// SetWebhookID sets the value of WebhookID.
+func (s *QueuedDelivery) SetWebhookID(val string) {
+	s.WebhookID = val
+}
+
+// SetPlantID sets the value of PlantID.
+func (s *QueuedDelivery) SetPlantID(val OptInt64) {
+	s.PlantID = val
+}
+
+// SetState sets the value of State.
+func (s *QueuedDelivery) SetState(val QueuedDeliveryState) {
+	s.State = val
+}
+
+// SetAttempts sets the value of Attempts.
+func (s *QueuedDelivery) SetAttempts(val int32) {
+	s.Attempts = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *QueuedDelivery) SetCreatedAt(val time.Time) {
+	s.CreatedAt = val
+}
+
+// SetNextAttemptAt sets the value of NextAttemptAt.
+func (s *QueuedDelivery) SetNextAttemptAt(val OptDateTime) {
+	s.NextAttemptAt = val
+}
+
+// QueuedDeliveryHeaders wraps QueuedDelivery with response headers.
+type QueuedDeliveryHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        QueuedDelivery
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *QueuedDeliveryHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *QueuedDeliveryHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *QueuedDeliveryHeaders) GetResponse() QueuedDelivery {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *QueuedDeliveryHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *QueuedDeliveryHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *QueuedDeliveryHeaders) SetResponse(val QueuedDelivery) {
+	s.Response = val
+}
+
+func (*QueuedDeliveryHeaders) resendWebhookDeliveryRes() {}
+
+type QueuedDeliveryState string
+
+const (
+	QueuedDeliveryStatePending   QueuedDeliveryState = "pending"
+	QueuedDeliveryStateSucceeded QueuedDeliveryState = "succeeded"
+	QueuedDeliveryStateFailed    QueuedDeliveryState = "failed"
+)
+
+// AllValues returns all QueuedDeliveryState values.
+func (QueuedDeliveryState) AllValues() []QueuedDeliveryState {
+	return []QueuedDeliveryState{
+		QueuedDeliveryStatePending,
+		QueuedDeliveryStateSucceeded,
+		QueuedDeliveryStateFailed,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s QueuedDeliveryState) MarshalText() ([]byte, error) {
+	switch s {
+	case QueuedDeliveryStatePending:
+		return []byte(s), nil
+	case QueuedDeliveryStateSucceeded:
+		return []byte(s), nil
+	case QueuedDeliveryStateFailed:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *QueuedDeliveryState) UnmarshalText(data []byte) error {
+	switch QueuedDeliveryState(data) {
+	case QueuedDeliveryStatePending:
+		*s = QueuedDeliveryStatePending
+		return nil
+	case QueuedDeliveryStateSucceeded:
+		*s = QueuedDeliveryStateSucceeded
+		return nil
+	case QueuedDeliveryStateFailed:
+		*s = QueuedDeliveryStateFailed
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+// Ref: #/components/schemas/RecoverRequest
+type RecoverRequest struct {
+	// Re-queue the failed deliveries created at or after this time.
+	Since time.Time `json:"since"`
+}
+
+// GetSince returns the value of Since.
+func (s *RecoverRequest) GetSince() time.Time {
+	return s.Since
+}
+
+// SetSince sets the value of Since.
+func (s *RecoverRequest) SetSince(val time.Time) {
+	s.Since = val
+}
+
+type RecoverWebhookBadRequest Error
+
+func (*RecoverWebhookBadRequest) recoverWebhookRes() {}
+
+type RecoverWebhookConflict Error
+
+func (*RecoverWebhookConflict) recoverWebhookRes() {}
+
+type RecoverWebhookInternalServerError Error
+
+func (*RecoverWebhookInternalServerError) recoverWebhookRes() {}
+
+type RecoverWebhookNotFound Error
+
+func (*RecoverWebhookNotFound) recoverWebhookRes() {}
+
+type RecoverWebhookRequestEntityTooLarge Error
+
+func (*RecoverWebhookRequestEntityTooLarge) recoverWebhookRes() {}
+
+type RecoverWebhookUnsupportedMediaType Error
+
+func (*RecoverWebhookUnsupportedMediaType) recoverWebhookRes() {}
+
+// Ref: #/components/schemas/Recovery
+type Recovery struct {
+	Since time.Time `json:"since"`
+	// How many failed deliveries this call re-queued (0 when a recover with this `since` already did).
+	Requeued int64 `json:"requeued"`
+}
+
+// GetSince returns the value of Since.
+func (s *Recovery) GetSince() time.Time {
+	return s.Since
+}
+
+// GetRequeued returns the value of Requeued.
+func (s *Recovery) GetRequeued() int64 {
+	return s.Requeued
+}
+
+// SetSince sets the value of Since.
+func (s *Recovery) SetSince(val time.Time) {
+	s.Since = val
+}
+
+// SetRequeued sets the value of Requeued.
+func (s *Recovery) SetRequeued(val int64) {
+	s.Requeued = val
+}
+
+// RecoveryHeaders wraps Recovery with response headers.
+type RecoveryHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Recovery
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *RecoveryHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *RecoveryHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *RecoveryHeaders) GetResponse() Recovery {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *RecoveryHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *RecoveryHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *RecoveryHeaders) SetResponse(val Recovery) {
+	s.Response = val
+}
+
+func (*RecoveryHeaders) recoverWebhookRes() {}
+
+type ResendWebhookDeliveryBadRequest Error
+
+func (*ResendWebhookDeliveryBadRequest) resendWebhookDeliveryRes() {}
+
+type ResendWebhookDeliveryConflict Error
+
+func (*ResendWebhookDeliveryConflict) resendWebhookDeliveryRes() {}
+
+type ResendWebhookDeliveryInternalServerError Error
+
+func (*ResendWebhookDeliveryInternalServerError) resendWebhookDeliveryRes() {}
+
+type ResendWebhookDeliveryNotFound Error
+
+func (*ResendWebhookDeliveryNotFound) resendWebhookDeliveryRes() {}
+
+// Ref: #/components/schemas/RotateSecret
+type RotateSecret struct {
+	// Seconds the previous secret keeps signing (0 to 604800, 7 days; default 86400).
+	OldSecretExpiresIn OptInt64 `json:"old_secret_expires_in"`
+}
+
+// GetOldSecretExpiresIn returns the value of OldSecretExpiresIn.
+func (s *RotateSecret) GetOldSecretExpiresIn() OptInt64 {
+	return s.OldSecretExpiresIn
+}
+
+// SetOldSecretExpiresIn sets the value of OldSecretExpiresIn.
+func (s *RotateSecret) SetOldSecretExpiresIn(val OptInt64) {
+	s.OldSecretExpiresIn = val
+}
+
 type RotateWebhookSecretBadRequest Error
 
 func (*RotateWebhookSecretBadRequest) rotateWebhookSecretRes() {}
@@ -2031,6 +3320,78 @@ func (*RotateWebhookSecretInternalServerError) rotateWebhookSecretRes() {}
 type RotateWebhookSecretNotFound Error
 
 func (*RotateWebhookSecretNotFound) rotateWebhookSecretRes() {}
+
+type StreamEventsBadRequest Error
+
+func (*StreamEventsBadRequest) streamEventsRes() {}
+
+type StreamEventsInternalServerError Error
+
+func (*StreamEventsInternalServerError) streamEventsRes() {}
+
+type StreamEventsOK struct {
+	Data io.Reader
+}
+
+// Read reads data from the Data reader.
+//
+// Kept to satisfy the io.Reader interface.
+func (s StreamEventsOK) Read(p []byte) (n int, err error) {
+	if s.Data == nil {
+		return 0, io.EOF
+	}
+	return s.Data.Read(p)
+}
+
+// StreamEventsOKHeaders wraps StreamEventsOK with response headers.
+type StreamEventsOKHeaders struct {
+	CacheControl    OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        StreamEventsOK
+}
+
+// GetCacheControl returns the value of CacheControl.
+func (s *StreamEventsOKHeaders) GetCacheControl() OptString {
+	return s.CacheControl
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *StreamEventsOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *StreamEventsOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *StreamEventsOKHeaders) GetResponse() StreamEventsOK {
+	return s.Response
+}
+
+// SetCacheControl sets the value of CacheControl.
+func (s *StreamEventsOKHeaders) SetCacheControl(val OptString) {
+	s.CacheControl = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *StreamEventsOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *StreamEventsOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *StreamEventsOKHeaders) SetResponse(val StreamEventsOK) {
+	s.Response = val
+}
+
+func (*StreamEventsOKHeaders) streamEventsRes() {}
 
 // TooManyRequestsHeaders wraps Error with response headers.
 type TooManyRequestsHeaders struct {
@@ -2086,11 +3447,66 @@ func (*TooManyRequestsHeaders) deletePlantRes()           {}
 func (*TooManyRequestsHeaders) deleteWebhookRes()         {}
 func (*TooManyRequestsHeaders) getPlantRes()              {}
 func (*TooManyRequestsHeaders) getWebhookRes()            {}
+func (*TooManyRequestsHeaders) listEventsRes()            {}
 func (*TooManyRequestsHeaders) listPlantsRes()            {}
 func (*TooManyRequestsHeaders) listWebhookDeliveriesRes() {}
 func (*TooManyRequestsHeaders) listWebhooksRes()          {}
+func (*TooManyRequestsHeaders) pingWebhookRes()           {}
+func (*TooManyRequestsHeaders) recoverWebhookRes()        {}
+func (*TooManyRequestsHeaders) resendWebhookDeliveryRes() {}
 func (*TooManyRequestsHeaders) rotateWebhookSecretRes()   {}
 func (*TooManyRequestsHeaders) updatePlantRes()           {}
+func (*TooManyRequestsHeaders) updateWebhookRes()         {}
+
+// TooManyStreamsHeaders wraps Error with response headers.
+type TooManyStreamsHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *TooManyStreamsHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *TooManyStreamsHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *TooManyStreamsHeaders) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// GetResponse returns the value of Response.
+func (s *TooManyStreamsHeaders) GetResponse() Error {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *TooManyStreamsHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *TooManyStreamsHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *TooManyStreamsHeaders) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+// SetResponse sets the value of Response.
+func (s *TooManyStreamsHeaders) SetResponse(val Error) {
+	s.Response = val
+}
+
+func (*TooManyStreamsHeaders) streamEventsRes() {}
 
 // UnauthorizedHeaders wraps Error with response headers.
 type UnauthorizedHeaders struct {
@@ -2124,11 +3540,17 @@ func (*UnauthorizedHeaders) deletePlantRes()           {}
 func (*UnauthorizedHeaders) deleteWebhookRes()         {}
 func (*UnauthorizedHeaders) getPlantRes()              {}
 func (*UnauthorizedHeaders) getWebhookRes()            {}
+func (*UnauthorizedHeaders) listEventsRes()            {}
 func (*UnauthorizedHeaders) listPlantsRes()            {}
 func (*UnauthorizedHeaders) listWebhookDeliveriesRes() {}
 func (*UnauthorizedHeaders) listWebhooksRes()          {}
+func (*UnauthorizedHeaders) pingWebhookRes()           {}
+func (*UnauthorizedHeaders) recoverWebhookRes()        {}
+func (*UnauthorizedHeaders) resendWebhookDeliveryRes() {}
 func (*UnauthorizedHeaders) rotateWebhookSecretRes()   {}
+func (*UnauthorizedHeaders) streamEventsRes()          {}
 func (*UnauthorizedHeaders) updatePlantRes()           {}
+func (*UnauthorizedHeaders) updateWebhookRes()         {}
 
 // UnavailableHeaders wraps Error with response headers.
 type UnavailableHeaders struct {
@@ -2162,11 +3584,17 @@ func (*UnavailableHeaders) deletePlantRes()           {}
 func (*UnavailableHeaders) deleteWebhookRes()         {}
 func (*UnavailableHeaders) getPlantRes()              {}
 func (*UnavailableHeaders) getWebhookRes()            {}
+func (*UnavailableHeaders) listEventsRes()            {}
 func (*UnavailableHeaders) listPlantsRes()            {}
 func (*UnavailableHeaders) listWebhookDeliveriesRes() {}
 func (*UnavailableHeaders) listWebhooksRes()          {}
+func (*UnavailableHeaders) pingWebhookRes()           {}
+func (*UnavailableHeaders) recoverWebhookRes()        {}
+func (*UnavailableHeaders) resendWebhookDeliveryRes() {}
 func (*UnavailableHeaders) rotateWebhookSecretRes()   {}
+func (*UnavailableHeaders) streamEventsRes()          {}
 func (*UnavailableHeaders) updatePlantRes()           {}
+func (*UnavailableHeaders) updateWebhookRes()         {}
 
 type UpdatePlantApplicationJSON PlantPatch
 
@@ -2196,6 +3624,34 @@ type UpdatePlantUnsupportedMediaType Error
 
 func (*UpdatePlantUnsupportedMediaType) updatePlantRes() {}
 
+type UpdateWebhookApplicationJSON WebhookPatch
+
+func (*UpdateWebhookApplicationJSON) updateWebhookReq() {}
+
+type UpdateWebhookApplicationMergePatchJSON WebhookPatch
+
+func (*UpdateWebhookApplicationMergePatchJSON) updateWebhookReq() {}
+
+type UpdateWebhookBadRequest Error
+
+func (*UpdateWebhookBadRequest) updateWebhookRes() {}
+
+type UpdateWebhookInternalServerError Error
+
+func (*UpdateWebhookInternalServerError) updateWebhookRes() {}
+
+type UpdateWebhookNotFound Error
+
+func (*UpdateWebhookNotFound) updateWebhookRes() {}
+
+type UpdateWebhookRequestEntityTooLarge Error
+
+func (*UpdateWebhookRequestEntityTooLarge) updateWebhookRes() {}
+
+type UpdateWebhookUnsupportedMediaType Error
+
+func (*UpdateWebhookUnsupportedMediaType) updateWebhookRes() {}
+
 // Ref: #/components/schemas/Webhook
 type Webhook struct {
 	// Subscription id, `whk_` and 16 hex digits.
@@ -2205,11 +3661,19 @@ type Webhook struct {
 	CreatedAt   time.Time `json:"created_at"`
 	// False once a receiver answered 410, or after its deliveries failed for days.
 	Enabled bool `json:"enabled"`
+	// The event types of a typed subscription, in this order; absent for an untyped one.
+	Types []EventType `json:"types"`
 	// When the subscription was disabled; absent while it is enabled.
 	DisabledAt OptDateTime `json:"disabled_at"`
 	// Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
-	// longer than the server allows (5 days by default). Absent while enabled.
+	// longer than the server allows (5 days by default); `manual`, a PATCH `{"enabled": false}`. Absent
+	// while enabled.
 	DisabledReason OptWebhookDisabledReason `json:"disabled_reason"`
+	// Only in the answer to a PATCH that re-enabled the subscription: since when deliveries failed or were
+	// not written (the start of its failing streak, else when it was disabled). Pass it to
+	// `POST /webhooks/{id}/recover` as `since`, and read `GET /events` for the plants created while it was
+	// disabled.
+	MissedSince OptDateTime `json:"missed_since"`
 }
 
 // GetID returns the value of ID.
@@ -2237,6 +3701,11 @@ func (s *Webhook) GetEnabled() bool {
 	return s.Enabled
 }
 
+// GetTypes returns the value of Types.
+func (s *Webhook) GetTypes() []EventType {
+	return s.Types
+}
+
 // GetDisabledAt returns the value of DisabledAt.
 func (s *Webhook) GetDisabledAt() OptDateTime {
 	return s.DisabledAt
@@ -2245,6 +3714,11 @@ func (s *Webhook) GetDisabledAt() OptDateTime {
 // GetDisabledReason returns the value of DisabledReason.
 func (s *Webhook) GetDisabledReason() OptWebhookDisabledReason {
 	return s.DisabledReason
+}
+
+// GetMissedSince returns the value of MissedSince.
+func (s *Webhook) GetMissedSince() OptDateTime {
+	return s.MissedSince
 }
 
 // SetID sets the value of ID.
@@ -2272,6 +3746,11 @@ func (s *Webhook) SetEnabled(val bool) {
 	s.Enabled = val
 }
 
+// SetTypes sets the value of Types.
+func (s *Webhook) SetTypes(val []EventType) {
+	s.Types = val
+}
+
 // SetDisabledAt sets the value of DisabledAt.
 func (s *Webhook) SetDisabledAt(val OptDateTime) {
 	s.DisabledAt = val
@@ -2282,13 +3761,20 @@ func (s *Webhook) SetDisabledReason(val OptWebhookDisabledReason) {
 	s.DisabledReason = val
 }
 
+// SetMissedSince sets the value of MissedSince.
+func (s *Webhook) SetMissedSince(val OptDateTime) {
+	s.MissedSince = val
+}
+
 // Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
-// longer than the server allows (5 days by default). Absent while enabled.
+// longer than the server allows (5 days by default); `manual`, a PATCH `{"enabled": false}`. Absent
+// while enabled.
 type WebhookDisabledReason string
 
 const (
 	WebhookDisabledReasonGone    WebhookDisabledReason = "gone"
 	WebhookDisabledReasonFailing WebhookDisabledReason = "failing"
+	WebhookDisabledReasonManual  WebhookDisabledReason = "manual"
 )
 
 // AllValues returns all WebhookDisabledReason values.
@@ -2296,6 +3782,7 @@ func (WebhookDisabledReason) AllValues() []WebhookDisabledReason {
 	return []WebhookDisabledReason{
 		WebhookDisabledReasonGone,
 		WebhookDisabledReasonFailing,
+		WebhookDisabledReasonManual,
 	}
 }
 
@@ -2305,6 +3792,8 @@ func (s WebhookDisabledReason) MarshalText() ([]byte, error) {
 	case WebhookDisabledReasonGone:
 		return []byte(s), nil
 	case WebhookDisabledReasonFailing:
+		return []byte(s), nil
+	case WebhookDisabledReasonManual:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -2319,6 +3808,9 @@ func (s *WebhookDisabledReason) UnmarshalText(data []byte) error {
 		return nil
 	case WebhookDisabledReasonFailing:
 		*s = WebhookDisabledReasonFailing
+		return nil
+	case WebhookDisabledReasonManual:
+		*s = WebhookDisabledReasonManual
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)
@@ -2362,7 +3854,63 @@ func (s *WebhookHeaders) SetResponse(val Webhook) {
 	s.Response = val
 }
 
-func (*WebhookHeaders) getWebhookRes() {}
+func (*WebhookHeaders) getWebhookRes()    {}
+func (*WebhookHeaders) updateWebhookRes() {}
+
+// A JSON merge patch (RFC 7396) of a subscription: a member present sets that field, a member left out
+// keeps its value. Any member other than these is refused.
+// Ref: #/components/schemas/WebhookPatch
+type WebhookPatch struct {
+	// Absolute http:// or https:// URL that receives the deliveries.
+	URL OptURI `json:"url"`
+	// The new description, or `null` to clear it.
+	Description OptNilString `json:"description"`
+	// `true` re-enables a disabled subscription, `false` disables it.
+	Enabled OptBool `json:"enabled"`
+	// The event types the subscription receives from now on (as in `NewWebhook`); `[]` makes it untyped
+	// (bare `NewPlant` bodies, creates only). Deliveries already written keep their body.
+	Types []EventType `json:"types"`
+}
+
+// GetURL returns the value of URL.
+func (s *WebhookPatch) GetURL() OptURI {
+	return s.URL
+}
+
+// GetDescription returns the value of Description.
+func (s *WebhookPatch) GetDescription() OptNilString {
+	return s.Description
+}
+
+// GetEnabled returns the value of Enabled.
+func (s *WebhookPatch) GetEnabled() OptBool {
+	return s.Enabled
+}
+
+// GetTypes returns the value of Types.
+func (s *WebhookPatch) GetTypes() []EventType {
+	return s.Types
+}
+
+// SetURL sets the value of URL.
+func (s *WebhookPatch) SetURL(val OptURI) {
+	s.URL = val
+}
+
+// SetDescription sets the value of Description.
+func (s *WebhookPatch) SetDescription(val OptNilString) {
+	s.Description = val
+}
+
+// SetEnabled sets the value of Enabled.
+func (s *WebhookPatch) SetEnabled(val OptBool) {
+	s.Enabled = val
+}
+
+// SetTypes sets the value of Types.
+func (s *WebhookPatch) SetTypes(val []EventType) {
+	s.Types = val
+}
 
 // Merged schema.
 // Ref: #/components/schemas/WebhookWithSecret
@@ -2374,11 +3922,19 @@ type WebhookWithSecret struct {
 	CreatedAt   time.Time `json:"created_at"`
 	// False once a receiver answered 410, or after its deliveries failed for days.
 	Enabled bool `json:"enabled"`
+	// The event types of a typed subscription, in this order; absent for an untyped one.
+	Types []EventType `json:"types"`
 	// When the subscription was disabled; absent while it is enabled.
 	DisabledAt OptDateTime `json:"disabled_at"`
 	// Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
-	// longer than the server allows (5 days by default). Absent while enabled.
+	// longer than the server allows (5 days by default); `manual`, a PATCH `{"enabled": false}`. Absent
+	// while enabled.
 	DisabledReason OptWebhookWithSecretDisabledReason `json:"disabled_reason"`
+	// Only in the answer to a PATCH that re-enabled the subscription: since when deliveries failed or were
+	// not written (the start of its failing streak, else when it was disabled). Pass it to
+	// `POST /webhooks/{id}/recover` as `since`, and read `GET /events` for the plants created while it was
+	// disabled.
+	MissedSince OptDateTime `json:"missed_since"`
 	// The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and rotate.
 	Secret string `json:"secret"`
 }
@@ -2408,6 +3964,11 @@ func (s *WebhookWithSecret) GetEnabled() bool {
 	return s.Enabled
 }
 
+// GetTypes returns the value of Types.
+func (s *WebhookWithSecret) GetTypes() []EventType {
+	return s.Types
+}
+
 // GetDisabledAt returns the value of DisabledAt.
 func (s *WebhookWithSecret) GetDisabledAt() OptDateTime {
 	return s.DisabledAt
@@ -2416,6 +3977,11 @@ func (s *WebhookWithSecret) GetDisabledAt() OptDateTime {
 // GetDisabledReason returns the value of DisabledReason.
 func (s *WebhookWithSecret) GetDisabledReason() OptWebhookWithSecretDisabledReason {
 	return s.DisabledReason
+}
+
+// GetMissedSince returns the value of MissedSince.
+func (s *WebhookWithSecret) GetMissedSince() OptDateTime {
+	return s.MissedSince
 }
 
 // GetSecret returns the value of Secret.
@@ -2448,6 +4014,11 @@ func (s *WebhookWithSecret) SetEnabled(val bool) {
 	s.Enabled = val
 }
 
+// SetTypes sets the value of Types.
+func (s *WebhookWithSecret) SetTypes(val []EventType) {
+	s.Types = val
+}
+
 // SetDisabledAt sets the value of DisabledAt.
 func (s *WebhookWithSecret) SetDisabledAt(val OptDateTime) {
 	s.DisabledAt = val
@@ -2458,18 +4029,25 @@ func (s *WebhookWithSecret) SetDisabledReason(val OptWebhookWithSecretDisabledRe
 	s.DisabledReason = val
 }
 
+// SetMissedSince sets the value of MissedSince.
+func (s *WebhookWithSecret) SetMissedSince(val OptDateTime) {
+	s.MissedSince = val
+}
+
 // SetSecret sets the value of Secret.
 func (s *WebhookWithSecret) SetSecret(val string) {
 	s.Secret = val
 }
 
 // Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
-// longer than the server allows (5 days by default). Absent while enabled.
+// longer than the server allows (5 days by default); `manual`, a PATCH `{"enabled": false}`. Absent
+// while enabled.
 type WebhookWithSecretDisabledReason string
 
 const (
 	WebhookWithSecretDisabledReasonGone    WebhookWithSecretDisabledReason = "gone"
 	WebhookWithSecretDisabledReasonFailing WebhookWithSecretDisabledReason = "failing"
+	WebhookWithSecretDisabledReasonManual  WebhookWithSecretDisabledReason = "manual"
 )
 
 // AllValues returns all WebhookWithSecretDisabledReason values.
@@ -2477,6 +4055,7 @@ func (WebhookWithSecretDisabledReason) AllValues() []WebhookWithSecretDisabledRe
 	return []WebhookWithSecretDisabledReason{
 		WebhookWithSecretDisabledReasonGone,
 		WebhookWithSecretDisabledReasonFailing,
+		WebhookWithSecretDisabledReasonManual,
 	}
 }
 
@@ -2486,6 +4065,8 @@ func (s WebhookWithSecretDisabledReason) MarshalText() ([]byte, error) {
 	case WebhookWithSecretDisabledReasonGone:
 		return []byte(s), nil
 	case WebhookWithSecretDisabledReasonFailing:
+		return []byte(s), nil
+	case WebhookWithSecretDisabledReasonManual:
 		return []byte(s), nil
 	default:
 		return nil, errors.Errorf("invalid value: %q", s)
@@ -2500,6 +4081,9 @@ func (s *WebhookWithSecretDisabledReason) UnmarshalText(data []byte) error {
 		return nil
 	case WebhookWithSecretDisabledReasonFailing:
 		*s = WebhookWithSecretDisabledReasonFailing
+		return nil
+	case WebhookWithSecretDisabledReasonManual:
+		*s = WebhookWithSecretDisabledReasonManual
 		return nil
 	default:
 		return errors.Errorf("invalid value: %q", data)

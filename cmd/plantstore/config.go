@@ -40,6 +40,14 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("webhook-disable-after", "PLANTSTORE_WEBHOOK_DISABLE_AFTER", "must not be negative (0: never), got %v", c.WebhookDisableAfter)
 	case c.WebhookRetention < 0:
 		return invalidSetting("webhook-retention", "PLANTSTORE_WEBHOOK_RETENTION", "must not be negative (0: keep everything), got %v", c.WebhookRetention)
+	case c.EventRetention < 0:
+		return invalidSetting("event-retention", "PLANTSTORE_EVENT_RETENTION", "must not be negative (0: keep everything), got %v", c.EventRetention)
+	case c.StreamHeartbeat < time.Second || c.StreamHeartbeat > 10*time.Minute:
+		return invalidSetting("event-stream-heartbeat", "PLANTSTORE_EVENT_STREAM_HEARTBEAT", "must be from 1s to 10m, got %v", c.StreamHeartbeat)
+	case c.StreamPoll < 100*time.Millisecond || c.StreamPoll > time.Minute:
+		return invalidSetting("event-stream-poll", "PLANTSTORE_EVENT_STREAM_POLL", "must be from 100ms to 1m, got %v", c.StreamPoll)
+	case c.StreamMax < 1 || c.StreamMax > 100000:
+		return invalidSetting("event-stream-max", "PLANTSTORE_EVENT_STREAM_MAX", "must be from 1 to 100000, got %d", c.StreamMax)
 	}
 	if err := plantstorehttp.CheckCORSOrigins(c.CORSOrigins); err != nil {
 		return invalidSetting("cors-origins", "PLANTSTORE_CORS_ORIGINS", "%v", err)

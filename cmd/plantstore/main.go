@@ -5,7 +5,8 @@
 //	plantstore token create|list|revoke
 //	plantstore healthcheck            probe /healthz (container HEALTHCHECK)
 //	plantstore plants create|get|list|update|delete|import   (a client of a server)
-//	plantstore webhooks create|list|get|delete|rotate-secret|deliveries   (idem)
+//	plantstore webhooks create|list|get|update|delete|rotate-secret|deliveries|resend|recover|ping   (idem)
+//	plantstore events list|tail       (idem; tail follows the event stream)
 //	plantstore version                (also --version)
 //
 // Every flag can also be set from the environment (PLANTSTORE_ADDR,
@@ -98,7 +99,8 @@ type cli struct {
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke bearer tokens."`
 	Plants  plantsCmd  `cmd:"" help:"Client of a running server: create, get, list, update, delete and import plants."`
 
-	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get and delete webhook subscriptions, rotate their secret, see their deliveries."`
+	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
+	Events   eventsCmd   `cmd:"" help:"Client of a running server: list the owner's events, or tail them as they happen."`
 
 	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
 	Version     versionCmd     `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`

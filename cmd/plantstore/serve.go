@@ -48,6 +48,10 @@ type serveCmd struct {
 	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day)."`
 	WebhookDisableAfter time.Duration `env:"PLANTSTORE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a subscription whose delivery attempts have all failed for longer than this, at its next failed attempt (GET /webhooks/{id} then shows disabled_reason failing). 0: never (a 410 still disables it)."`
 	WebhookRetention    time.Duration `env:"PLANTSTORE_WEBHOOK_RETENTION" default:"720h" help:"How long delivery history is kept: attempts and finished deliveries older than this are deleted, 500 rows a statement, a pass a minute. 0 keeps everything."`
+	EventRetention      time.Duration `env:"PLANTSTORE_EVENT_RETENTION" default:"720h" help:"How long events (GET /events, the event stream) are kept: older ones are deleted in the background, 500 a statement, a pass a minute; a client resuming after a gap this long misses the ones deleted (the next seq is higher than its cursor plus one). 0 keeps everything."`
+	StreamHeartbeat     time.Duration `name:"event-stream-heartbeat" env:"PLANTSTORE_EVENT_STREAM_HEARTBEAT" default:"15s" help:"GET /events/stream: send a comment line (: heartbeat) on a stream that sent nothing for this long, and check its token again then (a revoked or expired token's stream ends). 1s to 10m."`
+	StreamPoll          time.Duration `name:"event-stream-poll" env:"PLANTSTORE_EVENT_STREAM_POLL" default:"1s" help:"GET /events/stream: how often each stream reads the database for events this process did not write (another replica's on the same PostgreSQL); events written here wake it at once. 100ms to 1m."`
+	StreamMax           int           `name:"event-stream-max" env:"PLANTSTORE_EVENT_STREAM_MAX" default:"1000" help:"GET /events/stream: streams open at once on this server, one owner at most a quarter of them (at least 1); past either, 429 (error 42902). 1 to 100000."`
 	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
 	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
 	CORSOrigins         []string      `name:"cors-origins" env:"PLANTSTORE_CORS_ORIGINS" placeholder:"ORIGIN,..." help:"Browser origins whose pages may call the API (CORS), comma-separated, each scheme://host[:port] with no path (e.g. https://app.example,http://localhost:5173), or * alone for any origin. Their preflights are answered 204 before authentication; their answers, errors included, carry Access-Control-Allow-Origin and expose the API's headers. Credentials (cookies) are never allowed: the API takes bearer tokens. Empty: no CORS headers at all."`
@@ -140,9 +144,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		Notify:        dispatcher.Notify,
 		TokenCacheTTL: c.TokenCacheTTL,
 		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
+		OnEvent:       plantstorehttp.EventObserver(registry),
 
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
+		Ping:                dispatcher.Ping,
 	})
 	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
 	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
@@ -160,10 +166,19 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		stopDispatcher()
 		<-dispatched
 	}()
+	pctx, stopPruner := context.WithCancel(context.WithoutCancel(ctx))
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); svc.Events.RunPruner(pctx, c.EventRetention, logger) }()
+	defer func() {
+		stopPruner()
+		<-pruned
+	}()
 
 	s := plantstorehttp.NewServer()
 	s.Addr = c.Addr
 	s.PlantService, s.TokenService, s.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
+	s.EventService, s.EventNotifier = svc.Events, svc.Notifier
+	s.EventStreamHeartbeat, s.EventStreamPoll, s.EventStreamMax = c.StreamHeartbeat, c.StreamPoll, c.StreamMax
 	s.Storage = db
 	s.Logger = logger
 	s.Now = now

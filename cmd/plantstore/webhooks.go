@@ -16,19 +16,24 @@ import (
 // manages the token owner's subscriptions (the token needs the
 // webhooks:manage scope).
 type webhooksCmd struct {
-	Create       webhooksCreateCmd       `cmd:"" help:"Subscribe a URL to new plants; prints the signing secret (shown only here and by rotate-secret)."`
+	Create       webhooksCreateCmd       `cmd:"" help:"Subscribe a URL to new plants (or, with --types, to plant events); prints the signing secret (shown only here and by rotate-secret)."`
 	List         webhooksListCmd         `cmd:"" help:"List subscriptions, one page or --all of them."`
 	Get          webhooksGetCmd          `cmd:"" help:"Print a subscription and its state."`
 	Delete       webhooksDeleteCmd       `cmd:"" help:"Delete a subscription (pending retries included)."`
 	RotateSecret webhooksRotateSecretCmd `cmd:"" name:"rotate-secret" help:"Give a subscription a new signing secret and print it (the old one stays valid 24 hours)."`
-	Deliveries   webhooksDeliveriesCmd   `cmd:"" help:"Print a subscription's recent delivery attempts, the latest first."`
+	Deliveries   webhooksDeliveriesCmd   `cmd:"" help:"Print a subscription's delivery attempts, the latest first: one page or --all, optionally of one --state."`
+	Update       webhooksUpdateCmd       `cmd:"" help:"Change a subscription: --url, --description, --types, --enable or --disable."`
+	Resend       webhooksResendCmd       `cmd:"" help:"Queue a new attempt of one delivery now (its msg_ id, from deliveries)."`
+	Recover      webhooksRecoverCmd      `cmd:"" help:"Re-queue every delivery that failed since a time (idempotent per --since)."`
+	Ping         webhooksPingCmd         `cmd:"" help:"Send a signed test ping to the receiver now and print what came of it."`
 }
 
 type webhooksCreateCmd struct {
 	clientFlags
 	formatFlag
-	URL         string `arg:"" name:"url" help:"Absolute http:// or https:// URL of the receiver."`
-	Description string `help:"Description (at most 256 characters)."`
+	URL         string   `arg:"" name:"url" help:"Absolute http:// or https:// URL of the receiver."`
+	Description string   `help:"Description (at most 256 characters)."`
+	Types       []string `help:"Event types to receive as envelopes (plant.created,plant.updated,plant.deleted); none: new plants only, the body a NewPlant."`
 }
 
 // Run creates the subscription and prints it with its secret.
@@ -37,7 +42,7 @@ func (c *webhooksCreateCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	w, err := cl.CreateWebhook(ctx, client.NewWebhook{URL: c.URL, Description: c.Description})
+	w, err := cl.CreateWebhook(ctx, client.NewWebhook{URL: c.URL, Description: c.Description, Types: c.Types})
 	if err != nil {
 		return err
 	}
@@ -119,7 +124,8 @@ func (c *webhooksDeleteCmd) Run(ctx context.Context, e *env) error {
 type webhooksRotateSecretCmd struct {
 	clientFlags
 	formatFlag
-	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+	ID                 string         `arg:"" help:"Id of the subscription (whk_...)."`
+	OldSecretExpiresIn *time.Duration `name:"old-secret-expires-in" help:"How long the previous secret keeps signing (whole seconds, at most 168h; 0s: stop now, as after a leak). Default: the server's, 24h."`
 }
 
 // Run rotates the secret and prints the subscription with the new one.
@@ -128,7 +134,7 @@ func (c *webhooksRotateSecretCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	w, err := cl.RotateWebhookSecret(ctx, c.ID)
+	w, err := cl.RotateWebhookSecret(ctx, c.ID, client.RotateSecretOptions{OldSecretExpiresIn: c.OldSecretExpiresIn})
 	if err != nil {
 		return err
 	}
@@ -138,18 +144,38 @@ func (c *webhooksRotateSecretCmd) Run(ctx context.Context, e *env) error {
 type webhooksDeliveriesCmd struct {
 	clientFlags
 	formatFlag
-	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+	ID    string `arg:"" help:"Id of the subscription (whk_...)."`
+	State string `enum:",pending,succeeded,failed" default:"" help:"Only the attempts after which the delivery was pending, succeeded or failed."`
+	All   bool   `help:"Follow the Link header through every page and print all attempts."`
+	Limit int    `help:"Page size (1..1000); default: the server's (100)."`
+	After string `help:"The cursor of the next page (printed on stderr when more follow)."`
 }
 
-// Run prints the recent delivery attempts.
+// Run prints one page (and, on stderr, the flag for the next one) or all
+// delivery attempts.
 func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	ds, err := cl.ListWebhookDeliveries(ctx, c.ID)
-	if err != nil {
-		return err
+	opts := client.ListDeliveriesOptions{Limit: c.Limit, After: c.After, State: c.State}
+	var ds []client.Delivery
+	if c.All {
+		for d, err := range cl.WebhookDeliveries(ctx, c.ID, opts) {
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+	} else {
+		page, err := cl.ListWebhookDeliveries(ctx, c.ID, opts)
+		if err != nil {
+			return err
+		}
+		ds = page.Deliveries
+		if page.Next != nil && page.Next.After != "" {
+			defer fmt.Fprintf(e.stderr, "more attempts follow: --after %s (or --all)\n", page.Next.After)
+		}
 	}
 	if c.Format != "table" {
 		if ds == nil {

@@ -83,6 +83,14 @@ func TestWebhooksCLI(t *testing.T) {
 	}
 	second := strings.Fields(strings.Split(r.stdout, "\n")[1])[0]
 
+	// create --types: a typed subscription (sorted by the server); deleted again.
+	var typed client.Webhook
+	run("webhooks", "create", rcv.URL+"/typed", "--types", "plant.deleted,plant.created").ok(t).decode(t, &typed)
+	if diff := cmp.Diff([]string{"plant.created", "plant.deleted"}, typed.Types); diff != "" {
+		t.Errorf("create --types: types (-want +got):\n%s", diff)
+	}
+	run("webhooks", "delete", typed.ID).ok(t)
+
 	// get: no secret.
 	var got client.Webhook
 	run("webhooks", "get", first.ID).ok(t).decode(t, &got)

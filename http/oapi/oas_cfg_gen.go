@@ -12,6 +12,7 @@ import (
 )
 
 var regexMap = map[string]ogenregex.Regexp{
+	"^msg_[0-9a-f]{24}$": ogenregex.MustCompile("^msg_[0-9a-f]{24}$"),
 	"^whk_[0-9a-f]{16}$": ogenregex.MustCompile("^whk_[0-9a-f]{16}$"),
 }
 

@@ -241,7 +241,7 @@ func (s *Server) handleCreateWebhookRequest(args [0]string, argsEscaped bool, w 
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    CreateWebhookOperation,
-			OperationSummary: "Subscribe a URL to new plants",
+			OperationSummary: "Subscribe a URL to new plants or plant events",
 			OperationID:      "createWebhook",
 			Body:             request,
 			RawBody:          rawBody,
@@ -805,6 +805,275 @@ func (s *Server) handleGetWebhookRequest(args [1]string, argsEscaped bool, w htt
 	}
 }
 
+// handleHeadEventsRequest handles headEvents operation.
+//
+// The headers `GET /events` would answer with the same query (`Link` to the next page, the rate
+// limit), without a body.
+//
+// HEAD /events
+func (s *Server) handleHeadEventsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: HeadEventsOperation,
+			ID:   "headEvents",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, HeadEventsOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeHeadEventsParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response HeadEventsRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    HeadEventsOperation,
+			OperationSummary: "Headers of an event list",
+			OperationID:      "headEvents",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+				{
+					Name: "limit",
+					In:   "query",
+				}: params.Limit,
+				{
+					Name: "type",
+					In:   "query",
+				}: params.Type,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = HeadEventsParams
+			Response = HeadEventsRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackHeadEventsParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.HeadEvents(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.HeadEvents(ctx, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeHeadEventsResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleHeadEventsStreamRequest handles headEventsStream operation.
+//
+// The headers `GET /events/stream` would answer, without a body (and without waiting).
+//
+// HEAD /events/stream
+func (s *Server) handleHeadEventsStreamRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: HeadEventsStreamOperation,
+			ID:   "headEventsStream",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, HeadEventsStreamOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeHeadEventsStreamParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response HeadEventsStreamRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    HeadEventsStreamOperation,
+			OperationSummary: "Headers of an event stream",
+			OperationID:      "headEventsStream",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "Last-Event-ID",
+					In:   "header",
+				}: params.LastEventID,
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = HeadEventsStreamParams
+			Response = HeadEventsStreamRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackHeadEventsStreamParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.HeadEventsStream(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.HeadEventsStream(ctx, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeHeadEventsStreamResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleHeadPlantRequest handles headPlant operation.
 //
 // The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -1287,6 +1556,18 @@ func (s *Server) handleHeadWebhookDeliveriesRequest(args [1]string, argsEscaped 
 			RawBody:          rawBody,
 			Params: middleware.Parameters{
 				{
+					Name: "limit",
+					In:   "query",
+				}: params.Limit,
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+				{
+					Name: "state",
+					In:   "query",
+				}: params.State,
+				{
 					Name: "id",
 					In:   "path",
 				}: params.ID,
@@ -1462,6 +1743,148 @@ func (s *Server) handleHeadWebhooksRequest(args [0]string, argsEscaped bool, w h
 	}
 }
 
+// handleListEventsRequest handles listEvents operation.
+//
+// The token owner's events, by `seq` ascending, a page at a time (keyset pagination): every change of
+// a plant (`plant.created`, `plant.updated`, `plant.deleted`), written in the transaction of the
+// change. `seq` is per owner, from 1, one more per event, with no gaps; pass the last one read as
+// `after` to get the next ones, now or later (reconciliation after a receiver was down). When more
+// events follow, the `Link` header carries the next page's URL (`rel="next"`). Events older than the
+// retention (`--event-retention`, 30 days by default) are gone: the first `seq` answered is then
+// higher than `after` plus one.
+//
+// GET /events
+func (s *Server) handleListEventsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: ListEventsOperation,
+			ID:   "listEvents",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, ListEventsOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeListEventsParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response ListEventsRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    ListEventsOperation,
+			OperationSummary: "List events",
+			OperationID:      "listEvents",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+				{
+					Name: "limit",
+					In:   "query",
+				}: params.Limit,
+				{
+					Name: "type",
+					In:   "query",
+				}: params.Type,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = ListEventsParams
+			Response = ListEventsRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackListEventsParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.ListEvents(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.ListEvents(ctx, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeListEventsResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleListPlantsRequest handles listPlants operation.
 //
 // Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -1601,7 +2024,12 @@ func (s *Server) handleListPlantsRequest(args [0]string, argsEscaped bool, w htt
 
 // handleListWebhookDeliveriesRequest handles listWebhookDeliveries operation.
 //
-// The latest attempts first (at most 100), with pending deliveries' next retry.
+// The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
+// pagination: when more follow, the `Link` header carries the next page's URL, `rel="next"`), with the
+// receiver's status, the duration, why no answer came, the first 1024 bytes of the receiver's answer,
+// and pending deliveries' next retry. `state` keeps only the attempts after which the delivery was in
+// that state: `failed` lists the deliveries given up (their last attempt), `pending` the attempts to
+// be retried, `succeeded` the successful ones.
 //
 // GET /webhooks/{id}/deliveries
 func (s *Server) handleListWebhookDeliveriesRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1678,11 +2106,23 @@ func (s *Server) handleListWebhookDeliveriesRequest(args [1]string, argsEscaped 
 		mreq := middleware.Request{
 			Context:          ctx,
 			OperationName:    ListWebhookDeliveriesOperation,
-			OperationSummary: "Recent delivery attempts of a subscription",
+			OperationSummary: "Delivery attempts of a subscription",
 			OperationID:      "listWebhookDeliveries",
 			Body:             nil,
 			RawBody:          rawBody,
 			Params: middleware.Parameters{
+				{
+					Name: "limit",
+					In:   "query",
+				}: params.Limit,
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+				{
+					Name: "state",
+					In:   "query",
+				}: params.State,
 				{
 					Name: "id",
 					In:   "path",
@@ -1861,10 +2301,428 @@ func (s *Server) handleListWebhooksRequest(args [0]string, argsEscaped bool, w h
 	}
 }
 
+// handlePingWebhookRequest handles pingWebhook operation.
+//
+// POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with a fresh
+// `webhook-id`), through the same client (private addresses refused unless the server allows them),
+// and answers what came of it. Nothing is stored or retried; a disabled subscription can be pinged (to
+// check a receiver before re-enabling it). The body sent is
+// `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
+//
+// POST /webhooks/{id}/ping
+func (s *Server) handlePingWebhookRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: PingWebhookOperation,
+			ID:   "pingWebhook",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, PingWebhookOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodePingWebhookParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response PingWebhookRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    PingWebhookOperation,
+			OperationSummary: "Send a test ping",
+			OperationID:      "pingWebhook",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "id",
+					In:   "path",
+				}: params.ID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = PingWebhookParams
+			Response = PingWebhookRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackPingWebhookParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.PingWebhook(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.PingWebhook(ctx, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodePingWebhookResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleRecoverWebhookRequest handles recoverWebhook operation.
+//
+// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
+// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
+// the background, with the same `webhook-id` each. It is idempotent per `since`: a delivery is
+// re-queued at most once by recovers with the same `since` (calling it twice, as a retry after a lost
+// answer does, re-queues nothing more, even for deliveries that failed again); a recover with another
+// `since` re-queues it again. The answer says how many deliveries were re-queued.
+//
+// POST /webhooks/{id}/recover
+func (s *Server) handleRecoverWebhookRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: RecoverWebhookOperation,
+			ID:   "recoverWebhook",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, RecoverWebhookOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeRecoverWebhookParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeRecoverWebhookRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response RecoverWebhookRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    RecoverWebhookOperation,
+			OperationSummary: "Re-queue the failed deliveries since a time",
+			OperationID:      "recoverWebhook",
+			Body:             request,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "id",
+					In:   "path",
+				}: params.ID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = *RecoverRequest
+			Params   = RecoverWebhookParams
+			Response = RecoverWebhookRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackRecoverWebhookParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.RecoverWebhook(ctx, request, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.RecoverWebhook(ctx, request, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeRecoverWebhookResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleResendWebhookDeliveryRequest handles resendWebhookDelivery operation.
+//
+// Queues a new attempt of one delivery now, whatever its state (failed, succeeded, or pending with a
+// later retry): the same message, with the same `webhook-id`, so a receiver that already has it can
+// drop it. The attempt is made by the dispatcher in the background; its outcome appears in
+// `GET /webhooks/{id}/deliveries`. A delivery being attempted right now is left to that attempt. The
+// delivery id is the `webhook_id` of its attempts.
+//
+// POST /webhooks/{id}/deliveries/{delivery_id}/resend
+func (s *Server) handleResendWebhookDeliveryRequest(args [2]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: ResendWebhookDeliveryOperation,
+			ID:   "resendWebhookDelivery",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, ResendWebhookDeliveryOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeResendWebhookDeliveryParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response ResendWebhookDeliveryRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    ResendWebhookDeliveryOperation,
+			OperationSummary: "Resend one delivery",
+			OperationID:      "resendWebhookDelivery",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "id",
+					In:   "path",
+				}: params.ID,
+				{
+					Name: "delivery_id",
+					In:   "path",
+				}: params.DeliveryID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = ResendWebhookDeliveryParams
+			Response = ResendWebhookDeliveryRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackResendWebhookDeliveryParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.ResendWebhookDelivery(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.ResendWebhookDelivery(ctx, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeResendWebhookDeliveryResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleRotateWebhookSecretRequest handles rotateWebhookSecret operation.
 //
-// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
-// with both the new and the previous secret, so receivers can switch without loss.
+// Makes a new secret and answers it (shown only here). Until the previous secret expires deliveries
+// are signed with both the new and the previous secret, so receivers can switch without loss: 24 hours
+// by default, `old_secret_expires_in` seconds when the optional body gives it (`0`: the previous
+// secret stops signing now, as after a leak).
 //
 // POST /webhooks/{id}/rotate-secret
 func (s *Server) handleRotateWebhookSecretRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
@@ -1935,6 +2793,21 @@ func (s *Server) handleRotateWebhookSecretRequest(args [1]string, argsEscaped bo
 	}
 
 	var rawBody []byte
+	request, rawBody, close, err := s.decodeRotateWebhookSecretRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
 
 	var response RotateWebhookSecretRes
 	if m := s.cfg.Middleware; m != nil {
@@ -1943,7 +2816,7 @@ func (s *Server) handleRotateWebhookSecretRequest(args [1]string, argsEscaped bo
 			OperationName:    RotateWebhookSecretOperation,
 			OperationSummary: "Rotate a subscription's signing secret",
 			OperationID:      "rotateWebhookSecret",
-			Body:             nil,
+			Body:             request,
 			RawBody:          rawBody,
 			Params: middleware.Parameters{
 				{
@@ -1955,7 +2828,7 @@ func (s *Server) handleRotateWebhookSecretRequest(args [1]string, argsEscaped bo
 		}
 
 		type (
-			Request  = struct{}
+			Request  = OptRotateSecret
 			Params   = RotateWebhookSecretParams
 			Response = RotateWebhookSecretRes
 		)
@@ -1968,12 +2841,12 @@ func (s *Server) handleRotateWebhookSecretRequest(args [1]string, argsEscaped bo
 			mreq,
 			unpackRotateWebhookSecretParams,
 			func(ctx context.Context, request Request, params Params) (response Response, err error) {
-				response, err = s.h.RotateWebhookSecret(ctx, params)
+				response, err = s.h.RotateWebhookSecret(ctx, request, params)
 				return response, err
 			},
 		)
 	} else {
-		response, err = s.h.RotateWebhookSecret(ctx, params)
+		response, err = s.h.RotateWebhookSecret(ctx, request, params)
 	}
 	if err != nil {
 		defer recordError("Internal", err)
@@ -1982,6 +2855,158 @@ func (s *Server) handleRotateWebhookSecretRequest(args [1]string, argsEscaped bo
 	}
 
 	if err := encodeRotateWebhookSecretResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleStreamEventsRequest handles streamEvents operation.
+//
+// The token owner's events as they happen, as a `text/event-stream` (Server-Sent Events, as a
+// browser's `EventSource` reads them): first every event after the cursor, then each new one, in `seq`
+// order, each exactly once per stream. One message per event:
+//
+//	id: <seq>
+//	event: <type>
+//	data: <the event, as one GET /events item: {"type","id","seq","created_at","data"}>
+//
+// A comment line (`: heartbeat`) is sent when nothing else was for 15 seconds, so proxies and clients
+// can tell an idle stream from a dead one. The cursor is the `Last-Event-ID` header (what
+// `EventSource` sends when it reconnects: the `id` of the last message it received), else the `after`
+// query parameter, else 0 (from the first event kept). A client that reconnects with the last id it
+// received gets every later event, none twice, across a restart of the server and on any replica of
+// the same PostgreSQL database. Events older than the retention (`--event-retention`, 30 days by
+// default) are gone: the next `seq` is then higher than the cursor plus one.
+//
+// The stream stays open until the client closes it; the server ends it (the client then reconnects
+// with `Last-Event-ID`) when it shuts down, when the token is revoked or expires (checked at each
+// heartbeat), or when the client reads too slowly (a write blocked for 30 seconds). A server holds at
+// most `--event-stream-max` streams (1000 by default), and one owner at most a quarter of them: past
+// either, 429 with error 42902.
+//
+// GET /events/stream
+func (s *Server) handleStreamEventsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: StreamEventsOperation,
+			ID:   "streamEvents",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, StreamEventsOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeStreamEventsParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+
+	var response StreamEventsRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    StreamEventsOperation,
+			OperationSummary: "Stream events (Server-Sent Events)",
+			OperationID:      "streamEvents",
+			Body:             nil,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "Last-Event-ID",
+					In:   "header",
+				}: params.LastEventID,
+				{
+					Name: "after",
+					In:   "query",
+				}: params.After,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = struct{}
+			Params   = StreamEventsParams
+			Response = StreamEventsRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackStreamEventsParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.StreamEvents(ctx, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.StreamEvents(ctx, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeStreamEventsResponse(response, w); err != nil {
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)
@@ -2134,6 +3159,157 @@ func (s *Server) handleUpdatePlantRequest(args [1]string, argsEscaped bool, w ht
 	}
 
 	if err := encodeUpdatePlantResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
+// handleUpdateWebhookRequest handles updateWebhook operation.
+//
+// Changes a subscription with a JSON merge patch (RFC 7396): `url`, `description` (`null` or `""`
+// clears it), `types` (`[]`: untyped) and `enabled`. `{"enabled": false}` disables it
+// (`disabled_reason` `manual`): it gets no deliveries, its pending ones fail. `{"enabled": true}`
+// re-enables a disabled one (whatever disabled it: a 410, failing deliveries, or a PATCH):
+// `disabled_at`, `disabled_reason` and the failing streak are cleared and delivery resumes with the
+// next plant. The answer to a re-enable carries `missed_since`: deliveries that failed from then on
+// can be re-queued with `POST /webhooks/{id}/recover` `{"since": missed_since}`, and plants created
+// while it was disabled are in `GET /events` (a disabled subscription gets no deliveries written for
+// them). `id`, `secret` and any other member cannot change (400 40002).
+//
+// PATCH /webhooks/{id}
+func (s *Server) handleUpdateWebhookRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: UpdateWebhookOperation,
+			ID:   "updateWebhook",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, UpdateWebhookOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+	params, err := decodeUpdateWebhookParams(args, argsEscaped, r)
+	if err != nil {
+		err = &ogenerrors.DecodeParamsError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeParams", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeUpdateWebhookRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response UpdateWebhookRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    UpdateWebhookOperation,
+			OperationSummary: "Change a webhook subscription",
+			OperationID:      "updateWebhook",
+			Body:             request,
+			RawBody:          rawBody,
+			Params: middleware.Parameters{
+				{
+					Name: "id",
+					In:   "path",
+				}: params.ID,
+			},
+			Raw: r,
+		}
+
+		type (
+			Request  = UpdateWebhookReq
+			Params   = UpdateWebhookParams
+			Response = UpdateWebhookRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			unpackUpdateWebhookParams,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.UpdateWebhook(ctx, request, params)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.UpdateWebhook(ctx, request, params)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeUpdateWebhookResponse(response, w); err != nil {
 		defer recordError("EncodeResponse", err)
 		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
 			s.cfg.ErrorHandler(ctx, w, r, err)

@@ -25,6 +25,14 @@ type GetWebhookRes interface {
 	getWebhookRes()
 }
 
+type HeadEventsRes interface {
+	headEventsRes()
+}
+
+type HeadEventsStreamRes interface {
+	headEventsStreamRes()
+}
+
 type HeadPlantRes interface {
 	headPlantRes()
 }
@@ -45,6 +53,10 @@ type HeadWebhooksRes interface {
 	headWebhooksRes()
 }
 
+type ListEventsRes interface {
+	listEventsRes()
+}
+
 type ListPlantsRes interface {
 	listPlantsRes()
 }
@@ -61,8 +73,28 @@ type NewPlantWebhookRes interface {
 	newPlantWebhookRes()
 }
 
+type PingWebhookRes interface {
+	pingWebhookRes()
+}
+
+type PlantEventWebhookRes interface {
+	plantEventWebhookRes()
+}
+
+type RecoverWebhookRes interface {
+	recoverWebhookRes()
+}
+
+type ResendWebhookDeliveryRes interface {
+	resendWebhookDeliveryRes()
+}
+
 type RotateWebhookSecretRes interface {
 	rotateWebhookSecretRes()
+}
+
+type StreamEventsRes interface {
+	streamEventsRes()
 }
 
 type UpdatePlantReq interface {
@@ -71,4 +103,12 @@ type UpdatePlantReq interface {
 
 type UpdatePlantRes interface {
 	updatePlantRes()
+}
+
+type UpdateWebhookReq interface {
+	updateWebhookReq()
+}
+
+type UpdateWebhookRes interface {
+	updateWebhookRes()
 }

@@ -11,6 +11,14 @@ import (
 )
 
 var (
+	rn8AllowedHeaders = map[string]string{
+		"GET":  "Authorization",
+		"HEAD": "Authorization",
+	}
+	rn9AllowedHeaders = map[string]string{
+		"GET":  "Authorization,Last-Event-Id",
+		"HEAD": "Authorization,Last-Event-Id",
+	}
 	rn1AllowedHeaders = map[string]string{
 		"GET":  "Authorization",
 		"HEAD": "Authorization",
@@ -31,13 +39,23 @@ var (
 		"DELETE": "Authorization",
 		"GET":    "Authorization",
 		"HEAD":   "Authorization",
+		"PATCH":  "Authorization,Content-Type",
 	}
-	rn8AllowedHeaders = map[string]string{
+	rn10AllowedHeaders = map[string]string{
 		"GET":  "Authorization",
 		"HEAD": "Authorization",
 	}
-	rn10AllowedHeaders = map[string]string{
+	rn16AllowedHeaders = map[string]string{
 		"POST": "Authorization",
+	}
+	rn12AllowedHeaders = map[string]string{
+		"POST": "Authorization",
+	}
+	rn13AllowedHeaders = map[string]string{
+		"POST": "Authorization,Content-Type",
+	}
+	rn18AllowedHeaders = map[string]string{
+		"POST": "Authorization,Content-Type",
 	}
 )
 
@@ -71,7 +89,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
-	args := [1]string{}
+	args := [2]string{}
 
 	// Static code generated router with unwrapped path search.
 	switch {
@@ -92,6 +110,61 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 			switch elem[0] {
+			case 'e': // Prefix: "events"
+
+				if l := len("events"); len(elem) >= l && elem[0:l] == "events" {
+					elem = elem[l:]
+				} else {
+					break
+				}
+
+				if len(elem) == 0 {
+					switch r.Method {
+					case "GET":
+						s.handleListEventsRequest([0]string{}, elemIsEscaped, w, r)
+					case "HEAD":
+						s.handleHeadEventsRequest([0]string{}, elemIsEscaped, w, r)
+					default:
+						s.notAllowed(w, r, notAllowedParams{
+							allowedMethods: "GET,HEAD",
+							allowedHeaders: rn8AllowedHeaders,
+							acceptPost:     "",
+							acceptPatch:    "",
+						})
+					}
+
+					return
+				}
+				switch elem[0] {
+				case '/': // Prefix: "/stream"
+
+					if l := len("/stream"); len(elem) >= l && elem[0:l] == "/stream" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch r.Method {
+						case "GET":
+							s.handleStreamEventsRequest([0]string{}, elemIsEscaped, w, r)
+						case "HEAD":
+							s.handleHeadEventsStreamRequest([0]string{}, elemIsEscaped, w, r)
+						default:
+							s.notAllowed(w, r, notAllowedParams{
+								allowedMethods: "GET,HEAD",
+								allowedHeaders: rn9AllowedHeaders,
+								acceptPost:     "",
+								acceptPatch:    "",
+							})
+						}
+
+						return
+					}
+
+				}
+
 			case 'p': // Prefix: "plants"
 
 				if l := len("plants"); len(elem) >= l && elem[0:l] == "plants" {
@@ -229,12 +302,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							s.handleHeadWebhookRequest([1]string{
 								args[0],
 							}, elemIsEscaped, w, r)
+						case "PATCH":
+							s.handleUpdateWebhookRequest([1]string{
+								args[0],
+							}, elemIsEscaped, w, r)
 						default:
 							s.notAllowed(w, r, notAllowedParams{
-								allowedMethods: "DELETE,GET,HEAD",
+								allowedMethods: "DELETE,GET,HEAD,PATCH",
 								allowedHeaders: rn7AllowedHeaders,
 								acceptPost:     "",
-								acceptPatch:    "",
+								acceptPatch:    "application/json,application/merge-patch+json",
 							})
 						}
 
@@ -262,7 +339,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 							}
 
 							if len(elem) == 0 {
-								// Leaf node.
 								switch r.Method {
 								case "GET":
 									s.handleListWebhookDeliveriesRequest([1]string{
@@ -275,7 +351,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 								default:
 									s.notAllowed(w, r, notAllowedParams{
 										allowedMethods: "GET,HEAD",
-										allowedHeaders: rn8AllowedHeaders,
+										allowedHeaders: rn10AllowedHeaders,
 										acceptPost:     "",
 										acceptPatch:    "",
 									})
@@ -283,10 +359,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 								return
 							}
+							switch elem[0] {
+							case '/': // Prefix: "/"
 
-						case 'r': // Prefix: "rotate-secret"
+								if l := len("/"); len(elem) >= l && elem[0:l] == "/" {
+									elem = elem[l:]
+								} else {
+									break
+								}
 
-							if l := len("rotate-secret"); len(elem) >= l && elem[0:l] == "rotate-secret" {
+								// Param: "delivery_id"
+								// Match until "/"
+								idx := strings.IndexByte(elem, '/')
+								if idx < 0 {
+									idx = len(elem)
+								}
+								args[1] = elem[:idx]
+								elem = elem[idx:]
+
+								if len(elem) == 0 {
+									break
+								}
+								switch elem[0] {
+								case '/': // Prefix: "/resend"
+
+									if l := len("/resend"); len(elem) >= l && elem[0:l] == "/resend" {
+										elem = elem[l:]
+									} else {
+										break
+									}
+
+									if len(elem) == 0 {
+										// Leaf node.
+										switch r.Method {
+										case "POST":
+											s.handleResendWebhookDeliveryRequest([2]string{
+												args[0],
+												args[1],
+											}, elemIsEscaped, w, r)
+										default:
+											s.notAllowed(w, r, notAllowedParams{
+												allowedMethods: "POST",
+												allowedHeaders: rn16AllowedHeaders,
+												acceptPost:     "",
+												acceptPatch:    "",
+											})
+										}
+
+										return
+									}
+
+								}
+
+							}
+
+						case 'p': // Prefix: "ping"
+
+							if l := len("ping"); len(elem) >= l && elem[0:l] == "ping" {
 								elem = elem[l:]
 							} else {
 								break
@@ -296,19 +425,87 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 								// Leaf node.
 								switch r.Method {
 								case "POST":
-									s.handleRotateWebhookSecretRequest([1]string{
+									s.handlePingWebhookRequest([1]string{
 										args[0],
 									}, elemIsEscaped, w, r)
 								default:
 									s.notAllowed(w, r, notAllowedParams{
 										allowedMethods: "POST",
-										allowedHeaders: rn10AllowedHeaders,
+										allowedHeaders: rn12AllowedHeaders,
 										acceptPost:     "",
 										acceptPatch:    "",
 									})
 								}
 
 								return
+							}
+
+						case 'r': // Prefix: "r"
+
+							if l := len("r"); len(elem) >= l && elem[0:l] == "r" {
+								elem = elem[l:]
+							} else {
+								break
+							}
+
+							if len(elem) == 0 {
+								break
+							}
+							switch elem[0] {
+							case 'e': // Prefix: "ecover"
+
+								if l := len("ecover"); len(elem) >= l && elem[0:l] == "ecover" {
+									elem = elem[l:]
+								} else {
+									break
+								}
+
+								if len(elem) == 0 {
+									// Leaf node.
+									switch r.Method {
+									case "POST":
+										s.handleRecoverWebhookRequest([1]string{
+											args[0],
+										}, elemIsEscaped, w, r)
+									default:
+										s.notAllowed(w, r, notAllowedParams{
+											allowedMethods: "POST",
+											allowedHeaders: rn13AllowedHeaders,
+											acceptPost:     "application/json",
+											acceptPatch:    "",
+										})
+									}
+
+									return
+								}
+
+							case 'o': // Prefix: "otate-secret"
+
+								if l := len("otate-secret"); len(elem) >= l && elem[0:l] == "otate-secret" {
+									elem = elem[l:]
+								} else {
+									break
+								}
+
+								if len(elem) == 0 {
+									// Leaf node.
+									switch r.Method {
+									case "POST":
+										s.handleRotateWebhookSecretRequest([1]string{
+											args[0],
+										}, elemIsEscaped, w, r)
+									default:
+										s.notAllowed(w, r, notAllowedParams{
+											allowedMethods: "POST",
+											allowedHeaders: rn18AllowedHeaders,
+											acceptPost:     "application/json",
+											acceptPatch:    "",
+										})
+									}
+
+									return
+								}
+
 							}
 
 						}
@@ -332,7 +529,7 @@ type Route struct {
 	operationGroup string
 	pathPattern    string
 	count          int
-	args           [1]string
+	args           [2]string
 }
 
 // Name returns ogen operation name.
@@ -417,6 +614,75 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 				break
 			}
 			switch elem[0] {
+			case 'e': // Prefix: "events"
+
+				if l := len("events"); len(elem) >= l && elem[0:l] == "events" {
+					elem = elem[l:]
+				} else {
+					break
+				}
+
+				if len(elem) == 0 {
+					switch method {
+					case "GET":
+						r.name = ListEventsOperation
+						r.summary = "List events"
+						r.operationID = "listEvents"
+						r.operationGroup = ""
+						r.pathPattern = "/events"
+						r.args = args
+						r.count = 0
+						return r, true
+					case "HEAD":
+						r.name = HeadEventsOperation
+						r.summary = "Headers of an event list"
+						r.operationID = "headEvents"
+						r.operationGroup = ""
+						r.pathPattern = "/events"
+						r.args = args
+						r.count = 0
+						return r, true
+					default:
+						return
+					}
+				}
+				switch elem[0] {
+				case '/': // Prefix: "/stream"
+
+					if l := len("/stream"); len(elem) >= l && elem[0:l] == "/stream" {
+						elem = elem[l:]
+					} else {
+						break
+					}
+
+					if len(elem) == 0 {
+						// Leaf node.
+						switch method {
+						case "GET":
+							r.name = StreamEventsOperation
+							r.summary = "Stream events (Server-Sent Events)"
+							r.operationID = "streamEvents"
+							r.operationGroup = ""
+							r.pathPattern = "/events/stream"
+							r.args = args
+							r.count = 0
+							return r, true
+						case "HEAD":
+							r.name = HeadEventsStreamOperation
+							r.summary = "Headers of an event stream"
+							r.operationID = "headEventsStream"
+							r.operationGroup = ""
+							r.pathPattern = "/events/stream"
+							r.args = args
+							r.count = 0
+							return r, true
+						default:
+							return
+						}
+					}
+
+				}
+
 			case 'p': // Prefix: "plants"
 
 				if l := len("plants"); len(elem) >= l && elem[0:l] == "plants" {
@@ -552,7 +818,7 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 						return r, true
 					case "POST":
 						r.name = CreateWebhookOperation
-						r.summary = "Subscribe a URL to new plants"
+						r.summary = "Subscribe a URL to new plants or plant events"
 						r.operationID = "createWebhook"
 						r.operationGroup = ""
 						r.pathPattern = "/webhooks"
@@ -610,6 +876,15 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							r.args = args
 							r.count = 1
 							return r, true
+						case "PATCH":
+							r.name = UpdateWebhookOperation
+							r.summary = "Change a webhook subscription"
+							r.operationID = "updateWebhook"
+							r.operationGroup = ""
+							r.pathPattern = "/webhooks/{id}"
+							r.args = args
+							r.count = 1
+							return r, true
 						default:
 							return
 						}
@@ -636,11 +911,10 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 							}
 
 							if len(elem) == 0 {
-								// Leaf node.
 								switch method {
 								case "GET":
 									r.name = ListWebhookDeliveriesOperation
-									r.summary = "Recent delivery attempts of a subscription"
+									r.summary = "Delivery attempts of a subscription"
 									r.operationID = "listWebhookDeliveries"
 									r.operationGroup = ""
 									r.pathPattern = "/webhooks/{id}/deliveries"
@@ -660,10 +934,60 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 									return
 								}
 							}
+							switch elem[0] {
+							case '/': // Prefix: "/"
 
-						case 'r': // Prefix: "rotate-secret"
+								if l := len("/"); len(elem) >= l && elem[0:l] == "/" {
+									elem = elem[l:]
+								} else {
+									break
+								}
 
-							if l := len("rotate-secret"); len(elem) >= l && elem[0:l] == "rotate-secret" {
+								// Param: "delivery_id"
+								// Match until "/"
+								idx := strings.IndexByte(elem, '/')
+								if idx < 0 {
+									idx = len(elem)
+								}
+								args[1] = elem[:idx]
+								elem = elem[idx:]
+
+								if len(elem) == 0 {
+									break
+								}
+								switch elem[0] {
+								case '/': // Prefix: "/resend"
+
+									if l := len("/resend"); len(elem) >= l && elem[0:l] == "/resend" {
+										elem = elem[l:]
+									} else {
+										break
+									}
+
+									if len(elem) == 0 {
+										// Leaf node.
+										switch method {
+										case "POST":
+											r.name = ResendWebhookDeliveryOperation
+											r.summary = "Resend one delivery"
+											r.operationID = "resendWebhookDelivery"
+											r.operationGroup = ""
+											r.pathPattern = "/webhooks/{id}/deliveries/{delivery_id}/resend"
+											r.args = args
+											r.count = 2
+											return r, true
+										default:
+											return
+										}
+									}
+
+								}
+
+							}
+
+						case 'p': // Prefix: "ping"
+
+							if l := len("ping"); len(elem) >= l && elem[0:l] == "ping" {
 								elem = elem[l:]
 							} else {
 								break
@@ -673,17 +997,81 @@ func (s *Server) FindPath(method string, u *url.URL) (r Route, _ bool) {
 								// Leaf node.
 								switch method {
 								case "POST":
-									r.name = RotateWebhookSecretOperation
-									r.summary = "Rotate a subscription's signing secret"
-									r.operationID = "rotateWebhookSecret"
+									r.name = PingWebhookOperation
+									r.summary = "Send a test ping"
+									r.operationID = "pingWebhook"
 									r.operationGroup = ""
-									r.pathPattern = "/webhooks/{id}/rotate-secret"
+									r.pathPattern = "/webhooks/{id}/ping"
 									r.args = args
 									r.count = 1
 									return r, true
 								default:
 									return
 								}
+							}
+
+						case 'r': // Prefix: "r"
+
+							if l := len("r"); len(elem) >= l && elem[0:l] == "r" {
+								elem = elem[l:]
+							} else {
+								break
+							}
+
+							if len(elem) == 0 {
+								break
+							}
+							switch elem[0] {
+							case 'e': // Prefix: "ecover"
+
+								if l := len("ecover"); len(elem) >= l && elem[0:l] == "ecover" {
+									elem = elem[l:]
+								} else {
+									break
+								}
+
+								if len(elem) == 0 {
+									// Leaf node.
+									switch method {
+									case "POST":
+										r.name = RecoverWebhookOperation
+										r.summary = "Re-queue the failed deliveries since a time"
+										r.operationID = "recoverWebhook"
+										r.operationGroup = ""
+										r.pathPattern = "/webhooks/{id}/recover"
+										r.args = args
+										r.count = 1
+										return r, true
+									default:
+										return
+									}
+								}
+
+							case 'o': // Prefix: "otate-secret"
+
+								if l := len("otate-secret"); len(elem) >= l && elem[0:l] == "otate-secret" {
+									elem = elem[l:]
+								} else {
+									break
+								}
+
+								if len(elem) == 0 {
+									// Leaf node.
+									switch method {
+									case "POST":
+										r.name = RotateWebhookSecretOperation
+										r.summary = "Rotate a subscription's signing secret"
+										r.operationID = "rotateWebhookSecret"
+										r.operationGroup = ""
+										r.pathPattern = "/webhooks/{id}/rotate-secret"
+										r.args = args
+										r.count = 1
+										return r, true
+									default:
+										return
+									}
+								}
+
 							}
 
 						}

@@ -68,6 +68,25 @@ func (UnimplementedHandler) GetWebhook(ctx context.Context, params GetWebhookPar
 	return r, ht.ErrNotImplemented
 }
 
+// HeadEvents implements headEvents operation.
+//
+// The headers `GET /events` would answer with the same query (`Link` to the next page, the rate
+// limit), without a body.
+//
+// HEAD /events
+func (UnimplementedHandler) HeadEvents(ctx context.Context, params HeadEventsParams) (r HeadEventsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadEventsStream implements headEventsStream operation.
+//
+// The headers `GET /events/stream` would answer, without a body (and without waiting).
+//
+// HEAD /events/stream
+func (UnimplementedHandler) HeadEventsStream(ctx context.Context, params HeadEventsStreamParams) (r HeadEventsStreamRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // HeadPlant implements headPlant operation.
 //
 // The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -114,6 +133,21 @@ func (UnimplementedHandler) HeadWebhooks(ctx context.Context, params HeadWebhook
 	return r, ht.ErrNotImplemented
 }
 
+// ListEvents implements listEvents operation.
+//
+// The token owner's events, by `seq` ascending, a page at a time (keyset pagination): every change of
+// a plant (`plant.created`, `plant.updated`, `plant.deleted`), written in the transaction of the
+// change. `seq` is per owner, from 1, one more per event, with no gaps; pass the last one read as
+// `after` to get the next ones, now or later (reconciliation after a receiver was down). When more
+// events follow, the `Link` header carries the next page's URL (`rel="next"`). Events older than the
+// retention (`--event-retention`, 30 days by default) are gone: the first `seq` answered is then
+// higher than `after` plus one.
+//
+// GET /events
+func (UnimplementedHandler) ListEvents(ctx context.Context, params ListEventsParams) (r ListEventsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // ListPlants implements listPlants operation.
 //
 // Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
@@ -126,7 +160,12 @@ func (UnimplementedHandler) ListPlants(ctx context.Context, params ListPlantsPar
 
 // ListWebhookDeliveries implements listWebhookDeliveries operation.
 //
-// The latest attempts first (at most 100), with pending deliveries' next retry.
+// The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
+// pagination: when more follow, the `Link` header carries the next page's URL, `rel="next"`), with the
+// receiver's status, the duration, why no answer came, the first 1024 bytes of the receiver's answer,
+// and pending deliveries' next retry. `state` keeps only the attempts after which the delivery was in
+// that state: `failed` lists the deliveries given up (their last attempt), `pending` the attempts to
+// be retried, `succeeded` the successful ones.
 //
 // GET /webhooks/{id}/deliveries
 func (UnimplementedHandler) ListWebhookDeliveries(ctx context.Context, params ListWebhookDeliveriesParams) (r ListWebhookDeliveriesRes, _ error) {
@@ -144,13 +183,84 @@ func (UnimplementedHandler) ListWebhooks(ctx context.Context, params ListWebhook
 	return r, ht.ErrNotImplemented
 }
 
+// PingWebhook implements pingWebhook operation.
+//
+// POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with a fresh
+// `webhook-id`), through the same client (private addresses refused unless the server allows them),
+// and answers what came of it. Nothing is stored or retried; a disabled subscription can be pinged (to
+// check a receiver before re-enabling it). The body sent is
+// `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
+//
+// POST /webhooks/{id}/ping
+func (UnimplementedHandler) PingWebhook(ctx context.Context, params PingWebhookParams) (r PingWebhookRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// RecoverWebhook implements recoverWebhook operation.
+//
+// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
+// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
+// the background, with the same `webhook-id` each. It is idempotent per `since`: a delivery is
+// re-queued at most once by recovers with the same `since` (calling it twice, as a retry after a lost
+// answer does, re-queues nothing more, even for deliveries that failed again); a recover with another
+// `since` re-queues it again. The answer says how many deliveries were re-queued.
+//
+// POST /webhooks/{id}/recover
+func (UnimplementedHandler) RecoverWebhook(ctx context.Context, req *RecoverRequest, params RecoverWebhookParams) (r RecoverWebhookRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// ResendWebhookDelivery implements resendWebhookDelivery operation.
+//
+// Queues a new attempt of one delivery now, whatever its state (failed, succeeded, or pending with a
+// later retry): the same message, with the same `webhook-id`, so a receiver that already has it can
+// drop it. The attempt is made by the dispatcher in the background; its outcome appears in
+// `GET /webhooks/{id}/deliveries`. A delivery being attempted right now is left to that attempt. The
+// delivery id is the `webhook_id` of its attempts.
+//
+// POST /webhooks/{id}/deliveries/{delivery_id}/resend
+func (UnimplementedHandler) ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (r ResendWebhookDeliveryRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // RotateWebhookSecret implements rotateWebhookSecret operation.
 //
-// Makes a new secret and answers it (shown only here). For the next 24 hours deliveries are signed
-// with both the new and the previous secret, so receivers can switch without loss.
+// Makes a new secret and answers it (shown only here). Until the previous secret expires deliveries
+// are signed with both the new and the previous secret, so receivers can switch without loss: 24 hours
+// by default, `old_secret_expires_in` seconds when the optional body gives it (`0`: the previous
+// secret stops signing now, as after a leak).
 //
 // POST /webhooks/{id}/rotate-secret
-func (UnimplementedHandler) RotateWebhookSecret(ctx context.Context, params RotateWebhookSecretParams) (r RotateWebhookSecretRes, _ error) {
+func (UnimplementedHandler) RotateWebhookSecret(ctx context.Context, req OptRotateSecret, params RotateWebhookSecretParams) (r RotateWebhookSecretRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// StreamEvents implements streamEvents operation.
+//
+// The token owner's events as they happen, as a `text/event-stream` (Server-Sent Events, as a
+// browser's `EventSource` reads them): first every event after the cursor, then each new one, in `seq`
+// order, each exactly once per stream. One message per event:
+//
+//	id: <seq>
+//	event: <type>
+//	data: <the event, as one GET /events item: {"type","id","seq","created_at","data"}>
+//
+// A comment line (`: heartbeat`) is sent when nothing else was for 15 seconds, so proxies and clients
+// can tell an idle stream from a dead one. The cursor is the `Last-Event-ID` header (what
+// `EventSource` sends when it reconnects: the `id` of the last message it received), else the `after`
+// query parameter, else 0 (from the first event kept). A client that reconnects with the last id it
+// received gets every later event, none twice, across a restart of the server and on any replica of
+// the same PostgreSQL database. Events older than the retention (`--event-retention`, 30 days by
+// default) are gone: the next `seq` is then higher than the cursor plus one.
+//
+// The stream stays open until the client closes it; the server ends it (the client then reconnects
+// with `Last-Event-ID`) when it shuts down, when the token is revoked or expires (checked at each
+// heartbeat), or when the client reads too slowly (a write blocked for 30 seconds). A server holds at
+// most `--event-stream-max` streams (1000 by default), and one owner at most a quarter of them: past
+// either, 429 with error 42902.
+//
+// GET /events/stream
+func (UnimplementedHandler) StreamEvents(ctx context.Context, params StreamEventsParams) (r StreamEventsRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
@@ -165,5 +275,22 @@ func (UnimplementedHandler) RotateWebhookSecret(ctx context.Context, params Rota
 //
 // PATCH /plants/{id}
 func (UnimplementedHandler) UpdatePlant(ctx context.Context, req UpdatePlantReq, params UpdatePlantParams) (r UpdatePlantRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// UpdateWebhook implements updateWebhook operation.
+//
+// Changes a subscription with a JSON merge patch (RFC 7396): `url`, `description` (`null` or `""`
+// clears it), `types` (`[]`: untyped) and `enabled`. `{"enabled": false}` disables it
+// (`disabled_reason` `manual`): it gets no deliveries, its pending ones fail. `{"enabled": true}`
+// re-enables a disabled one (whatever disabled it: a 410, failing deliveries, or a PATCH):
+// `disabled_at`, `disabled_reason` and the failing streak are cleared and delivery resumes with the
+// next plant. The answer to a re-enable carries `missed_since`: deliveries that failed from then on
+// can be re-queued with `POST /webhooks/{id}/recover` `{"since": missed_since}`, and plants created
+// while it was disabled are in `GET /events` (a disabled subscription gets no deliveries written for
+// them). `id`, `secret` and any other member cannot change (400 40002).
+//
+// PATCH /webhooks/{id}
+func (UnimplementedHandler) UpdateWebhook(ctx context.Context, req UpdateWebhookReq, params UpdateWebhookParams) (r UpdateWebhookRes, _ error) {
 	return r, ht.ErrNotImplemented
 }

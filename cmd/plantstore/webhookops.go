@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plantstore/plantstore/client"
+)
+
+type webhooksUpdateCmd struct {
+	clientFlags
+	formatFlag
+	ID          string   `arg:"" help:"Id of the subscription (whk_...)."`
+	URL         *string  `name:"url" help:"New receiver URL (absolute http:// or https://)."`
+	Description *string  `help:"New description (\"\" clears it)."`
+	Types       []string `help:"Event types it receives from now on (plant.created,plant.updated,plant.deleted); see --untyped."`
+	Untyped     bool     `help:"Make it untyped: bare new plants, creates only."`
+	Enable      bool     `help:"Re-enable a disabled subscription (prints missed_since: pass it to webhooks recover --since)."`
+	Disable     bool     `help:"Disable it: no deliveries until re-enabled."`
+}
+
+// Run changes the subscription and prints it as changed.
+func (c *webhooksUpdateCmd) Run(ctx context.Context, e *env) error {
+	if c.Enable && c.Disable {
+		return usagef("--enable and --disable exclude each other")
+	}
+	if c.Untyped && c.Types != nil {
+		return usagef("--types and --untyped exclude each other")
+	}
+	patch := client.WebhookPatch{URL: c.URL, Description: c.Description, Types: c.Types, Untyped: c.Untyped}
+	if c.Enable || c.Disable {
+		patch.Enabled = &c.Enable
+	}
+	if patch.URL == nil && patch.Description == nil && patch.Types == nil && !patch.Untyped && patch.Enabled == nil {
+		return usagef("nothing to change: give --url, --description, --types, --untyped, --enable or --disable")
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	w, err := cl.UpdateWebhook(ctx, c.ID, patch)
+	if err != nil {
+		return err
+	}
+	if w.MissedSince != nil {
+		fmt.Fprintf(e.stderr, "re-enabled: re-queue what failed meanwhile with: plantstore webhooks recover %s --since %s\n",
+			w.ID, w.MissedSince.Format(time.RFC3339Nano))
+	}
+	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+}
+
+type webhooksResendCmd struct {
+	clientFlags
+	formatFlag
+	ID         string `arg:"" help:"Id of the subscription (whk_...)."`
+	DeliveryID string `arg:"" name:"delivery-id" help:"Id of the delivery (msg_..., the MESSAGE of webhooks deliveries)."`
+}
+
+// Run queues the delivery and prints it.
+func (c *webhooksResendCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	d, err := cl.ResendDelivery(ctx, c.ID, c.DeliveryID)
+	if err != nil {
+		return err
+	}
+	if c.Format != "table" {
+		return writeJSON(e.stdout, d)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MESSAGE\tSTATE\tATTEMPTS\tCREATED\tNEXT")
+	next := ""
+	if d.NextAttemptAt != nil {
+		next = d.NextAttemptAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", d.MessageID, d.State, d.Attempts, d.CreatedAt.Format(time.RFC3339), next)
+	return tw.Flush()
+}
+
+type webhooksRecoverCmd struct {
+	clientFlags
+	formatFlag
+	ID    string `arg:"" help:"Id of the subscription (whk_...)."`
+	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h)."`
+}
+
+// Run re-queues the failed deliveries and prints how many.
+func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
+	since, err := parseSince(c.Since, time.Now())
+	if err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	r, err := cl.RecoverWebhook(ctx, c.ID, since)
+	if err != nil {
+		return err
+	}
+	if c.Format != "table" {
+		return writeJSON(e.stdout, r)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SINCE\tREQUEUED")
+	fmt.Fprintf(tw, "%s\t%d\n", r.Since.Format(time.RFC3339Nano), r.Requeued)
+	return tw.Flush()
+}
+
+// parseSince reads --since: an RFC 3339 time, or a positive duration
+// before now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usagef("--since %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (24h)", s)
+}
+
+type webhooksPingCmd struct {
+	clientFlags
+	formatFlag
+	ID string `arg:"" help:"Id of the subscription (whk_...)."`
+}
+
+// Run pings the receiver and prints the outcome; it exits 1 when the
+// receiver did not answer 2xx.
+func (c *webhooksPingCmd) Run(ctx context.Context, e *env) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	p, err := cl.PingWebhook(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if c.Format != "table" {
+		if err := writeJSON(e.stdout, p); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MESSAGE\tSUCCEEDED\tSTATUS\tDURATION\tERROR")
+		status := ""
+		if p.StatusCode != 0 {
+			status = fmt.Sprint(p.StatusCode)
+		}
+		fmt.Fprintf(tw, "%s\t%t\t%s\t%.1fms\t%s\n", p.MessageID, p.Succeeded, status, p.DurationMS, p.Error)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if !p.Succeeded {
+		return exitCode(1)
+	}
+	return nil
+}

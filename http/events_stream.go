@@ -1,0 +1,404 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/http/oapi"
+)
+
+// The event stream, GET /events/stream: Server-Sent Events
+// (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+//
+// The generated server serves it like any operation: it authenticates the
+// token (scope, rate limit), decodes Last-Event-ID and after, and maps every
+// error that comes before the stream starts (503 when the first read fails,
+// 429 past the cap on open streams). ogen answers a text/event-stream body
+// by io.Copy from a reader into the ResponseWriter and never flushes, so the
+// reader (eventStream) does: each Read first flushes what io.Copy wrote of
+// the previous Read's frames, then waits for the next ones. io.Copy is
+// sequential, so a frame is on the wire before the stream waits again; the
+// first Read flushes the header at once.
+//
+// Frames, one per event: "id: <seq>\nevent: <type>\ndata: <envelope>\n\n";
+// a comment ": heartbeat\n\n" when nothing was sent for the heartbeat
+// interval. A stream never skips an event: it reads the owner's events after
+// the last seq it sent, in seq order (the backends make an owner's events
+// visible in seq order, plantstore.PlantEvent), when this process commits
+// events (EventNotifier), on a timer (EventStreamPoll: another replica's
+// commits wake nobody here), and again at once after a full page.
+//
+// Bounds: EventStreamMax streams per server, a quarter of them (at least 1)
+// per owner, else 429 42902; each write may block at most the server's
+// WriteTimeout (the http.Server's whole-response deadline is replaced by one
+// per write); the token is authenticated again at each heartbeat
+// (a revoked or expired token's stream ends); Close ends every stream at
+// once, so a shutdown does not wait for them.
+
+// Event stream defaults (Server.EventStreamHeartbeat, EventStreamPoll,
+// EventStreamMax).
+const (
+	DefaultEventStreamHeartbeat = 15 * time.Second
+	DefaultEventStreamPoll      = time.Second
+	DefaultEventStreamMax       = 1000
+)
+
+// eventStreamPage is how many events a stream reads from the store at once.
+const eventStreamPage = 100
+
+// heartbeatFrame is the SSE comment sent on an idle stream.
+const heartbeatFrame = ": heartbeat\n\n"
+
+// streamTable counts the open event streams, bounds them, and ends them all
+// at Close.
+type streamTable struct {
+	mu      sync.Mutex
+	open    int
+	byOwner map[string]int
+	clients prometheus.Gauge
+
+	closing   chan struct{} // closed by Server.Close
+	closeOnce sync.Once
+}
+
+// init makes the table and registers its gauge; Handler calls it once.
+func (t *streamTable) init(reg prometheus.Registerer) {
+	t.byOwner = make(map[string]int)
+	t.closing = make(chan struct{})
+	t.clients = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "plantstore_event_stream_clients",
+		Help: "Event streams (GET /events/stream) open now.",
+	})
+	reg.MustRegister(t.clients)
+}
+
+// close ends every stream, open or to come.
+func (t *streamTable) close() {
+	if t.closing != nil {
+		t.closeOnce.Do(func() { close(t.closing) })
+	}
+}
+
+// acquire takes a stream slot for owner, or refuses with 429 42902 when the
+// server has max streams open or the owner a quarter of max.
+func (t *streamTable) acquire(owner string, limit int) (release func(), err error) {
+	perOwner := ownerStreamLimit(limit)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.open >= limit:
+		return nil, newError(plantstore.CodeTooManyStreams, "too many event streams open on this server (at most %d): retry later", limit).
+			withHeader("Retry-After", "5")
+	case t.byOwner[owner] >= perOwner:
+		return nil, newError(plantstore.CodeTooManyStreams, "too many event streams open for this owner (at most %d): close one or retry later", perOwner).
+			withHeader("Retry-After", "5")
+	}
+	t.open++
+	t.byOwner[owner]++
+	t.clients.Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.open--
+			if t.byOwner[owner]--; t.byOwner[owner] <= 0 {
+				delete(t.byOwner, owner)
+			}
+			t.clients.Dec()
+		})
+	}, nil
+}
+
+// ownerStreamLimit is the streams one owner may have open: a quarter of the
+// server's, at least 1 (as one owner gets at most a quarter of the webhook
+// deliveries in flight).
+func ownerStreamLimit(limit int) int { return max(1, limit/4) }
+
+func (s *Server) eventStreamHeartbeat() time.Duration {
+	return orDefault(s.EventStreamHeartbeat, DefaultEventStreamHeartbeat)
+}
+
+func (s *Server) eventStreamPoll() time.Duration {
+	return orDefault(s.EventStreamPoll, DefaultEventStreamPoll)
+}
+
+func (s *Server) eventStreamMax() int {
+	if s.EventStreamMax <= 0 {
+		return DefaultEventStreamMax
+	}
+	return s.EventStreamMax
+}
+
+// streamCursor is the seq a stream starts after: Last-Event-ID (what an
+// EventSource sends when it reconnects) wins over after.
+func streamCursor(lastEventID, after oapi.OptInt64) int64 {
+	if id, ok := lastEventID.Get(); ok {
+		return id
+	}
+	return after.Or(0)
+}
+
+// StreamEvents handles the "GET /events/stream" route: the owner's events
+// after the cursor, then each new one, as Server-Sent Events, until the
+// client goes, the token stops being valid or the server closes.
+func (h *handler) StreamEvents(ctx context.Context, params oapi.StreamEventsParams) (oapi.StreamEventsRes, error) {
+	s := h.s
+	info := requestInfoFrom(ctx)
+	if info == nil {
+		return nil, internalError(errors.New("http: event stream: no request state"))
+	}
+	if s.EventService == nil {
+		return nil, internalError(errors.New("http: event stream: no EventService"))
+	}
+	release, err := s.streams.acquire(plantstore.TokenFromContext(ctx).Owner, s.eventStreamMax())
+	if err != nil {
+		return nil, err
+	}
+	es := &eventStream{
+		s:       s,
+		ctx:     ctx,
+		rc:      http.NewResponseController(&info.rec),
+		owner:   plantstore.TokenFromContext(ctx).Owner,
+		secret:  bearerSecretFrom(ctx),
+		last:    streamCursor(params.LastEventID, params.After),
+		due:     true,
+		release: release,
+	}
+	if s.EventNotifier != nil {
+		// Before the first read, so that no commit after it goes
+		// unnoticed. Without a notifier wake stays nil (it never
+		// receives): the stream only polls.
+		es.wake, es.unsubscribe = s.EventNotifier.Subscribe(es.owner)
+	}
+	// The first page is read before answering, so that a storage failure
+	// is a 503 rather than a stream that ends at once.
+	if err := es.fill(); err != nil {
+		es.Close()
+		return nil, err
+	}
+	// The http.Server's write deadline (WriteTimeout from the request's
+	// start) would end the response: it is replaced by one per write. (Its
+	// read deadline is no concern: net/http lifts it for the background
+	// read that watches for the client going away.)
+	if err := es.rc.SetWriteDeadline(time.Now().Add(es.writeTimeout())); err != nil {
+		es.Close()
+		return nil, internalError(err)
+	}
+	es.poll = time.NewTicker(s.eventStreamPoll())
+	es.heartbeat = time.NewTimer(s.eventStreamHeartbeat())
+	info.rec.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	return &oapi.StreamEventsOKHeaders{
+		CacheControl: oapi.NewOptString("no-store"),
+		Response:     oapi.StreamEventsOK{Data: es},
+	}, nil
+}
+
+// HeadEventsStream handles the "HEAD /events/stream" route: the headers of
+// the stream, at once, with no body and no stream slot taken.
+func (h *handler) HeadEventsStream(ctx context.Context, params oapi.HeadEventsStreamParams) (oapi.HeadEventsStreamRes, error) {
+	return &oapi.HeadEventsStreamOK{CacheControl: oapi.NewOptString("no-store")}, nil
+}
+
+// eventStream is the body of one event stream: an io.Reader (and Closer,
+// which the generated encoder calls when it is done) of SSE frames. See the
+// comment at the top of the file.
+type eventStream struct {
+	s      *Server
+	ctx    context.Context // the request's: done when the client goes
+	rc     *http.ResponseController
+	owner  string
+	secret string // the bearer secret, authenticated again at each heartbeat ("": not)
+	last   int64  // the seq of the last event sent, or the cursor
+
+	due         bool // the store must be read before waiting
+	failing     bool // the last read failed (logged once until one succeeds)
+	wake        <-chan struct{}
+	unsubscribe func()
+	poll        *time.Ticker
+	heartbeat   *time.Timer
+	release     func()
+
+	pending []byte // frames not yet returned by Read
+	buf     []byte // pending's backing array, reused
+	closed  bool
+}
+
+// errStreamEnd ends a stream quietly (the client went, the server closes,
+// the token is no longer valid).
+var errStreamEnd = errors.New("event stream ended")
+
+// Read implements io.Reader for the generated encoder's io.Copy.
+func (es *eventStream) Read(p []byte) (int, error) {
+	if len(es.pending) == 0 {
+		// io.Copy has written the frames the last Read returned into the
+		// response's buffer: send them (the first time: the header).
+		if err := es.rc.Flush(); err != nil {
+			return 0, io.EOF // the client is gone
+		}
+		if err := es.next(); err != nil {
+			// The response ends: give its last write (the end of the
+			// chunked body) time to go out.
+			_ = es.rc.SetWriteDeadline(time.Now().Add(es.writeTimeout()))
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, es.pending)
+	es.pending = es.pending[n:]
+	return n, nil
+}
+
+// Close implements io.Closer: it frees the stream's slot and stops its
+// timers. The generated encoder calls it when the copy ends.
+func (es *eventStream) Close() error {
+	if es.closed {
+		return nil
+	}
+	es.closed = true
+	if es.unsubscribe != nil {
+		es.unsubscribe()
+	}
+	if es.poll != nil {
+		es.poll.Stop()
+	}
+	if es.heartbeat != nil {
+		es.heartbeat.Stop()
+	}
+	es.release()
+	return nil
+}
+
+func (es *eventStream) writeTimeout() time.Duration {
+	return orDefault(es.s.WriteTimeout, WriteTimeout)
+}
+
+// next waits until there are frames to send and puts them in pending, or
+// returns errStreamEnd.
+func (es *eventStream) next() error {
+	for {
+		if es.due {
+			if err := es.fill(); err != nil && es.ctx.Err() == nil {
+				// Storage trouble: keep the stream (heartbeats go on),
+				// try again at the next wake or tick.
+				if !es.failing {
+					es.failing = true
+					es.s.logger().WarnContext(es.ctx, "event stream: read events", "owner", es.owner,
+						"request_id", RequestID(es.ctx), "err", err)
+				}
+			}
+			if len(es.pending) > 0 {
+				return es.ready()
+			}
+		}
+		select {
+		case <-es.ctx.Done():
+			return errStreamEnd
+		case <-es.s.streams.closing:
+			return errStreamEnd
+		case <-es.wake:
+			es.due = true
+		case <-es.poll.C:
+			es.due = true
+		case <-es.heartbeat.C:
+			if !es.stillAuthorized() {
+				return errStreamEnd
+			}
+			es.pending = append(es.buf[:0], heartbeatFrame...)
+			return es.ready()
+		}
+	}
+}
+
+// ready arms the write deadline and the heartbeat for the frames in
+// pending.
+func (es *eventStream) ready() error {
+	if err := es.rc.SetWriteDeadline(time.Now().Add(es.writeTimeout())); err != nil {
+		return errStreamEnd
+	}
+	es.heartbeat.Reset(es.s.eventStreamHeartbeat())
+	return nil
+}
+
+// fill reads one page of the owner's events after the last one sent into
+// pending, as frames. A full page leaves due set: the next page is read
+// without waiting.
+func (es *eventStream) fill() error {
+	events, more, err := es.s.EventService.FindEvents(es.ctx, plantstore.EventFilter{
+		Owner: es.owner,
+		After: es.last,
+		Limit: eventStreamPage,
+	})
+	if err != nil {
+		return err
+	}
+	if es.failing {
+		es.failing = false
+		es.s.logger().InfoContext(es.ctx, "event stream: reading events again", "owner", es.owner, "request_id", RequestID(es.ctx))
+	}
+	es.due = more
+	b := es.buf[:0]
+	for _, e := range events {
+		if e.Seq <= es.last { // never twice, whatever the store answers
+			continue
+		}
+		b = appendEventFrame(b, e)
+		es.last = e.Seq
+	}
+	es.buf, es.pending = b, b
+	return nil
+}
+
+// appendEventFrame appends e as one SSE message: its seq as the id, its
+// type as the event name, its envelope (one line of JSON) as the data.
+func appendEventFrame(b []byte, e *plantstore.PlantEvent) []byte {
+	b = append(b, "id: "...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, e.Type...)
+	b = append(b, "\ndata: "...)
+	b = append(b, e.Envelope()...)
+	return append(b, "\n\n"...)
+}
+
+// stillAuthorized authenticates the stream's token again (cached by the
+// token service like any request's): false when it was revoked or expired
+// since the stream began. A storage failure keeps the stream.
+func (es *eventStream) stillAuthorized() bool {
+	if es.secret == "" {
+		return true
+	}
+	tok, err := es.s.authenticate(es.ctx, es.secret)
+	if err == nil {
+		return tok.Owner == es.owner
+	}
+	if code := plantstore.ErrorCode(err); code == plantstore.CodeTokenInvalid || code == plantstore.CodeTokenMissing {
+		es.s.logger().LogAttrs(es.ctx, slog.LevelInfo, "event stream: token no longer valid: stream ended",
+			slog.String("owner", es.owner), slog.String("request_id", RequestID(es.ctx)))
+		return false
+	}
+	return es.ctx.Err() == nil
+}
+
+// bearerSecretKey is the context key of the bearer secret of a stream
+// request, which the stream authenticates again at each heartbeat.
+type bearerSecretKey struct{}
+
+// withBearerSecret returns ctx with the request's bearer secret.
+func withBearerSecret(ctx context.Context, secret string) context.Context {
+	return context.WithValue(ctx, bearerSecretKey{}, secret)
+}
+
+// bearerSecretFrom returns the bearer secret withBearerSecret stored, or "".
+func bearerSecretFrom(ctx context.Context) string {
+	s, _ := ctx.Value(bearerSecretKey{}).(string)
+	return s
+}

@@ -1,0 +1,191 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/plantstore/plantstore"
+)
+
+// EventService implements plantstore.EventService over an EventStore.
+type EventService struct {
+	store plantstore.EventStore
+	now   func() time.Time
+}
+
+// FindEvents returns one page of the owner's events after f.After by Seq
+// ascending and whether another page follows (it asks the store for one row
+// more). It refuses a page size out of range and an unknown type.
+func (s *EventService) FindEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.PlantEvent, bool, error) {
+	if f.Limit == 0 {
+		f.Limit = plantstore.DefaultPageSize
+	}
+	if f.Limit < 1 || f.Limit > plantstore.MaxPageSize {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "limit must be from 1 to %d", plantstore.MaxPageSize)
+	}
+	if f.After < 0 {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "after must be 0 or more")
+	}
+	if f.Type != "" && !plantstore.ValidEventType(f.Type) {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "type must be one of plant.created, plant.updated, plant.deleted")
+	}
+	want := f.Limit
+	f.Limit++
+	events, err := s.store.ListEvents(ctx, f)
+	if err != nil {
+		return nil, false, storeError("find events", err)
+	}
+	if len(events) > want {
+		return events[:want], true, nil
+	}
+	return events, false, nil
+}
+
+// PruneEvents deletes at most limit events created before the service's
+// now minus retention, and returns how many (fewer than limit: none is
+// left).
+func (s *EventService) PruneEvents(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	n, err := s.store.PruneEvents(ctx, s.now().Add(-retention), limit)
+	if err != nil {
+		return n, storeError("prune events", err)
+	}
+	return n, nil
+}
+
+// Event retention pruning: EventPruneBatch bounds the events one statement
+// deletes and EventPruneInterval is the time between two passes (shorter
+// when the retention is); eventPrunePause is the pause between two batches
+// of a pass, which leaves the database to the writes.
+const (
+	EventPruneBatch    = 500
+	EventPruneInterval = time.Minute
+	eventPrunePause    = 20 * time.Millisecond
+)
+
+// PruneEventsPass deletes every event older than retention (by the
+// service's clock), at most batch a statement with pause between two
+// statements, so that no write waits long behind it; it returns how many
+// it deleted. It stops at the first error.
+func (s *EventService) PruneEventsPass(ctx context.Context, retention time.Duration, batch int, pause time.Duration) (int, error) {
+	total := 0
+	for {
+		n, err := s.PruneEvents(ctx, retention, batch)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+		if !sleep(ctx, pause) {
+			return total, ctx.Err()
+		}
+	}
+}
+
+// RunPruner prunes the events older than retention off the request path:
+// a pass (PruneEventsPass, EventPruneBatch rows a statement) at once and
+// then every EventPruneInterval (or retention, if shorter), until ctx ends.
+// A failed pass is logged and tried again at the next. retention 0 keeps
+// everything: it returns at once.
+func (s *EventService) RunPruner(ctx context.Context, retention time.Duration, logger *slog.Logger) {
+	if retention <= 0 {
+		return
+	}
+	interval := min(EventPruneInterval, retention)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := s.PruneEventsPass(ctx, retention, EventPruneBatch, eventPrunePause)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("events: prune", "err", err, "deleted", n)
+		case n > 0:
+			logger.Info("events: pruned", "events", n, "retention", retention)
+		}
+		t.Reset(interval)
+	}
+}
+
+// sleep waits d, or less if ctx ends first; it reports whether ctx is
+// still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Broadcaster is the in-process plantstore.EventNotifier: the plant service
+// calls Notify(owner) after every commit that wrote events of owner, and
+// every channel Subscribe returned for owner receives (without blocking the
+// writer: a channel already holding a wake is left as it is).
+type Broadcaster struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+var _ plantstore.EventNotifier = (*Broadcaster)(nil)
+
+// NewBroadcaster returns a Broadcaster with no subscribers.
+func NewBroadcaster() *Broadcaster {
+	return &Broadcaster{subs: make(map[string]map[chan struct{}]struct{})}
+}
+
+// Subscribe implements plantstore.EventNotifier.
+func (b *Broadcaster) Subscribe(owner string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	b.mu.Lock()
+	set := b.subs[owner]
+	if set == nil {
+		set = make(map[chan struct{}]struct{})
+		b.subs[owner] = set
+	}
+	set[ch] = struct{}{}
+	b.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			delete(b.subs[owner], ch)
+			if len(b.subs[owner]) == 0 {
+				delete(b.subs, owner)
+			}
+		})
+	}
+}
+
+// Notify wakes every subscriber of owner. It never blocks.
+func (b *Broadcaster) Notify(owner string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs[owner] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Subscribers returns how many subscriptions are open (for a gauge).
+func (b *Broadcaster) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, set := range b.subs {
+		n += len(set)
+	}
+	return n
+}

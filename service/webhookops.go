@@ -1,0 +1,150 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-faster/jx"
+
+	"github.com/plantstore/plantstore"
+)
+
+// UpdateSubscription applies a merge patch of url, description and enabled.
+// When it re-enables the subscription it returns since when deliveries were
+// missed: the start of its failing streak, else when it was disabled.
+func (s *WebhookService) UpdateSubscription(ctx context.Context, owner, id string, u plantstore.SubscriptionUpdate) (*plantstore.Subscription, *time.Time, error) {
+	if u.URL != nil {
+		if err := plantstore.ValidateWebhookURL(*u.URL); err != nil {
+			return nil, nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid WebhookPatch: %s", trimPrefix(err, "invalid NewWebhook: "))
+		}
+	}
+	if u.Description != nil && len([]rune(*u.Description)) > plantstore.MaxWebhookDescriptionLength {
+		return nil, nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid WebhookPatch: description: must have at most %d characters", plantstore.MaxWebhookDescriptionLength)
+	}
+	if u.Types != nil {
+		types, err := plantstore.NormalizeEventTypes(*u.Types)
+		if err != nil {
+			return nil, nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid WebhookPatch: %s", trimPrefix(err, "invalid NewWebhook: "))
+		}
+		u.Types = &types
+	}
+	before, after, err := s.store.UpdateSubscription(ctx, owner, id, u, s.now().UTC())
+	if err != nil {
+		return nil, nil, webhookError("update webhook", id, err)
+	}
+	var missed *time.Time
+	if before.DisabledAt != nil && after.DisabledAt == nil {
+		missed = before.DisabledAt
+		if before.FailingSince != nil && before.FailingSince.Before(*missed) {
+			missed = before.FailingSince
+		}
+	}
+	return after, missed, nil
+}
+
+// trimPrefix returns err's message without prefix.
+func trimPrefix(err error, prefix string) string {
+	msg := err.Error()
+	if len(msg) >= len(prefix) && msg[:len(prefix)] == prefix {
+		return msg[len(prefix):]
+	}
+	return msg
+}
+
+// enabledSubscription returns the owner's subscription, or a
+// CodeWebhookDisabled error when it is disabled.
+func (s *WebhookService) enabledSubscription(ctx context.Context, owner, id string) (*plantstore.Subscription, error) {
+	sub, err := s.FindSubscriptionByID(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	if sub.DisabledAt != nil {
+		return nil, plantstore.Errorf(plantstore.CodeWebhookDisabled,
+			`webhook %s is disabled: re-enable it with PATCH /webhooks/{id} {"enabled": true} first`, id)
+	}
+	return sub, nil
+}
+
+// ResendDelivery queues a new attempt of the subscription's delivery
+// messageID now, with the same message id.
+func (s *WebhookService) ResendDelivery(ctx context.Context, owner, id, messageID string) (*plantstore.Delivery, error) {
+	if _, err := s.enabledSubscription(ctx, owner, id); err != nil {
+		return nil, err
+	}
+	d, err := s.store.ResendDelivery(ctx, owner, id, messageID, s.now().UTC())
+	if errors.Is(err, plantstore.ErrNotFound) {
+		return nil, plantstore.Errorf(plantstore.CodeDeliveryNotFound, "webhook %s has no delivery %s", id, messageID)
+	} else if err != nil {
+		return nil, storeError("resend webhook delivery", err)
+	}
+	s.notify()
+	return d, nil
+}
+
+// RecoverDeliveries re-queues the subscription's failed deliveries created
+// at or after since, each at most once per since, in batches of
+// plantstore.RecoverBatch (one transaction each, so that writes of others
+// wait for one batch at most), and returns how many.
+func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string, since time.Time) (int64, error) {
+	if _, err := s.enabledSubscription(ctx, owner, id); err != nil {
+		return 0, err
+	}
+	var total int64
+	for {
+		n, err := s.store.RecoverDeliveries(ctx, owner, id, since.UTC(), s.now().UTC(), plantstore.RecoverBatch)
+		total += int64(n)
+		if n > 0 {
+			s.notify()
+		}
+		if err != nil {
+			return total, webhookError("recover webhook deliveries", id, err)
+		}
+		if n < plantstore.RecoverBatch {
+			return total, nil
+		}
+	}
+}
+
+// PingSubscription POSTs a signed ping event to the subscription's URL at
+// once, through the Pinger, and returns what came of it; nothing is stored.
+func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string) (*plantstore.PingResult, error) {
+	sub, err := s.FindSubscriptionByID(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.ping == nil {
+		return nil, errors.New("service: ping webhook: no pinger configured")
+	}
+	msgID, err := plantstore.NewMessageID()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	t := &plantstore.Task{
+		MessageID: msgID, SubscriptionID: sub.ID, Owner: owner, Payload: pingPayload(msgID, sub.ID, now),
+		CreatedAt: now, Subscription: sub, URL: sub.URL, Secrets: sub.SigningSecrets(now),
+	}
+	r := s.ping(ctx, t)
+	return &plantstore.PingResult{MessageID: msgID, AttemptResult: r}, nil
+}
+
+// pingPayload is the body of a ping: {"type":"ping","id","created_at",
+// "data":{"webhook"}}.
+func pingPayload(msgID, subID string, now time.Time) []byte {
+	var e jx.Encoder
+	e.ObjStart()
+	e.FieldStart("type")
+	e.Str("ping")
+	e.FieldStart("id")
+	e.Str(msgID)
+	e.FieldStart("created_at")
+	e.Str(now.Format(time.RFC3339Nano))
+	e.FieldStart("data")
+	e.ObjStart()
+	e.FieldStart("webhook")
+	e.Str(subID)
+	e.ObjEnd()
+	e.ObjEnd()
+	return e.Bytes()
+}

@@ -1,0 +1,150 @@
+package plantstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DisabledManual: a PATCH {"enabled": false} disabled the subscription. The
+// row stores keep no reason for it (NULL) and read a disabled subscription
+// without one as manual.
+const DisabledManual DisabledReason = "manual"
+
+// Limits of the webhook operations.
+const (
+	// MaxResponseBodyStored is how many bytes of a receiver's answer an
+	// attempt keeps.
+	MaxResponseBodyStored = 1024
+	// MaxOldSecretExpiry bounds how long a rotated-out secret may keep
+	// signing.
+	MaxOldSecretExpiry = 7 * 24 * time.Hour
+	// RecoverBatch bounds the deliveries one statement of a recover
+	// re-queues.
+	RecoverBatch = 500
+)
+
+// SubscriptionUpdate is a merge patch of a subscription: nil fields keep
+// their value.
+type SubscriptionUpdate struct {
+	URL         *string
+	Description *string
+	Enabled     *bool
+	Types       *[]string // NormalizeEventTypes; an empty list makes it untyped
+}
+
+// Delivery is one event's delivery to one subscription.
+type Delivery struct {
+	MessageID      string
+	SubscriptionID string
+	PlantID        int64
+	State          DeliveryState
+	Attempts       int
+	CreatedAt      time.Time
+	NextAttemptAt  *time.Time // pending only
+}
+
+// AttemptFilter selects one page of a subscription's attempts, newest
+// first: by attempted_at, message id and attempt, all descending.
+type AttemptFilter struct {
+	Owner          string
+	SubscriptionID string
+	After          *AttemptCursor // only attempts after this one in that order
+	State          DeliveryState  // "": any
+	Limit          int            // 1..MaxPageSize (WebhookService: 0 means DefaultPageSize)
+}
+
+// AttemptCursor is the position of an attempt in the attempt log.
+type AttemptCursor struct {
+	AttemptedAt time.Time
+	MessageID   string
+	Attempt     int
+}
+
+// Cursor returns a's position.
+func (a *Attempt) Cursor() AttemptCursor {
+	return AttemptCursor{AttemptedAt: a.AttemptedAt, MessageID: a.MessageID, Attempt: a.Attempt}
+}
+
+// String encodes c as "<unix nanoseconds>.<message id>.<attempt>".
+func (c AttemptCursor) String() string {
+	return fmt.Sprintf("%d.%s.%d", c.AttemptedAt.UnixNano(), c.MessageID, c.Attempt)
+}
+
+// ParseAttemptCursor decodes what AttemptCursor.String encodes.
+func ParseAttemptCursor(s string) (AttemptCursor, error) {
+	bad := Errorf(CodeInvalidQuery, "after must be a cursor from the Link header of the previous page")
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 || !ValidMessageID(parts[1]) {
+		return AttemptCursor{}, bad
+	}
+	ns, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil {
+		return AttemptCursor{}, bad
+	}
+	n, err := strconv.Atoi(parts[2])
+	if err != nil || n < 1 {
+		return AttemptCursor{}, bad
+	}
+	return AttemptCursor{AttemptedAt: time.Unix(0, ns).UTC(), MessageID: parts[1], Attempt: n}, nil
+}
+
+// ValidMessageID reports whether id has the form NewMessageID gives: "msg_"
+// and 24 lower-case hex digits.
+func ValidMessageID(id string) bool {
+	if len(id) != 28 || !strings.HasPrefix(id, "msg_") {
+		return false
+	}
+	for _, c := range id[4:] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// PingResult is what a ping came to.
+type PingResult struct {
+	MessageID string
+	AttemptResult
+}
+
+// Pinger makes one signed attempt of t at once, outside the outbox, and
+// says what came of it (the dispatcher's client, with its address checks).
+type Pinger func(ctx context.Context, t *Task) AttemptResult
+
+// ResponseExcerpt returns the first MaxResponseBodyStored bytes of body as
+// valid UTF-8 text: cut at a character boundary, with every byte that is
+// not UTF-8, and U+0000 (which PostgreSQL's text refuses), written as
+// \xNN.
+func ResponseExcerpt(body []byte) string {
+	if len(body) > MaxResponseBodyStored {
+		body = body[:MaxResponseBodyStored]
+		// Drop a character cut in two: its start among the last 3 bytes,
+		// not complete.
+		for i := len(body) - 1; i >= max(0, len(body)-(utf8.UTFMax-1)); i-- {
+			if utf8.RuneStart(body[i]) {
+				if !utf8.FullRune(body[i:]) {
+					body = body[:i]
+				}
+				break
+			}
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(body))
+	for len(body) > 0 {
+		r, size := utf8.DecodeRune(body)
+		switch {
+		case r == utf8.RuneError && size == 1, r == 0:
+			fmt.Fprintf(&b, `\x%02x`, body[0])
+		default:
+			b.Write(body[:size])
+		}
+		body = body[size:]
+	}
+	return b.String()
+}
