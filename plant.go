@@ -219,21 +219,26 @@ func (u *PlantUpdate) Validate() error {
 // share an input), so it changes exactly when the content does. The owner is
 // not part of it: a tag is only ever compared for one owner's plant.
 func (p *Plant) ETag() string {
-	h := sha256.New()
-	var b [binary.MaxVarintLen64]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(p.ID))
-	h.Write(b[:8])
-	h.Write(b[:binary.PutUvarint(b[:], uint64(len(p.Name)))])
-	h.Write([]byte(p.Name))
+	// The hashed bytes: the id (8 bytes, big-endian), the name's length
+	// (uvarint) and bytes, then 0 (no tag) or 1 and the tag's length and
+	// bytes. Built on the stack for usual sizes: the string is the one
+	// allocation.
+	var stack [128]byte
+	b := binary.BigEndian.AppendUint64(stack[:0], uint64(p.ID))
+	b = binary.AppendUvarint(b, uint64(len(p.Name)))
+	b = append(b, p.Name...)
 	if p.Tag != nil {
-		h.Write([]byte{1})
-		h.Write(b[:binary.PutUvarint(b[:], uint64(len(*p.Tag)))])
-		h.Write([]byte(*p.Tag))
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(*p.Tag)))
+		b = append(b, *p.Tag...)
 	} else {
-		h.Write([]byte{0})
+		b = append(b, 0)
 	}
-	sum := h.Sum(nil)
-	return `"` + hex.EncodeToString(sum[:16]) + `"`
+	sum := sha256.Sum256(b)
+	var out [2 + 2*16]byte
+	out[0], out[len(out)-1] = '"', '"'
+	hex.Encode(out[1:len(out)-1], sum[:16])
+	return string(out[:])
 }
 
 // MatchETag reports whether list, the value of an If-Match or If-None-Match

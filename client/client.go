@@ -329,17 +329,7 @@ func (c *Client) DeletePlant(ctx context.Context, id int64, opts DeletePlantOpti
 // the next page from the Link header.
 func (c *Client) ListPlants(ctx context.Context, opts ListPlantsOptions) (*PlantPage, error) {
 	ctx, x := withExchange(ctx)
-	params := oapi.ListPlantsParams{}
-	if opts.Limit != 0 {
-		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
-	}
-	if opts.Tag != nil {
-		params.Tag = oapi.NewOptString(*opts.Tag)
-	}
-	if opts.After != nil {
-		params.After = oapi.NewOptInt64(*opts.After)
-	}
-	res, err := c.api.ListPlants(ctx, params)
+	res, err := c.api.ListPlants(ctx, opts.params())
 	if err != nil {
 		return nil, callError("list plants", x, err)
 	}
@@ -359,6 +349,21 @@ func (c *Client) ListPlants(ctx context.Context, opts ListPlantsOptions) (*Plant
 		page.Next = next
 	}
 	return page, nil
+}
+
+// params are the query parameters of opts (HEAD /plants takes the same).
+func (opts ListPlantsOptions) params() oapi.ListPlantsParams {
+	var params oapi.ListPlantsParams
+	if opts.Limit != 0 {
+		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
+	}
+	if opts.Tag != nil {
+		params.Tag = oapi.NewOptString(*opts.Tag)
+	}
+	if opts.After != nil {
+		params.After = oapi.NewOptInt64(*opts.After)
+	}
+	return params
 }
 
 // Plants iterates over every plant that opts selects, from opts.After on,

@@ -39,17 +39,7 @@ func (c *Client) HeadPlant(ctx context.Context, id int64) (*Head, error) {
 // next page, if any, and the rate limit.
 func (c *Client) HeadPlants(ctx context.Context, opts ListPlantsOptions) (*Head, error) {
 	ctx, x := withExchange(ctx)
-	params := oapi.HeadPlantsParams{}
-	if opts.Limit != 0 {
-		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
-	}
-	if opts.Tag != nil {
-		params.Tag = oapi.NewOptString(*opts.Tag)
-	}
-	if opts.After != nil {
-		params.After = oapi.NewOptInt64(*opts.After)
-	}
-	res, err := c.api.HeadPlants(ctx, params)
+	res, err := c.api.HeadPlants(ctx, oapi.HeadPlantsParams(opts.params()))
 	if err != nil {
 		return nil, callError("head plants", x, err)
 	}
@@ -62,14 +52,7 @@ func (c *Client) HeadPlants(ctx context.Context, opts ListPlantsOptions) (*Head,
 // HeadWebhooks asks for the headers of GET /webhooks with opts.
 func (c *Client) HeadWebhooks(ctx context.Context, opts ListWebhooksOptions) (*Head, error) {
 	ctx, x := withExchange(ctx)
-	params := oapi.HeadWebhooksParams{}
-	if opts.Limit != 0 {
-		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
-	}
-	if opts.After != "" {
-		params.After = oapi.NewOptString(opts.After)
-	}
-	res, err := c.api.HeadWebhooks(ctx, params)
+	res, err := c.api.HeadWebhooks(ctx, oapi.HeadWebhooksParams(opts.params()))
 	if err != nil {
 		return nil, callError("head webhooks", x, err)
 	}

@@ -264,14 +264,7 @@ func (c *Client) WebhookDeliveries(ctx context.Context, id string, opts ListDeli
 // ascending, and the query of the next page from the Link header.
 func (c *Client) ListWebhooks(ctx context.Context, opts ListWebhooksOptions) (*WebhookPage, error) {
 	ctx, x := withExchange(ctx)
-	params := oapi.ListWebhooksParams{}
-	if opts.Limit != 0 {
-		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
-	}
-	if opts.After != "" {
-		params.After = oapi.NewOptString(opts.After)
-	}
-	res, err := c.api.ListWebhooks(ctx, params)
+	res, err := c.api.ListWebhooks(ctx, opts.params())
 	if err != nil {
 		return nil, callError("list webhooks", x, err)
 	}
@@ -297,6 +290,18 @@ func (c *Client) ListWebhooks(ctx context.Context, opts ListWebhooksOptions) (*W
 		}
 	}
 	return page, nil
+}
+
+// params are the query parameters of opts (HEAD /webhooks takes the same).
+func (opts ListWebhooksOptions) params() oapi.ListWebhooksParams {
+	var params oapi.ListWebhooksParams
+	if opts.Limit != 0 {
+		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
+	}
+	if opts.After != "" {
+		params.After = oapi.NewOptString(opts.After)
+	}
+	return params
 }
 
 // Webhooks iterates over the owner's subscriptions from opts.After on,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/prune"
 )
 
 // EventService implements plantstore.EventService over an EventStore.
@@ -69,17 +70,9 @@ const (
 // statements, so that no write waits long behind it; it returns how many
 // it deleted. It stops at the first error.
 func (s *EventService) PruneEventsPass(ctx context.Context, retention time.Duration, batch int, pause time.Duration) (int, error) {
-	total := 0
-	for {
-		n, err := s.PruneEvents(ctx, retention, batch)
-		total += n
-		if err != nil || n < batch {
-			return total, err
-		}
-		if !sleep(ctx, pause) {
-			return total, ctx.Err()
-		}
-	}
+	return prune.Pass(ctx, batch, pause, func(ctx context.Context, limit int) (int, error) {
+		return s.PruneEvents(ctx, retention, limit)
+	})
 }
 
 // RunPruner prunes the events older than retention off the request path:
@@ -91,15 +84,7 @@ func (s *EventService) RunPruner(ctx context.Context, retention time.Duration, l
 	if retention <= 0 {
 		return
 	}
-	interval := min(EventPruneInterval, retention)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	prune.Loop(ctx, min(EventPruneInterval, retention), func(ctx context.Context) {
 		n, err := s.PruneEventsPass(ctx, retention, EventPruneBatch, eventPrunePause)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -107,21 +92,7 @@ func (s *EventService) RunPruner(ctx context.Context, retention time.Duration, l
 		case n > 0:
 			logger.Info("events: pruned", "events", n, "retention", retention)
 		}
-		t.Reset(interval)
-	}
-}
-
-// sleep waits d, or less if ctx ends first; it reports whether ctx is
-// still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	})
 }
 
 // Broadcaster is the in-process plantstore.EventNotifier: the plant service

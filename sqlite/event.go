@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -27,35 +26,8 @@ WHERE owner = ?6 AND disabled_at IS NULL AND types IS NOT NULL AND instr(' ' || 
 ON CONFLICT (owner) DO UPDATE SET last = last + ?2 RETURNING last`
 )
 
-// insertEventsSQL is the multi-row INSERT of n events; those of the chunk
-// sizes (powers of two up to maxChunk) are built once.
-func insertEventsSQL(n int) string {
-	for i := 0; i < len(insertEventSQL); i++ {
-		if 1<<i == n {
-			return insertEventSQL[i]
-		}
-	}
-	return buildInsertEventsSQL(n)
-}
-
-var insertEventSQL = func() (q []string) {
-	for n := 1; n <= maxChunk; n *= 2 {
-		q = append(q, buildInsertEventsSQL(n))
-	}
-	return q
-}()
-
-func buildInsertEventsSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events (` + eventColumns + `) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`(?,?,?,?,?,?,?)`)
-	}
-	return b.String()
-}
+// insertEventsSQL is the multi-row INSERT of n events.
+var insertEventsSQL = newMultiInsert(`INSERT INTO events (`+eventColumns+`) VALUES `, `(?,?,?,?,?,?,?)`, ``).sql
 
 // writeCreateEvents writes the events of the creates of a chunk that were
 // stored (w.inserted, with an event), as writeEvent would one by one, in
@@ -152,28 +124,24 @@ func (db *DB) fanOutEvent(ctx context.Context, tx *Tx, owner string, ev *plantst
 	if err != nil || subs == 0 {
 		return err
 	}
-	if typ == plantstore.EventPlantCreated && ev.Payload != nil {
-		res, err := tx.exec(ctx, qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), owner)
+	// fanOut runs one outbox INSERT and counts the rows it wrote.
+	fanOut := func(query string, args ...any) error {
+		res, err := tx.exec(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		n, err := res.RowsAffected()
-		if err != nil {
+		ev.Deliveries += int(n)
+		return err
+	}
+	if typ == plantstore.EventPlantCreated && ev.Payload != nil {
+		if err := fanOut(qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), owner); err != nil {
 			return err
 		}
-		ev.Deliveries += int(n)
 	}
 	if ev.EnvelopePrefix != nil {
-		res, err := tx.exec(ctx, qFanOutTyped, ev.MessageID, ev.PlantID, ev.EnvelopePrefix, ev.EnvelopeSuffix,
+		return fanOut(qFanOutTyped, ev.MessageID, ev.PlantID, ev.EnvelopePrefix, ev.EnvelopeSuffix,
 			ev.CreatedAt.UnixNano(), owner, " "+typ+" ", ev.Seq)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		ev.Deliveries += int(n)
 	}
 	return nil
 }

@@ -42,38 +42,50 @@ func chunk(n int) int {
 	return c
 }
 
-// insertPlantsSQL is the multi-row INSERT of n plants (a chunk size).
-// RETURNING names the rows it stored (those whose key was free), in no
-// particular order.
-func insertPlantsSQL(n int) string {
-	for i := 0; i < len(insertSQL); i++ {
-		if 1<<i == n {
-			return insertSQL[i]
-		}
-	}
-	return buildInsertSQL(n)
+// multiInsert builds the multi-row INSERT of n rows, head + n times row,
+// comma-separated, + tail; those of the chunk sizes (1, 2, 4, ...
+// maxChunk) are built once, so that the same text is prepared and reused.
+type multiInsert struct {
+	head, row, tail string
+	chunks          []string // the INSERT of each chunk size
 }
 
-// insertSQL holds the INSERT of each chunk size, 1, 2, 4, ... maxChunk.
-var insertSQL = func() (q []string) {
+func newMultiInsert(head, row, tail string) *multiInsert {
+	m := &multiInsert{head: head, row: row, tail: tail}
 	for n := 1; n <= maxChunk; n *= 2 {
-		q = append(q, buildInsertSQL(n))
+		m.chunks = append(m.chunks, m.build(n))
 	}
-	return q
-}()
+	return m
+}
 
-func buildInsertSQL(n int) string {
+// sql returns the INSERT of n rows.
+func (m *multiInsert) sql(n int) string {
+	for i := range m.chunks {
+		if 1<<i == n {
+			return m.chunks[i]
+		}
+	}
+	return m.build(n)
+}
+
+func (m *multiInsert) build(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `)
+	b.WriteString(m.head)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`(?,?,?,?,?)`)
+		b.WriteString(m.row)
 	}
-	b.WriteString(` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`)
+	b.WriteString(m.tail)
 	return b.String()
 }
+
+// insertPlantsSQL is the multi-row INSERT of n plants (a chunk size).
+// RETURNING names the rows it stored (those whose key was free), in no
+// particular order.
+var insertPlantsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `,
+	`(?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`).sql
 
 // insertPlants applies a run of consecutive creates of a batch: one
 // multi-row INSERT ... ON CONFLICT DO NOTHING per chunk, then for each

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/prune"
 )
 
 // UserAgent is sent with every delivery.
@@ -345,48 +346,18 @@ func (s *dispatch) refreshStats(ctx context.Context) {
 // start and then every interval, each pass in batches until none is left.
 // A pass that fails is logged and tried again at the next.
 func (s *dispatch) prune(ctx context.Context) {
-	interval := min(DefaultPruneInterval, s.retention)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	prune.Loop(ctx, min(DefaultPruneInterval, s.retention), func(ctx context.Context) {
 		before := s.now().Add(-s.retention)
-		total := 0
-		for {
-			n, err := s.outbox.PruneOutbox(ctx, before, PruneBatch)
-			total += n
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("webhook: prune delivery history", "err", err)
-				}
-				break
-			}
-			if n < PruneBatch || !sleep(ctx, pruneBatchPause) {
-				break
-			}
+		total, err := prune.Pass(ctx, PruneBatch, pruneBatchPause, func(ctx context.Context, limit int) (int, error) {
+			return s.outbox.PruneOutbox(ctx, before, limit)
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("webhook: prune delivery history", "err", err)
 		}
 		if total > 0 {
 			s.log.Info("webhook: pruned delivery history", "rows", total, "before", before)
 		}
-		t.Reset(interval)
-	}
-}
-
-// sleep waits d, or less if ctx ends first; it reports whether ctx is
-// still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	})
 }
 
 // deliver makes one attempt at t and records it.
