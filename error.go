@@ -117,6 +117,13 @@ var (
 	ErrUnavailable = errors.New("storage unavailable")
 )
 
+// FailedWrite tells a batched write that failed for the storage or the code
+// from one that found no row or a contended key (which a batch's span does
+// not count as an error).
+func FailedWrite(err error) bool {
+	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrContended)
+}
+
 // SchemaTooNewError says the database was migrated by a newer plantstore:
 // running an older binary on it could misread or damage data.
 type SchemaTooNewError struct {

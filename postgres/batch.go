@@ -132,6 +132,10 @@ type writeOp struct {
 	unresolved bool              // a create's key was taken, but the row gone when read
 }
 
+// failed tells a write that failed for the storage or the code: a batch
+// with one is a failed span.
+func (op *writeOp) failed() bool { return plantstore.FailedWrite(op.err) }
+
 func (op *writeOp) name() string {
 	if op.del {
 		return "delete plant"

@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
@@ -138,10 +139,15 @@ func (db *DB) Open(ctx context.Context) error {
 		db.pool = nil
 		return err
 	}
-	db.queue = groupcommit.New(db.traced(groupcommit.Config[*writeOp]{Apply: db.commit, Observe: db.OnCommit,
-		Committers: committers, MaxBatch: db.MaxBatch}))
+	db.queue = groupcommit.New((groupcommit.Config[*writeOp]{Apply: db.commit, Observe: db.OnCommit,
+		Committers: committers, MaxBatch: db.MaxBatch}).
+		Traced(db.TracerProvider, TracerName, "postgres commit", (*writeOp).failed, semconv.DBSystemNamePostgreSQL))
 	return nil
 }
+
+// TracerName is the instrumentation scope of the batch spans, one per
+// group-commit batch, linked to the requests' spans.
+const TracerName = "github.com/plantstore/plantstore/postgres"
 
 // Close commits the plant writes already queued, then closes the pool;
 // calls that arrive later fail. Closing a DB that is not open does nothing.

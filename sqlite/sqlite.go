@@ -25,6 +25,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver (errors_cgo.go reads its errors)
 	"github.com/pressly/goose/v3"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
@@ -247,13 +248,19 @@ func (db *DB) openPools(ctx context.Context) error {
 		return err
 	}
 	db.writeStmts = make(map[string]*sql.Stmt)
-	db.queue = groupcommit.New(db.traced(groupcommit.Config[*writeOp]{
+	// Batch spans when db.TracerProvider is set, an error when a write
+	// failed for the storage.
+	db.queue = groupcommit.New((groupcommit.Config[*writeOp]{
 		Apply:    db.commit,
 		MaxBatch: db.MaxBatch,
 		Observe:  db.OnCommit,
-	}))
+	}).Traced(db.TracerProvider, TracerName, "sqlite commit", (*writeOp).failed, semconv.DBSystemNameSQLite))
 	return nil
 }
+
+// TracerName is the instrumentation scope of the batch spans, one per
+// group-commit batch, linked to the requests' spans.
+const TracerName = "github.com/plantstore/plantstore/sqlite"
 
 // Close commits the writes already queued, then closes the database.
 // Writes that arrive later fail.

@@ -159,6 +159,10 @@ type writeOp struct {
 	inserted   bool              // opInsertPlant: the row was stored
 }
 
+// failed tells a write that failed for the storage or the code: a batch
+// with one is a failed span.
+func (op *writeOp) failed() bool { return plantstore.FailedWrite(op.err) }
+
 func (w *writeOp) reset() {
 	w.err, w.existing, w.deliveries, w.inserted = nil, nil, 0, false
 }

@@ -75,6 +75,16 @@ type Config[T any] struct {
 	Failed     func(T) bool
 }
 
+// Traced returns c with batch spans from tp's tracer named scope (Tracer,
+// SpanName, Failed and Attributes set); a nil tp returns c unchanged.
+func (c Config[T]) Traced(tp trace.TracerProvider, scope, span string, failed func(T) bool, attrs ...attribute.KeyValue) Config[T] {
+	if tp == nil {
+		return c
+	}
+	c.Tracer, c.SpanName, c.Failed, c.Attributes = tp.Tracer(scope), span, failed, attrs
+	return c
+}
+
 // DefaultSpanName names a batch's span when Config.SpanName is empty.
 const DefaultSpanName = "group commit"
 
