@@ -75,8 +75,8 @@ type DB struct {
 	// OnCommit, if set, is called after each group commit with its number
 	// of writes and how long it took. Set it before Open.
 	OnCommit func(writes int, took time.Duration)
-	// TracerProvider, if set, gets an OpenTelemetry span of each batch
-	// (trace.go); nil: none, at no cost. Set it before Open.
+	// TracerProvider, if set, gets an OpenTelemetry span of each batch;
+	// nil: none, at no cost. Set it before Open.
 	TracerProvider trace.TracerProvider
 
 	pool  *pgxpool.Pool

@@ -96,6 +96,10 @@ type Backends struct {
 	// where the backend cannot serve them), restore undoes it. The backend's
 	// per-call timeout is short (2 s at most).
 	Unavailable func(t *testing.T) (b plantstore.Backend, breakIt, restore func())
+	// NoSnapshot says that the backend's Snapshot returns
+	// errors.ErrUnsupported (SQLite in memory: without a WAL a read
+	// transaction blocks every commit); the suite checks that it does.
+	NoSnapshot bool
 }
 
 // Run runs the conformance suite against the backends that b opens.
@@ -134,6 +138,8 @@ func Run(t *testing.T, b Backends) {
 	t.Run("Subscriptions", func(t *testing.T) { testSubscriptions(t, b) })
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, b) })
 	t.Run("WebhookOps", func(t *testing.T) { testWebhookOps(t, b) })
+
+	t.Run("TableStore", func(t *testing.T) { testTableStore(t, b) })
 
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
 }

@@ -439,32 +439,14 @@ func testKill9(t *testing.T, db string) {
 	s = startServer(t, db, "--rate-limit", "0")
 	logStderrOnFailure(t, "plantstore serve (after the kill)", s)
 	found := map[int64]bool{}
-	next := s.url + "/plants?limit=1000"
-	for pages := 0; next != ""; pages++ {
-		if pages > maxRequests/1000+2 {
-			t.Fatal("paging does not end")
+	for _, p := range allPlants(t, client, s.url, secret) {
+		if found[p.ID] {
+			t.Fatalf("plant %d listed twice", p.ID)
 		}
-		status, header, body := do(t, client, "GET", next, secret, "")
-		if status != http.StatusOK {
-			t.Fatalf("GET %s: status %d: %s", next, status, body)
+		if got, want := p.Name, fmt.Sprintf("Plant %d", p.ID); got != want {
+			t.Fatalf("plant %d: name %q, want %q", p.ID, got, want)
 		}
-		var page []struct {
-			ID   int64  `json:"id"`
-			Name string `json:"name"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			t.Fatalf("GET %s: %v", next, err)
-		}
-		for _, p := range page {
-			if found[p.ID] {
-				t.Fatalf("plant %d listed twice", p.ID)
-			}
-			if got, want := p.Name, fmt.Sprintf("Plant %d", p.ID); got != want {
-				t.Fatalf("plant %d: name %q, want %q", p.ID, got, want)
-			}
-			found[p.ID] = true
-		}
-		next = nextLink(t, s.url, header)
+		found[p.ID] = true
 	}
 
 	var missing []int64
@@ -487,6 +469,36 @@ func testKill9(t *testing.T, db string) {
 			t.Fatalf("GET /plants/%d: status %d: %s", id, status, body)
 		}
 	}
+}
+
+// listedPlant is a plant as GET /plants lists it.
+type listedPlant struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// allPlants lists every plant of the token's owner, in order, 1000 a page,
+// following the Link header; it fails the test on any answer but 200.
+func allPlants(t *testing.T, client *http.Client, base, token string) []listedPlant {
+	t.Helper()
+	var plants []listedPlant
+	next := base + "/plants?limit=1000"
+	for pages := 0; next != ""; pages++ {
+		if pages > 10_000 {
+			t.Fatal("paging does not end")
+		}
+		status, header, body := do(t, client, "GET", next, token, "")
+		if status != http.StatusOK {
+			t.Fatalf("GET %s: status %d: %s", next, status, body)
+		}
+		var page []listedPlant
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("GET %s: %v", next, err)
+		}
+		plants = append(plants, page...)
+		next = nextLink(t, base, header)
+	}
+	return plants
 }
 
 var linkNextRE = regexp.MustCompile(`<([^>]*)>\s*;\s*rel="?next"?`)

@@ -3,6 +3,8 @@
 //	plantstore serve                  run the HTTP API
 //	plantstore migrate                apply schema migrations
 //	plantstore token create|list|revoke
+//	plantstore copy                   every table from one database to another (SQLite <-> PostgreSQL), verified, resumable
+//	plantstore export|import          plants as JSON lines, with their owner, from/to any database
 //	plantstore healthcheck            probe /healthz (container HEALTHCHECK)
 //	plantstore plants create|get|list|update|delete|import   (a client of a server)
 //	plantstore webhooks create|list|get|update|delete|rotate-secret|deliveries|resend|recover|ping   (idem)
@@ -101,6 +103,10 @@ type cli struct {
 
 	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
 	Events   eventsCmd   `cmd:"" help:"Client of a running server: list the owner's events, or tail them as they happen."`
+
+	Copy   copyCmd   `cmd:"" help:"Copy every table (plants, tokens, subscriptions and their secrets, deliveries, events) from one database to another, SQLite or PostgreSQL, while the source serves; verified, resumable."`
+	Export exportCmd `cmd:"" help:"Write a database's plants, every owner's, as JSON lines (one {owner,id,name,tag} per line)."`
+	Import importCmd `cmd:"" help:"Load plants from JSON lines (plantstore export's format) into a database, keeping each line's owner; existing ids are skipped."`
 
 	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
 	Version     versionCmd     `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`

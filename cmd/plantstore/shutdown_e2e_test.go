@@ -226,30 +226,12 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// storedPlantIDs lists every plant of the token's owner, following the
-// Link header.
+// storedPlantIDs lists every plant of the token's owner (allPlants).
 func storedPlantIDs(t *testing.T, client *http.Client, base, token string) map[int64]bool {
 	t.Helper()
 	found := map[int64]bool{}
-	next := base + "/plants?limit=1000"
-	for pages := 0; next != ""; pages++ {
-		if pages > 100 {
-			t.Fatal("paging does not end")
-		}
-		status, header, body := do(t, client, "GET", next, token, "")
-		if status != http.StatusOK {
-			t.Fatalf("GET %s: status %d: %s", next, status, body)
-		}
-		var page []struct {
-			ID int64 `json:"id"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			t.Fatalf("GET %s: %v", next, err)
-		}
-		for _, p := range page {
-			found[p.ID] = true
-		}
-		next = nextLink(t, base, header)
+	for _, p := range allPlants(t, client, base, token) {
+		found[p.ID] = true
 	}
 	return found
 }

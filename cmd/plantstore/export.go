@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
+)
+
+// The plants' JSON lines format (export writes it, import reads it): one
+// object a line, {"owner":…,"id":…,"name":…,"tag":…}; tag is left out when
+// the plant has none. Lines come by owner, then id (text by bytes). It is
+// the contract's Plant with its owner, so a line without "owner" is a
+// NewPlant, which `plants import` and import --owner take too.
+
+// exportLine is one line of the format.
+type exportLine struct {
+	Owner string  `json:"owner"`
+	ID    int64   `json:"id"`
+	Name  string  `json:"name"`
+	Tag   *string `json:"tag,omitempty"`
+}
+
+// exportCmd is `plantstore export`.
+type exportCmd struct {
+	dbFlags
+	To    string `name:"to" default:"-" placeholder:"FILE" help:"Where to write the JSON lines: a file (written beside it first, then renamed into place, so it is whole or absent) or - for stdout."`
+	Owner string `name:"owner" help:"Only this owner's plants (default: every owner's)."`
+}
+
+// Run writes the plants of one snapshot of the database.
+func (c *exportCmd) Run(ctx context.Context, e *env) error {
+	if isMemory(c.DB) {
+		return usagef("--db memory: is a database in a serve process's memory: export cannot reach it")
+	}
+	warnDB(e, &c.dbFlags)
+	db, err := c.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	snap, err := db.Snapshot(ctx)
+	if err != nil {
+		return storageError(err)
+	}
+	defer snap.Close()
+
+	out, commit, abort, err := createOutput(c.To, e.stdout)
+	if err != nil {
+		return err
+	}
+	defer abort()
+	w := bufio.NewWriterSize(out, 64<<10)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	n := 0
+	for row, err := range snap.Rows(ctx, plantstore.TableNamed("plants")) {
+		if err != nil {
+			return storageError(err)
+		}
+		line := exportLine{Owner: row[0].(string), ID: row[1].(int64), Name: row[2].(string)}
+		if c.Owner != "" && line.Owner != c.Owner {
+			continue
+		}
+		if tag, ok := row[3].(string); ok {
+			line.Tag = &tag
+		}
+		if err := enc.Encode(&line); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "plantstore: exported %d plants\n", n)
+	return nil
+}
+
+// createOutput opens where a command writes: stdout for "-", else a
+// temporary file beside path that commit fsyncs and renames to path (and
+// fsyncs the directory), and abort removes unless commit ran.
+func createOutput(path string, stdout io.Writer) (w io.Writer, commit func() error, abort func(), err error) {
+	if path == "-" {
+		return stdout, func() error { return nil }, func() {}, nil
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	done := false
+	abort = func() {
+		if !done {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	commit = func() error {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(f.Name(), path); err != nil {
+			return err
+		}
+		done = true
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		return d.Sync()
+	}
+	return f, commit, abort, nil
+}
+
+// importCmd is `plantstore import`.
+type importCmd struct {
+	dbFlags
+	From  string `name:"from" default:"-" placeholder:"FILE" help:"JSON lines to read (plantstore export's format): a file, or - for stdin."`
+	Owner string `name:"owner" help:"Owner of the lines that have no \"owner\" (NewPlant lines); a line's own owner always wins."`
+	Batch int    `name:"batch" default:"1000" help:"Plants per transaction (1..10000)."`
+}
+
+// importLine is a line as read: pointers tell a missing member.
+type importLine struct {
+	Owner *string         `json:"owner"`
+	ID    json.RawMessage `json:"id"`
+	Name  *string         `json:"name"`
+	Tag   *string         `json:"tag"`
+}
+
+// Run checks every line first, so that a bad line anywhere loads nothing,
+// then loads the plants in transactions of --batch, skipping the ids their
+// owner has already: running it again after an interruption loads the rest.
+// Like an API create's, nothing of an import is announced (no events, no
+// webhooks): it loads data.
+func (c *importCmd) Run(ctx context.Context, e *env) error {
+	if c.Batch < 1 || c.Batch > 10000 {
+		return usagef("--batch must be 1..10000")
+	}
+	if isMemory(c.DB) {
+		return usagef("--db memory: is a database in a serve process's memory: import cannot reach it")
+	}
+	if c.Owner != "" {
+		if err := plantstore.ValidateOwner(c.Owner); err != nil {
+			return usagef("--owner: %s", describe(err))
+		}
+	}
+	in, cleanup, err := c.input(e)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	// Pass one: every line valid, or nothing is loaded.
+	lines, err := c.scan(in, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+
+	warnDB(e, &c.dbFlags)
+	db, err := c.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	svc := service.New(db, service.Config{}).Plants
+	start := time.Now()
+	stored := 0
+	batch := make([]*plantstore.Plant, 0, c.Batch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, err := svc.ImportPlants(ctx, batch)
+		if err != nil {
+			return cliError(err)
+		}
+		stored += n
+		batch = batch[:0]
+		return nil
+	}
+	if _, err := c.scan(in, func(p *plantstore.Plant) error {
+		batch = append(batch, p)
+		if len(batch) == c.Batch {
+			return flush()
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", err, stored)
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", err, stored)
+	}
+	fmt.Fprintf(e.stderr, "plantstore: imported %d plants of %d (%d skipped: their owner had that id already) in %s\n",
+		stored, lines, lines-stored, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// input returns the input as a file it can read twice: the --from file, or
+// stdin spooled to a temporary file.
+func (c *importCmd) input(e *env) (f *os.File, cleanup func(), err error) {
+	if c.From != "-" {
+		f, err := os.Open(c.From)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	}
+	f, err = os.CreateTemp("", "plantstore-import-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { f.Close(); os.Remove(f.Name()) }
+	if _, err := io.Copy(f, os.Stdin); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return f, cleanup, nil
+}
+
+// maxLine bounds one line of input.
+const maxLine = 1 << 20
+
+// scan parses r's lines, calling each (if set) with every plant, and returns
+// how many plants there were. The first bad line stops it with an error
+// naming its number. Blank lines are skipped.
+func (c *importCmd) scan(r io.Reader, each func(*plantstore.Plant) error) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n, lineNo := 0, 0
+	for sc.Scan() {
+		lineNo++
+		text := bytes.TrimSpace(sc.Bytes())
+		if lineNo == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff"))
+		}
+		if len(text) == 0 {
+			continue
+		}
+		p, err := c.parse(text)
+		if err != nil {
+			return n, fmt.Errorf("line %d: %v", lineNo, err)
+		}
+		n++
+		if each != nil {
+			if err := each(p); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return n, fmt.Errorf("line %d: %w", lineNo+1, err)
+	}
+	return n, nil
+}
+
+// parse reads one line: a JSON object with id and name, owner unless --owner
+// gives it, tag optional (null: none); any other member is refused.
+func (c *importCmd) parse(text []byte) (*plantstore.Plant, error) {
+	var l importLine
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return nil, fmt.Errorf("not a plant object: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value on the line")
+	}
+	p := &plantstore.Plant{Owner: c.Owner}
+	if l.Owner != nil {
+		p.Owner = *l.Owner
+	}
+	if p.Owner == "" {
+		return nil, errors.New(`no "owner" (give one on the line, or --owner)`)
+	}
+	if err := plantstore.ValidateOwner(p.Owner); err != nil {
+		return nil, fmt.Errorf("owner: %s", describe(err))
+	}
+	if l.ID == nil {
+		return nil, errors.New(`no "id"`)
+	}
+	id, err := strconv.ParseInt(string(l.ID), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf(`"id" must be an integer of 64 bits, not %s`, l.ID)
+	}
+	p.ID = id
+	if l.Name == nil {
+		return nil, errors.New(`no "name"`)
+	}
+	p.Name, p.Tag = *l.Name, l.Tag
+	if err := p.Validate(); err != nil {
+		return nil, errors.New(describe(err))
+	}
+	return p, nil
+}
