@@ -69,3 +69,37 @@ func EventObserver(reg prometheus.Registerer) func(typ string) {
 		}
 	}
 }
+
+// WALObserver registers the metrics of a SQLite database's WAL on reg:
+// info is called once per scrape and returns the WAL file's size and the
+// time a checkpoint was last seen to complete (sqlite.DB.WALInfo). A scrape
+// at which info fails shows neither metric.
+func WALObserver(reg prometheus.Registerer, info func() (bytes int64, lastCheckpoint time.Time, err error)) {
+	reg.MustRegister(&walCollector{info: info})
+}
+
+var (
+	walBytesDesc = prometheus.NewDesc("plantstore_sqlite_wal_bytes",
+		"Size of the SQLite WAL file: the most it held since it was last truncated; it grows for good only while no checkpoint completes.", nil, nil)
+	walCheckpointDesc = prometheus.NewDesc("plantstore_sqlite_last_checkpoint_timestamp_seconds",
+		"Unix time at which this process last saw a WAL checkpoint complete (the WAL started over or shrank), by any connection or process (SQLite's autocheckpoint, Litestream); seen at scrapes; the database's open time until one is seen.", nil, nil)
+)
+
+// walCollector collects WALObserver's metrics at scrape time.
+type walCollector struct {
+	info func() (int64, time.Time, error)
+}
+
+func (c *walCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- walBytesDesc
+	ch <- walCheckpointDesc
+}
+
+func (c *walCollector) Collect(ch chan<- prometheus.Metric) {
+	n, last, err := c.info()
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(walBytesDesc, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(walCheckpointDesc, prometheus.GaugeValue, float64(last.UnixNano())/1e9)
+}

@@ -88,12 +88,18 @@ type DB struct {
 
 	// MaxBatch bounds how many writes share one commit (0: DefaultMaxBatch).
 	MaxBatch int
+	// WALAutocheckpoint is PRAGMA wal_autocheckpoint of the write
+	// connection, in pages: SQLite checkpoints after a commit that leaves
+	// this many pages or more in the WAL (wal.go). 0 keeps SQLite's default
+	// (1000); negative turns automatic checkpoints off: the WAL then grows
+	// until another connection or process (Litestream) checkpoints it.
+	WALAutocheckpoint int
 	// OnCommit, if set, is called by the committer after each batch with
 	// the number of writes in it and how long the transaction took (for
 	// metrics and tests). Set it before Open.
 	OnCommit func(writes int, took time.Duration)
-	// TracerProvider, if set, gets an OpenTelemetry span of each batch
-	// (trace.go); nil: none, at no cost. Set it before Open.
+	// TracerProvider, if set, gets an OpenTelemetry span of each batch;
+	// nil: none, at no cost. Set it before Open.
 	TracerProvider trace.TracerProvider
 
 	// memName is the memdb name of a Memory database, set by Open.
@@ -119,6 +125,8 @@ type DB struct {
 
 	// health is what Ping checks besides a query (health.go).
 	health health
+	// wal is what WALInfo saw of the WAL (wal.go).
+	wal walWatch
 }
 
 var _ plantstore.Backend = (*DB)(nil)
@@ -200,6 +208,10 @@ func (db *DB) Open(ctx context.Context) error {
 		db.Close()
 		return err
 	}
+	if err := db.startWALWatch(); err != nil {
+		db.Close()
+		return err
+	}
 	return nil
 }
 
@@ -224,7 +236,7 @@ func (db *DB) openPools(ctx context.Context) error {
 		return err
 	}
 	readDSN, _ := db.dsn(true)
-	if db.write, err = sql.Open("sqlite3", writeDSN); err != nil {
+	if db.write, err = db.openWrite(writeDSN); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
 	db.write.SetMaxOpenConns(1)

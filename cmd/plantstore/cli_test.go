@@ -181,11 +181,11 @@ func TestIgnoredFlagWarnings(t *testing.T) {
 		}
 	})
 	t.Run("Memory", func(t *testing.T) {
-		s := startServer(t, "memory:", "--create-db", "--durability", "relaxed", "--no-migrate", "--db-max-conns", "4")
+		s := startServer(t, "memory:", "--create-db", "--durability", "relaxed", "--no-migrate", "--db-max-conns", "4", "--sqlite-wal-autocheckpoint", "0")
 		if err := s.stop(t); err != nil {
 			t.Fatal(err)
 		}
-		for _, flag := range []string{"--create-db", "--durability", "--no-migrate", "--db-max-conns"} {
+		for _, flag := range []string{"--create-db", "--durability", "--no-migrate", "--db-max-conns", "--sqlite-wal-autocheckpoint"} {
 			if !strings.Contains(s.stderr.String(), flag+" (PLANTSTORE_") {
 				t.Errorf("stderr lacks a warning naming %s:\n%s", flag, s.stderr)
 			}

@@ -17,6 +17,8 @@ func (c *serveCmd) validate() error {
 	switch {
 	case c.RateLimit < 0:
 		return invalidSetting("rate-limit", "PLANTSTORE_RATE_LIMIT", "must not be negative (0: no limit), got %v", c.RateLimit)
+	case c.WALAutocheckpoint < 0:
+		return invalidSetting("sqlite-wal-autocheckpoint", "PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT", "must not be negative (0: off), got %d", c.WALAutocheckpoint)
 	case c.RateBurst < 0:
 		return invalidSetting("rate-burst", "PLANTSTORE_RATE_BURST", "must not be negative, got %d", c.RateBurst)
 	case c.AuthFailureLimit < 0:

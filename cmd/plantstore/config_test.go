@@ -162,6 +162,7 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrDurability", nil, []string{"--durability", "maybe"}, []string{"--durability"}},
 		{"ErrDurabilityFromEnv", map[string]string{"PLANTSTORE_DURABILITY": "maybe"}, nil, []string{"--durability", "PLANTSTORE_DURABILITY"}},
 		{"ErrNegativeRateLimit", nil, []string{"--rate-limit=-1"}, []string{"--rate-limit", "PLANTSTORE_RATE_LIMIT", "negative"}},
+		{"ErrNegativeWALAutocheckpoint", map[string]string{"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT": "-1"}, nil, []string{"--sqlite-wal-autocheckpoint", "PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT", "negative"}},
 		{"ErrNegativeRateBurst", map[string]string{"PLANTSTORE_RATE_BURST": "-5"}, nil, []string{"--rate-burst", "PLANTSTORE_RATE_BURST"}},
 		{"ErrWebhookTimeoutZero", nil, []string{"--webhook-timeout", "0"}, []string{"--webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "positive"}},
 		{"ErrWebhookConcurrencyZero", nil, []string{"--webhook-concurrency", "0"}, []string{"--webhook-concurrency"}},

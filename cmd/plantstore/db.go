@@ -35,6 +35,9 @@ type dbFlags struct {
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
+	// walAutocheckpoint is sqlite.DB.WALAutocheckpoint, set by serve's
+	// --sqlite-wal-autocheckpoint; other commands keep SQLite's default.
+	walAutocheckpoint int
 	// onCommit observes group commits (serve's metrics).
 	onCommit func(writes int, took time.Duration)
 	// tracerProvider gets the group commits' spans (serve's --otel-endpoint).
@@ -184,6 +187,7 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 		db.Durability = f.durability
 	}
 	db.OpTimeout = f.DBTimeout
+	db.WALAutocheckpoint = f.walAutocheckpoint
 	db.OnCommit = f.onCommit
 	db.TracerProvider = f.tracerProvider
 	return db, nil

@@ -123,6 +123,9 @@ func (c *serveCmd) ignored(set map[string]bool) []string {
 	case set["durability"] && isMemory(c.DB):
 		out = append(out, "--durability (PLANTSTORE_DURABILITY) is ignored with --db memory: (nothing is written to disk)")
 	}
+	if set["sqlite-wal-autocheckpoint"] && (isPostgres(c.DB) || isMemory(c.DB)) {
+		out = append(out, "--sqlite-wal-autocheckpoint (PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT) is ignored: it applies to a SQLite file's WAL")
+	}
 	if set["migrate"] && !c.Migrate && isMemory(c.DB) {
 		out = append(out, "--no-migrate (PLANTSTORE_MIGRATE=false) is ignored with --db memory: (a new database is always migrated)")
 	}

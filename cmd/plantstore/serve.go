@@ -29,6 +29,7 @@ type serveCmd struct {
 	dbFlags
 	createDBFlag
 	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
+	WALAutocheckpoint   int           `name:"sqlite-wal-autocheckpoint" env:"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT" default:"1000" placeholder:"PAGES" help:"SQLite: checkpoint the WAL into the database file after a commit that leaves this many pages (4 KiB each) or more in it (PRAGMA wal_autocheckpoint). 0: never: the WAL then grows until another process checkpoints it. With Litestream keep the default (measured: docs/deployment.md)."`
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
 	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of the document served at /openapi.json (an absolute http(s) URL without query or fragment, e.g. https://api.example.com, behind a proxy). Default: relative (/), the server that served the document."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
@@ -99,6 +100,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 	c.warnIgnored(logger, e.set)
 	c.durability = sqlite.Durability(c.Durability)
+	c.walAutocheckpoint = walAutocheckpoint(c.WALAutocheckpoint)
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
 	registry := plantstorehttp.NewRegistry()
@@ -124,6 +126,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer db.Close()
+	registerWALMetrics(registry, db)
 	switch {
 	case isMemory(c.DB):
 		logger.Warn("the database is in memory: nothing is written to disk, everything is lost when serve exits", "db", c.DB)
