@@ -127,6 +127,8 @@ type DB struct {
 	health health
 	// wal is what WALInfo saw of the WAL (wal.go).
 	wal walWatch
+	// inUse releases the in-use lock Open takes on a file (backup.go).
+	inUse func()
 }
 
 var _ plantstore.Backend = (*DB)(nil)
@@ -200,7 +202,12 @@ func (db *DB) Open(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	// Held until Close: restore refuses to replace an open file (inuse_linux.go).
+	if db.inUse, err = holdInUse(db.Path); err != nil {
+		return err
+	}
 	if err := db.openPools(ctx); err != nil {
+		db.releaseInUse()
 		return err
 	}
 	// The files are open now; their identity is the one SQLite uses.
@@ -295,6 +302,7 @@ func (db *DB) Close() error {
 	if db.write != nil {
 		errs = append(errs, db.write.Close())
 	}
+	db.releaseInUse() // after the connections: the file is closed now
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@
 //	plantstore serve                  run the HTTP API
 //	plantstore migrate                apply schema migrations
 //	plantstore token create|list|revoke
+//	plantstore backup|restore         SQLite snapshot archive, while serving / into a stopped or new file
 //	plantstore copy                   every table from one database to another (SQLite <-> PostgreSQL), verified, resumable
 //	plantstore export|import          plants as JSON lines, with their owner, from/to any database
 //	plantstore healthcheck            probe /healthz (container HEALTHCHECK)
@@ -99,6 +100,8 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the HTTP API."`
 	Migrate migrateCmd `cmd:"" help:"Apply pending schema migrations and exit."`
 	Token   tokenCmd   `cmd:"" help:"Create, list and revoke bearer tokens."`
+	Backup  backupCmd  `cmd:"" help:"Write a verified snapshot of a SQLite database, while it serves, as a tar archive with a manifest (--to FILE, or - for stdout)."`
+	Restore restoreCmd `cmd:"" help:"Restore a SQLite database from a backup archive, verified against its manifest; never over a database in use."`
 	Plants  plantsCmd  `cmd:"" help:"Client of a running server: create, get, list, update, delete and import plants."`
 
 	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
