@@ -286,9 +286,6 @@ func newTmpDB(t *testing.T, dir string) string {
 // the database open in WAL mode (not plantstore: no in-use lock) is seen
 // through the -shm file's lock.
 func TestReplaceFileOtherSQLite(t *testing.T) {
-	if os.Getenv("PLANTSTORE_TEST_HOLD_DB") != "" {
-		t.Skip("helper process")
-	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plantstore.db")
 	db := sqlite.NewDB(path)
@@ -296,7 +293,7 @@ func TestReplaceFileOtherSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldSQLite$")
+	cmd := exec.Command(os.Args[0]) // TestMain: holdSQLite
 	cmd.Env = append(os.Environ(), "PLANTSTORE_TEST_HOLD_DB="+path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -329,23 +326,32 @@ func TestReplaceFileOtherSQLite(t *testing.T) {
 	}
 }
 
-// TestHelperHoldSQLite is the other process of TestReplaceFileOtherSQLite:
-// it opens the database with the driver alone, in WAL mode, and holds it
-// until its stdin closes.
-func TestHelperHoldSQLite(t *testing.T) {
-	path := os.Getenv("PLANTSTORE_TEST_HOLD_DB")
-	if path == "" {
-		t.Skip("only a helper process of TestReplaceFileOtherSQLite")
+// TestMain runs the tests, or, in the other process of
+// TestReplaceFileOtherSQLite (PLANTSTORE_TEST_HOLD_DB set), holdSQLite.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("PLANTSTORE_TEST_HOLD_DB"); path != "" {
+		if err := holdSQLite(path); err != nil {
+			fmt.Fprintln(os.Stderr, "holdSQLite:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// holdSQLite opens the database with the driver alone, in WAL mode, says
+// "holding" on stdout and holds it until its stdin closes.
+func holdSQLite(path string) error {
 	raw, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer raw.Close()
 	var n int
 	if err := raw.QueryRow(`SELECT COUNT(*) FROM sqlite_schema`).Scan(&n); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Println("holding")
-	io.Copy(io.Discard, os.Stdin)
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
 }
