@@ -82,7 +82,10 @@ func (c *copyCmd) Run(ctx context.Context, e *env) error {
 	case errors.Is(err, dbcopy.ErrNotEmpty):
 		return fmt.Errorf("--to %s: %w: give an empty database, or --resume to make this one equal to the source (rows only it has are deleted)", displayDB(c.To), err)
 	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("copy interrupted: run the same command with --resume to finish it: %w", err)
+		// Ctrl-C or SIGTERM: what was written stays (each chunk is a
+		// transaction of its own), and --resume writes the rest.
+		fmt.Fprintf(e.stderr, "plantstore: copy interrupted: run the same command with --resume to finish it (%v)\n", err)
+		return exitCode(interruptStatus(context.Cause(ctx)))
 	case err != nil:
 		return fmt.Errorf("copy: %w", storageError(err))
 	}

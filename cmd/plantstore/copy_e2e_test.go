@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -122,4 +124,60 @@ func regexpLine(out, pattern string) bool {
 		}
 	}
 	return false
+}
+
+// TestCopyInterrupted: Ctrl-C stops a copy with status 130 and a message
+// that says to resume; what it wrote stays, and --resume writes only the
+// rest. So does `plantstore import`, run again.
+func TestCopyInterrupted(t *testing.T) {
+	const n = 100_000
+	src := missingDBPath(t)
+	runBinary(t, "migrate", "--db", src)
+	jsonl := filepath.Join(t.TempDir(), "p.jsonl")
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"owner":"o%d","id":%d,"name":"p"}`+"\n", i%7, i)
+	}
+	if err := os.WriteFile(jsonl, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runBinary(t, "import", "--db", src, "--from", jsonl)
+
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	cmd := exec.Command(binary, "copy", "--from", src, "--to", dst, "--chunk-rows", "50")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once some chunks are in.
+	copied := func() int64 {
+		db, err := sql.Open("sqlite3", "file:"+dst+"?mode=ro")
+		if err != nil {
+			return 0
+		}
+		defer db.Close()
+		var c int64
+		db.QueryRow(`SELECT COUNT(*) FROM plants`).Scan(&c)
+		return c
+	}
+	waitFor(t, 20*time.Second, "the first chunks", func() bool { return copied() >= 500 })
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if got := exitCodeOf(err); got != 130 {
+		t.Fatalf("interrupted copy: exit %d (%v), want 130\nstderr:\n%s", got, err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "--resume") {
+		t.Fatalf("interrupted copy says:\n%s", stderr.String())
+	}
+	done := copied()
+	if done == 0 || done >= n {
+		t.Fatalf("%d plants copied before the interrupt, want some of %d", done, n)
+	}
+	out := runBinary(t, "copy", "--from", src, "--to", dst, "--resume")
+	if !regexpLine(out, fmt.Sprintf(`^plants\s+%d\s+%d\s+0\s`, n, n-done)) {
+		t.Fatalf("resumed copy: want plants %d rows, %d inserted:\n%s", n, n-done, out)
+	}
 }

@@ -199,16 +199,21 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 		batch = batch[:0]
 		return nil
 	}
-	if _, err := c.scan(in, func(p *plantstore.Plant) error {
+	_, err = c.scan(in, func(p *plantstore.Plant) error {
 		batch = append(batch, p)
 		if len(batch) == c.Batch {
 			return flush()
 		}
 		return nil
-	}); err != nil {
-		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", err, stored)
+	})
+	if err == nil {
+		err = flush()
 	}
-	if err := flush(); err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil: // Ctrl-C or SIGTERM
+		fmt.Fprintf(e.stderr, "plantstore: import interrupted: %d plants stored; run the same import again to load the rest\n", stored)
+		return exitCode(interruptStatus(context.Cause(ctx)))
+	case err != nil:
 		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", err, stored)
 	}
 	fmt.Fprintf(e.stderr, "plantstore: imported %d plants of %d (%d skipped: their owner had that id already) in %s\n",
