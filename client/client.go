@@ -588,27 +588,34 @@ func answerError(x *exchange, res any) error {
 	return e
 }
 
+// responseError is the *Error of an answer with an error status: the body's
+// code and message when it is the contract's Error, its Retry-After.
+func responseError(resp *http.Response) *Error {
+	e := &Error{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
+	var body struct {
+		Error   int32  `json:"error"`
+		Message string `json:"message"`
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(data, &body) == nil && body.Error != 0 {
+		e.Code, e.Message = body.Error, body.Message
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	return e
+}
+
 // callError wraps an error of the generated client. An answer whose status
 // the contract does not list for the operation (a proxy's 502, a 405) still
 // becomes an *Error, with the body's code if it is the contract's Error.
 func callError(op string, x *exchange, err error) error {
 	var unexpected *validate.UnexpectedStatusCodeError
 	if errors.As(err, &unexpected) {
-		e := &Error{Status: unexpected.StatusCode, Message: http.StatusText(unexpected.StatusCode)}
 		if resp := unexpected.Payload; resp != nil && resp.Body != nil {
-			var body struct {
-				Error   int32  `json:"error"`
-				Message string `json:"message"`
-			}
-			data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			if json.Unmarshal(data, &body) == nil && body.Error != 0 {
-				e.Code, e.Message = body.Error, body.Message
-			}
-			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-				e.RetryAfter = time.Duration(s) * time.Second
-			}
+			return responseError(resp)
 		}
-		return e
+		return &Error{Status: unexpected.StatusCode, Message: http.StatusText(unexpected.StatusCode)}
 	}
 	if x.status >= 400 {
 		// An error status whose body did not decode (not JSON, say).

@@ -215,7 +215,7 @@ func (t *tail) connect(ctx context.Context, yield func(Event, error) bool) (got 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return false, streamError(resp)
+		return false, responseError(resp)
 	}
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	var data strings.Builder
@@ -286,21 +286,4 @@ func decodeEvent(id, data string) (Event, error) {
 		return Event{}, fmt.Errorf("client: event stream: message id %s carries seq %d", id, ev.Seq)
 	}
 	return ev, nil
-}
-
-// streamError is the *Error of a stream request answered other than 200.
-func streamError(resp *http.Response) error {
-	e := &Error{Status: resp.StatusCode, Message: http.StatusText(resp.StatusCode)}
-	var body struct {
-		Error   int32  `json:"error"`
-		Message string `json:"message"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(b, &body) == nil && body.Error != 0 {
-		e.Code, e.Message = body.Error, body.Message
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		e.RetryAfter = time.Duration(s) * time.Second
-	}
-	return e
 }

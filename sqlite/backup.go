@@ -182,17 +182,34 @@ func InspectFile(ctx context.Context, path string) (*FileReport, error) {
 // CheckNotInUse returns ErrInUse when a process has the database at path
 // open (see ReplaceFile).
 func CheckNotInUse(path string) error {
-	unlock, err := lockFile(path)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	release, err := tryExclusive(path)
+	release, err := lockUnused(path)
 	if err != nil {
 		return err
 	}
 	release()
-	return checkSQLiteUsers(path)
+	return nil
+}
+
+// lockUnused takes the lock processes take turns opening path with, then
+// the in-use lock exclusively without waiting, and checks that no other
+// SQLite program has path open: ErrInUse when a process does. release
+// drops both locks.
+func lockUnused(path string) (release func(), err error) {
+	unlock, err := lockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	exclusive, err := tryExclusive(path)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if err := checkSQLiteUsers(path); err != nil {
+		exclusive()
+		unlock()
+		return nil, err
+	}
+	return func() { exclusive(); unlock() }, nil
 }
 
 func checkSQLiteUsers(path string) error {
@@ -221,19 +238,11 @@ func ReplaceFile(tmp, path string) error {
 	if filepath.Dir(tmp) != filepath.Dir(path) {
 		return fmt.Errorf("sqlite: replace: %s is not in the directory of %s", tmp, path)
 	}
-	unlock, err := lockFile(path)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	release, err := tryExclusive(path)
+	release, err := lockUnused(path)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkSQLiteUsers(path); err != nil {
-		return err
-	}
 	dir := filepath.Dir(path)
 	for _, stale := range []string{path + "-wal", path + "-shm", path + "-journal"} {
 		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {

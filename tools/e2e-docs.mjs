@@ -12,10 +12,10 @@
 // failed requests included).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+import { freePort, waitHealthy } from './server.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -40,24 +40,6 @@ function sidebar(page) {
     href: e.closest('a')?.getAttribute('href') ?? '',
     group: !!e.querySelector('[data-component-name*="Chevron"]'),
   })));
-}
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.on('error', fail);
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => ok(port)); });
-  });
-}
-
-async function waitHealthy(url, proc, ms) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`plantstore exited early (${proc.exitCode})`);
-    try { if ((await fetch(url + '/healthz')).ok) return; } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`plantstore not healthy after ${ms} ms`);
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-e2e-docs-'));

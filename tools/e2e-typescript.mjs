@@ -13,34 +13,16 @@
 // Exits non-zero on any failure. Nothing leaves 127.0.0.1.
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
+import { freePort, waitHealthy } from './server.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const tools = join(root, 'tools');
 const tsc = join(tools, 'node_modules', 'typescript', 'bin', 'tsc');
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.on('error', fail);
-    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => ok(port)); });
-  });
-}
-
-async function waitHealthy(url, proc, ms) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`plantstore exited early (${proc.exitCode})`);
-    try { if ((await fetch(url + '/healthz')).ok) return; } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`plantstore not healthy after ${ms} ms`);
-}
 
 // forbidden lists what plants.ts must not use to get past the types: non-null assertions,
 // `any`, and comments that silence the checker.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -55,79 +54,39 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	}
 	defer snap.Close()
 
-	out, commit, abort, err := createOutput(c.To, e.stdout)
-	if err != nil {
-		return err
-	}
-	defer abort()
-	w := bufio.NewWriterSize(out, 64<<10)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
 	n := 0
-	for row, err := range snap.Rows(ctx, plantstore.TableNamed("plants")) {
-		if err != nil {
-			return storageError(err)
+	write := func(out io.Writer) error {
+		w := bufio.NewWriterSize(out, 64<<10)
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for row, err := range snap.Rows(ctx, plantstore.TableNamed("plants")) {
+			if err != nil {
+				return storageError(err)
+			}
+			line := exportLine{Owner: row[0].(string), ID: row[1].(int64), Name: row[2].(string)}
+			if c.Owner != "" && line.Owner != c.Owner {
+				continue
+			}
+			if tag, ok := row[3].(string); ok {
+				line.Tag = &tag
+			}
+			if err := enc.Encode(&line); err != nil {
+				return err
+			}
+			n++
 		}
-		line := exportLine{Owner: row[0].(string), ID: row[1].(int64), Name: row[2].(string)}
-		if c.Owner != "" && line.Owner != c.Owner {
-			continue
-		}
-		if tag, ok := row[3].(string); ok {
-			line.Tag = &tag
-		}
-		if err := enc.Encode(&line); err != nil {
-			return err
-		}
-		n++
+		return w.Flush()
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	if c.To == "-" {
+		err = write(e.stdout)
+	} else {
+		_, err = writeFileAtomic(c.To, true, write)
 	}
-	if err := commit(); err != nil {
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "plantstore: exported %d plants\n", n)
 	return nil
-}
-
-// createOutput opens where a command writes: stdout for "-", else a
-// temporary file beside path that commit fsyncs and renames to path (and
-// fsyncs the directory), and abort removes unless commit ran.
-func createOutput(path string, stdout io.Writer) (w io.Writer, commit func() error, abort func(), err error) {
-	if path == "-" {
-		return stdout, func() error { return nil }, func() {}, nil
-	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	done := false
-	abort = func() {
-		if !done {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}
-	commit = func() error {
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		if err := os.Rename(f.Name(), path); err != nil {
-			return err
-		}
-		done = true
-		d, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		return d.Sync()
-	}
-	return f, commit, abort, nil
 }
 
 // importCmd is `plantstore import`.
