@@ -25,6 +25,9 @@ import (
 // authenticates with a bearer token the page sets itself, not with cookies,
 // so a page needs no credentials mode, and "*" (any origin) is therefore as
 // safe as a list: a page can only use a token it already has.
+//
+// The console (Server.Console, /console) is same-origin only: its requests
+// pass this layer untouched, with no CORS header and no preflight answer.
 
 // corsMaxAge is how long (seconds) a browser may cache a preflight's
 // answer; Chromium caps it at 7200.
@@ -147,6 +150,10 @@ func (p *corsPolicy) allowOrigin(origin string) []string {
 // top of this file). next is Server.route.
 func (s *Server) cors(p *corsPolicy, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Console != nil && isConsolePath(r.URL.Path) {
+			next.ServeHTTP(w, r) // same origin only: no CORS header, no preflight
+			return
+		}
 		h := w.Header()
 		if !p.any {
 			// The answer depends on Origin: caches must keep them apart.

@@ -1,7 +1,7 @@
 // Package http is the service's HTTP transport: the generated OpenAPI server
 // (package oapi) with the handlers, bearer authentication, the one error
 // mapper, and the operational endpoints (/healthz, /readyz, /metrics,
-// /openapi.json, /docs).
+// /openapi.json, /docs); the browser console (/console) when one is set.
 package http
 
 import (
@@ -117,6 +117,13 @@ type Server struct {
 	// TracerProvider, if set, makes an OpenTelemetry server span of every
 	// request (tracing.go); nil: no tracing, at no cost.
 	TracerProvider trace.TracerProvider
+
+	// Console, if set, answers /console and every path under /console/ (the
+	// browser console, package console, which sets its own security
+	// headers); nil: those paths are the API's 404. Its answers never carry
+	// CORS headers, whatever CORSOrigins says: the console is same-origin
+	// only.
+	Console http.Handler
 
 	opsAllow map[string]string // the operational paths' Allow values, for CORS preflights
 
@@ -366,7 +373,18 @@ func (s *Server) route() http.Handler {
 		rt.stats = s.metrics.route(path)
 		s.opsAllow[path] = rt.allow
 	}
+	var consoleStats *routeStats
+	if s.Console != nil {
+		consoleStats = s.metrics.route(consolePrefix) // one label for every console path
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Console != nil && isConsolePath(r.URL.Path) {
+			if info := requestInfoFrom(r.Context()); info != nil {
+				info.route = consoleStats
+			}
+			s.Console.ServeHTTP(w, r)
+			return
+		}
 		if rt, ok := ops[r.URL.Path]; ok {
 			if info := requestInfoFrom(r.Context()); info != nil {
 				info.route = rt.stats
@@ -396,6 +414,14 @@ func (s *Server) route() http.Handler {
 		}
 		s.api.ServeHTTP(w, r)
 	})
+}
+
+// consolePrefix is the path Server.Console is served under.
+const consolePrefix = "/console"
+
+// isConsolePath reports whether p is /console or under /console/.
+func isConsolePath(p string) bool {
+	return p == consolePrefix || strings.HasPrefix(p, consolePrefix+"/")
 }
 
 // recoverPanics turns a handler panic into a 500 with the contract's body.

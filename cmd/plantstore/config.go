@@ -62,6 +62,9 @@ func (c *serveCmd) validate() error {
 	if c.OTelSampleRatio < 0 || c.OTelSampleRatio > 1 {
 		return invalidSetting("otel-sample-ratio", "PLANTSTORE_OTEL_SAMPLE_RATIO", "must be from 0 to 1, got %v", c.OTelSampleRatio)
 	}
+	if c.ConsoleDir != "" && !c.Console {
+		return invalidSetting("console-dir", "PLANTSTORE_CONSOLE_DIR", "serves the console, which --console=false turns off: give one of them")
+	}
 	if c.PublicURL != "" {
 		if err := plantstorehttp.CheckPublicURL(c.PublicURL); err != nil {
 			return invalidSetting("public-url", "PLANTSTORE_PUBLIC_URL", "%v, got %q", err, c.PublicURL)

@@ -181,6 +181,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrDBTimeoutZero", nil, []string{"--db-timeout", "0"}, []string{"--db-timeout", "positive"}},
 		{"ErrPublicURLRelative", nil, []string{"--public-url", "api.example.com"}, []string{"--public-url", "PLANTSTORE_PUBLIC_URL", "absolute"}},
 		{"ErrPublicURLQueryFromEnv", map[string]string{"PLANTSTORE_PUBLIC_URL": "https://api.example.com/?v=1"}, nil, []string{"--public-url", "PLANTSTORE_PUBLIC_URL", "query"}},
+		{"ErrConsoleDirConsoleOff", nil, []string{"--console=false", "--console-dir", "."}, []string{"--console-dir", "PLANTSTORE_CONSOLE_DIR", "--console=false"}},
+		{"ErrConsoleDirNoBuild", map[string]string{"PLANTSTORE_CONSOLE_DIR": "/nonexistent"}, nil, []string{"--console-dir", "PLANTSTORE_CONSOLE_DIR", "index.html"}},
 		{"ErrPublicURLFragment", nil, []string{"--public-url", "https://api.example.com/#x"}, []string{"--public-url", "fragment"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

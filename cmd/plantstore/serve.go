@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/console"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
@@ -55,6 +56,8 @@ type serveCmd struct {
 	StreamMax           int           `name:"event-stream-max" env:"PLANTSTORE_EVENT_STREAM_MAX" default:"1000" help:"GET /events/stream: streams open at once on this server, one owner at most a quarter of them (at least 1); past either, 429 (error 42902). 1 to 100000."`
 	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
 	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
+	Console             bool          `env:"PLANTSTORE_CONSOLE" default:"true" negatable:"" help:"Serve the browser console at /console (assets embedded in the binary; same origin only: --cors-origins and --public-url do not apply to it). --console=false or --no-console: /console is a 404."`
+	ConsoleDir          string        `name:"console-dir" env:"PLANTSTORE_CONSOLE_DIR" type:"path" placeholder:"DIR" help:"Development: serve the console from DIR (console/dist after npm run build in console/), read again on every request, instead of the copy embedded in the binary."`
 	CORSOrigins         []string      `name:"cors-origins" env:"PLANTSTORE_CORS_ORIGINS" placeholder:"ORIGIN,..." help:"Browser origins whose pages may call the API (CORS), comma-separated, each scheme://host[:port] with no path (e.g. https://app.example,http://localhost:5173), or * alone for any origin. Their preflights are answered 204 before authentication; their answers, errors included, carry Access-Control-Allow-Origin and expose the API's headers. Credentials (cookies) are never allowed: the API takes bearer tokens. Empty: no CORS headers at all."`
 	OTelEndpoint        string        `name:"otel-endpoint" env:"PLANTSTORE_OTEL_ENDPOINT" placeholder:"URL" help:"Export OpenTelemetry traces over OTLP/HTTP to this collector URL (e.g. http://127.0.0.1:4318; /v1/traces is appended unless the path ends with it): a span per request, per commit batch and per webhook attempt, with traceparent on deliveries. The standard OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT and _CERTIFICATE variables apply. Empty: no tracing, at no cost."`
 	OTelSampleRatio     float64       `name:"otel-sample-ratio" env:"PLANTSTORE_OTEL_SAMPLE_RATIO" default:"1" help:"With --otel-endpoint: the share of traces started here that are recorded, 0 to 1; a request whose traceparent says sampled is always recorded."`
@@ -85,6 +88,10 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		runtime.GOMAXPROCS(2)
 	}
 	if err := c.validate(); err != nil {
+		return err
+	}
+	consoleHandler, err := c.console()
+	if err != nil {
 		return err
 	}
 	jwtVerifier, err := c.jwtVerifier(ctx)
@@ -194,6 +201,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		s.TracerProvider = tracing.provider
 	}
 	s.PublicURL = c.PublicURL
+	s.Console = consoleHandler
 	if err := s.Open(); err != nil {
 		return err
 	}
@@ -382,4 +390,20 @@ func serveDebug(addr string, logger *slog.Logger) (stop func(), err error) {
 	go srv.Serve(ln)
 	logger.Info("pprof serving", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil
+}
+
+// console returns the handler of /console: nil with --console=false, the
+// directory's with --console-dir, else the embedded one.
+func (c *serveCmd) console() (http.Handler, error) {
+	if !c.Console {
+		return nil, nil
+	}
+	if c.ConsoleDir != "" {
+		h, err := console.Dir(c.ConsoleDir)
+		if err != nil {
+			return nil, failedSetting("console-dir", "PLANTSTORE_CONSOLE_DIR", "%v", err)
+		}
+		return h, nil
+	}
+	return console.New()
 }
