@@ -77,7 +77,7 @@ export async function plantsPage(ctx: Ctx): Promise<void> {
   const { data, response } = await ok(api.GET('/plants', {
     params: { query: { limit: pageSize, tag: tag || undefined, after: after ? idParam(after) : undefined } },
     signal,
-  }));
+  })).catch((e: unknown) => { count.textContent = ''; throw e; });
   const rows = data.map((p) => h('tr', null,
     h('td', { class: 'id' }, h('a', { href: `${base}/plants/${String(p.id)}` }, String(p.id))),
     h('td', null, p.name),

@@ -63,7 +63,7 @@ export async function webhooksPage(ctx: Ctx): Promise<void> {
   const { data, response } = await ok(api.GET('/webhooks', {
     params: { query: { limit: listSize, after: after || undefined } },
     signal,
-  }));
+  })).catch((e: unknown) => { count.textContent = ''; throw e; });
   const rows = data.map((w) => h('tr', null,
     h('td', { class: 'id' }, h('a', { href: `${base}/webhooks/${w.id}` }, w.id)),
     h('td', { class: 'url' }, w.url),
