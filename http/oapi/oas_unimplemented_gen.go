@@ -253,11 +253,15 @@ func (UnimplementedHandler) RotateWebhookSecret(ctx context.Context, req OptRota
 // the same PostgreSQL database. Events older than the retention (`--event-retention`, 30 days by
 // default) are gone: the next `seq` is then higher than the cursor plus one.
 //
-// The stream stays open until the client closes it; the server ends it (the client then reconnects
-// with `Last-Event-ID`) when it shuts down, when the token is revoked or expires (checked at each
-// heartbeat), or when the client reads too slowly (a write blocked for 30 seconds). A server holds at
-// most `--event-stream-max` streams (1000 by default), and one owner at most a quarter of them: past
-// either, 429 with error 42902.
+// The stream stays open until the client closes it, for at most an hour (`--event-stream-max-age`;
+// each stream between 90% and 100% of it): it then ends cleanly after a last comment and
+// `retry: 1000`, and the client reconnects with `Last-Event-ID`, missing nothing. The server also ends
+// it (the client then reconnects with `Last-Event-ID`) when it shuts down, when the token is revoked,
+// expires or no longer carries `plants:read` (the token is checked again every heartbeat interval,
+// busy or idle, and at its expiry: a revoked token's stream ends within the heartbeat plus the token
+// cache's TTL, 17 seconds by default), or when the client reads too slowly (a write blocked for 30
+// seconds). A server holds at most `--event-stream-max` streams (1000 by default), and one owner at
+// most a quarter of them: past either, 429 with error 42902.
 //
 // GET /events/stream
 func (UnimplementedHandler) StreamEvents(ctx context.Context, params StreamEventsParams) (r StreamEventsRes, _ error) {
