@@ -145,9 +145,18 @@ type Invoker interface {
 	//
 	// POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with a fresh
 	// `webhook-id`), through the same client (private addresses refused unless the server allows them),
-	// and answers what came of it. Nothing is stored or retried; a disabled subscription can be pinged (to
-	// check a receiver before re-enabling it). The body sent is
+	// and answers what came of it. Nothing is stored or retried. The body sent is
 	// `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
+	//
+	// A disabled subscription is not pinged: 409 with error 40903, as for resend and recover (re-enable it
+	// first). A ping counts against the same bounds as deliveries: the attempts in flight to one
+	// subscription (`--webhook-max-in-flight`, 2 by default) and to one owner's subscriptions (a quarter
+	// of `--webhook-concurrency`, 8 by default). When the deliveries in flight to the subscription (resp.
+	// the owner), counted over every replica, plus this server's pings in flight to it reach the bound,
+	// nothing is sent: 429 with error 42903 and `Retry-After` (the attempt timeout, `--webhook-timeout`,
+	// by when every attempt in flight has ended). A ping holds no lease in the database: the pings in
+	// flight on one replica are not counted by another, so with N replicas a subscription may have up to N
+	// times the bound in flight in pings.
 	//
 	// POST /webhooks/{id}/ping
 	PingWebhook(ctx context.Context, params PingWebhookParams) (PingWebhookRes, error)
@@ -2226,9 +2235,18 @@ func (c *Client) sendListWebhooks(ctx context.Context, params ListWebhooksParams
 //
 // POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with a fresh
 // `webhook-id`), through the same client (private addresses refused unless the server allows them),
-// and answers what came of it. Nothing is stored or retried; a disabled subscription can be pinged (to
-// check a receiver before re-enabling it). The body sent is
+// and answers what came of it. Nothing is stored or retried. The body sent is
 // `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
+//
+// A disabled subscription is not pinged: 409 with error 40903, as for resend and recover (re-enable it
+// first). A ping counts against the same bounds as deliveries: the attempts in flight to one
+// subscription (`--webhook-max-in-flight`, 2 by default) and to one owner's subscriptions (a quarter
+// of `--webhook-concurrency`, 8 by default). When the deliveries in flight to the subscription (resp.
+// the owner), counted over every replica, plus this server's pings in flight to it reach the bound,
+// nothing is sent: 429 with error 42903 and `Retry-After` (the attempt timeout, `--webhook-timeout`,
+// by when every attempt in flight has ended). A ping holds no lease in the database: the pings in
+// flight on one replica are not counted by another, so with N replicas a subscription may have up to N
+// times the bound in flight in pings.
 //
 // POST /webhooks/{id}/ping
 func (c *Client) PingWebhook(ctx context.Context, params PingWebhookParams) (PingWebhookRes, error) {
