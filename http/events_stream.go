@@ -57,7 +57,7 @@ import (
 // large page's buffer is dropped once it has been sent.
 
 // Event stream defaults (Server.EventStreamHeartbeat, EventStreamPoll,
-// EventStreamMax).
+// EventStreamMax, EventStreamMaxAge).
 const (
 	DefaultEventStreamHeartbeat = 15 * time.Second
 	DefaultEventStreamPoll      = time.Second

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/service"
 )
 
 // keepCreating creates plants from id first on, one after the other, with
@@ -134,12 +135,13 @@ func TestEventStream_ExpiredWhileBusy(t *testing.T) {
 // the tokens it authenticates lose every scope but plants:write (as a
 // change of a token's scopes would).
 type scopeSwitch struct {
-	plantstore.TokenService
-	reduced atomic.Bool
+	plantstore.TokenService                                      // nil: only Authenticate is called
+	real                    atomic.Pointer[service.TokenService] // set once the server is open
+	reduced                 atomic.Bool
 }
 
 func (s *scopeSwitch) Authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
-	tok, err := s.TokenService.Authenticate(ctx, secret)
+	tok, err := s.real.Load().Authenticate(ctx, secret)
 	if err != nil || !s.reduced.Load() {
 		return tok, err
 	}
@@ -153,9 +155,11 @@ func (s *scopeSwitch) Authenticate(ctx context.Context, secret string) (*plantst
 func TestEventStream_ScopeReduced(t *testing.T) {
 	const heartbeat = 300 * time.Millisecond
 	sw := &scopeSwitch{}
-	ts := MustOpenServer(t, func(ts *TestServer) { ts.EventStreamHeartbeat = heartbeat })
-	sw.TokenService = ts.Services.Tokens
-	ts.TokenService = sw // read at each authentication
+	ts := MustOpenServer(t, func(ts *TestServer) {
+		ts.EventStreamHeartbeat = heartbeat
+		ts.TokenService = sw
+	})
+	sw.real.Store(ts.Services.Tokens)
 	keepCreating(t, ts, ts.Token(t, "alice"), 1)
 	_, s := openStream(t, ts, ts.Token(t, "alice"), "/events/stream", nil)
 	s.nextEvent(t)
