@@ -3,6 +3,7 @@ package plantstore
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Each is stable: clients may switch on it. Code / 100 is the HTTP
@@ -30,6 +31,7 @@ const (
 	CodeUnsupportedMedia   int32 = 41501 // Content-Type other than JSON
 	CodeRateLimited        int32 = 42901 // too many requests for this token
 	CodeTooManyStreams     int32 = 42902 // too many event streams open (server-wide or for the owner)
+	CodeWebhookBusy        int32 = 42903 // the subscription or its owner has as many webhook attempts in flight as allowed (a ping)
 	CodeInternal           int32 = 50001 // anything unexpected; details only logged
 	CodeStorageUnavailable int32 = 50301 // the database does not answer
 )
@@ -42,7 +44,7 @@ var Codes = []int32{
 	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeDeliveryNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
 	CodeWebhookDisabled,
 	CodePreconditionFailed,
-	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited, CodeTooManyStreams,
+	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited, CodeTooManyStreams, CodeWebhookBusy,
 	CodeInternal, CodeStorageUnavailable,
 }
 
@@ -58,6 +60,9 @@ type Error struct {
 	Message string
 	// Err is the cause, for the log only: it never reaches a client.
 	Err error
+	// RetryAfter, when positive, is when the client may try again: the
+	// transport sends it as Retry-After (whole seconds, rounded up).
+	RetryAfter time.Duration
 }
 
 // Error implements the error interface.

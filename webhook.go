@@ -320,6 +320,9 @@ type Claim struct {
 	// PerOwner bounds the leased deliveries of one owner, counted the same
 	// way (0: no bound).
 	PerOwner int
+	// Busy counts attempts in flight that hold no lease (the claimer's
+	// pings): Pick counts them with the leased ones against both bounds.
+	Busy []InFlight
 }
 
 // DueDelivery is a delivery a claim may take: pending, due by the
@@ -331,7 +334,8 @@ type DueDelivery struct {
 	NextAttemptAt  time.Time
 }
 
-// InFlight counts the leased deliveries of one subscription (of Owner).
+// InFlight counts the leased deliveries (or other attempts in flight, see
+// Claim.Busy) of one subscription (of Owner).
 type InFlight struct {
 	SubscriptionID string
 	Owner          string
@@ -365,9 +369,11 @@ func (c Claim) Pick(due []DueDelivery, inFlight []InFlight) []DueDelivery {
 	}
 	subBusy := make(map[string]int, len(inFlight))
 	ownerBusy := make(map[string]int, len(inFlight))
-	for _, f := range inFlight {
-		subBusy[f.SubscriptionID] += f.N
-		ownerBusy[f.Owner] += f.N
+	for _, fs := range [][]InFlight{inFlight, c.Busy} {
+		for _, f := range fs {
+			subBusy[f.SubscriptionID] += f.N
+			ownerBusy[f.Owner] += f.N
+		}
 	}
 	cands := make([]pickCand, len(due))
 	for i := range due {
@@ -455,6 +461,10 @@ type OutboxService interface {
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
+	// CountLeased returns how many deliveries are leased now (in flight)
+	// to the owner's subscription and to all the owner's subscriptions, as
+	// the store's CountLeased does.
+	CountLeased(ctx context.Context, owner, subscriptionID string) (subscription, ownerTotal int, err error)
 	// PruneOutbox deletes at most limit rows of delivery history older
 	// than before, as the store's PruneOutbox does, and returns how many.
 	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
@@ -486,6 +496,12 @@ type OutboxStore interface {
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
+	// CountLeased counts the deliveries leased now (pending, with a lease
+	// that the database's clock has not passed), counted over every
+	// claimer sharing the database as ClaimDeliveries counts them: those
+	// of the owner's subscription subscriptionID, and those of all the
+	// owner's subscriptions. An unknown subscription or owner counts 0.
+	CountLeased(ctx context.Context, owner, subscriptionID string) (subscription, ownerTotal int, err error)
 	// PruneOutbox deletes at most limit rows, each statement at most limit:
 	// attempts made before before, then finished (succeeded or failed)
 	// deliveries created before it. It returns how many it deleted; fewer

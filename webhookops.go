@@ -114,7 +114,10 @@ type PingResult struct {
 
 // Pinger makes one signed attempt of t at once, outside the outbox, and
 // says what came of it (the dispatcher's client, with its address checks).
-type Pinger func(ctx context.Context, t *Task) AttemptResult
+// It counts against the same bounds as deliveries: past the
+// subscription's or the owner's attempts in flight it makes none and
+// returns a CodeWebhookBusy error with RetryAfter set.
+type Pinger func(ctx context.Context, t *Task) (AttemptResult, error)
 
 // ResponseExcerpt returns the first MaxResponseBodyStored bytes of body as
 // valid UTF-8 text: cut at a character boundary, with every byte that is

@@ -75,7 +75,7 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	setOwner(ctx, tok.Owner)
 	if op == oapi.StreamEventsOperation {
 		// A stream outlives the request's check: it authenticates the
-		// secret again at each heartbeat (events_stream.go).
+		// secret again every heartbeat interval (events_stream.go).
 		ctx = withBearerSecret(ctx, secret)
 	}
 	return plantstore.NewContextWithToken(ctx, tok), nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -40,17 +41,40 @@ import (
 // Bounds: EventStreamMax streams per server, a quarter of them (at least 1)
 // per owner, else 429 42902; each write may block at most the server's
 // WriteTimeout (the http.Server's whole-response deadline is replaced by one
-// per write); the token is authenticated again at each heartbeat
-// (a revoked or expired token's stream ends); Close ends every stream at
-// once, so a shutdown does not wait for them.
+// per write); Close ends every stream at once, so a shutdown does not wait
+// for them.
+//
+// The token is authenticated again on a timer of the stream's own, every
+// heartbeat interval whatever the stream sends (and at the token's expiry
+// when that comes first), before any read of the store: a revoked, expired
+// or scope-reduced token's stream ends (EOF) within the heartbeat plus the
+// token cache's TTL, however busy it is. A stream lasts at most
+// EventStreamMaxAge (each one between 90% and 100% of it, so that streams
+// opened together do not all reconnect together): it then sends
+// maxAgeFrame (a comment and a retry: hint of one second) and ends cleanly,
+// and the client reconnects with Last-Event-ID, missing nothing. Between
+// reads a stream keeps at most maxRetainedStreamBuffer bytes of buffer: a
+// large page's buffer is dropped once it has been sent.
 
 // Event stream defaults (Server.EventStreamHeartbeat, EventStreamPoll,
-// EventStreamMax).
+// EventStreamMax, EventStreamMaxAge).
 const (
 	DefaultEventStreamHeartbeat = 15 * time.Second
 	DefaultEventStreamPoll      = time.Second
 	DefaultEventStreamMax       = 1000
+	DefaultEventStreamMaxAge    = time.Hour
 )
+
+// maxRetainedStreamBuffer bounds the buffer a waiting stream keeps: a
+// page of ordinary events fits, so a steady stream reuses its buffer; the
+// buffer of a large page (up to ~250 KB: 100 events with the longest
+// names) is dropped once sent, so 1000 idle streams keep at most 16 MB.
+const maxRetainedStreamBuffer = 16 << 10
+
+// maxAgeFrame ends a stream that reached its maximum age: a comment for
+// whoever reads the raw stream, and the reconnection delay (ms) for
+// EventSource and the Go client.
+const maxAgeFrame = ": the stream reached its maximum age: reconnect with Last-Event-ID\nretry: 1000\n\n"
 
 // eventStreamPage is how many events a stream reads from the store at once.
 const eventStreamPage = 100
@@ -132,6 +156,20 @@ func (s *Server) eventStreamPoll() time.Duration {
 	return orDefault(s.EventStreamPoll, DefaultEventStreamPoll)
 }
 
+func (s *Server) eventStreamMaxAge() time.Duration {
+	return orDefault(s.EventStreamMaxAge, DefaultEventStreamMaxAge)
+}
+
+// streamLifetime is how long one stream may last: drawn from [90%, 100%]
+// of the maximum age.
+func streamLifetime(maxAge time.Duration) time.Duration {
+	spread := maxAge / 10
+	if spread <= 0 {
+		return maxAge
+	}
+	return maxAge - rand.N(spread)
+}
+
 func (s *Server) eventStreamMax() int {
 	if s.EventStreamMax <= 0 {
 		return DefaultEventStreamMax
@@ -164,15 +202,19 @@ func (h *handler) StreamEvents(ctx context.Context, params oapi.StreamEventsPara
 	if err != nil {
 		return nil, err
 	}
+	tok := plantstore.TokenFromContext(ctx)
+	start := time.Now()
 	es := &eventStream{
 		s:       s,
 		ctx:     ctx,
 		rc:      http.NewResponseController(&info.rec),
-		owner:   plantstore.TokenFromContext(ctx).Owner,
+		owner:   tok.Owner,
 		secret:  bearerSecretFrom(ctx),
+		expires: tok.ExpiresAt,
 		last:    streamCursor(params.LastEventID, params.After),
 		due:     true,
 		release: release,
+		endAt:   start.Add(streamLifetime(s.eventStreamMaxAge())),
 	}
 	if s.EventNotifier != nil {
 		// Before the first read, so that no commit after it goes
@@ -196,6 +238,8 @@ func (h *handler) StreamEvents(ctx context.Context, params oapi.StreamEventsPara
 	}
 	es.poll = time.NewTicker(s.eventStreamPoll())
 	es.heartbeat = time.NewTimer(s.eventStreamHeartbeat())
+	es.checks = time.NewTimer(time.Hour) // armed by scheduleChecks
+	es.scheduleChecks(start)
 	info.rec.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	return &oapi.StreamEventsOKHeaders{
 		CacheControl: oapi.NewOptString("no-store"),
@@ -213,12 +257,18 @@ func (h *handler) HeadEventsStream(ctx context.Context, params oapi.HeadEventsSt
 // which the generated encoder calls when it is done) of SSE frames. See the
 // comment at the top of the file.
 type eventStream struct {
-	s      *Server
-	ctx    context.Context // the request's: done when the client goes
-	rc     *http.ResponseController
-	owner  string
-	secret string // the bearer secret, authenticated again at each heartbeat ("": not)
-	last   int64  // the seq of the last event sent, or the cursor
+	s       *Server
+	ctx     context.Context // the request's: done when the client goes
+	rc      *http.ResponseController
+	owner   string
+	secret  string     // the bearer secret, authenticated again on the checks timer ("": not)
+	expires *time.Time // the token's expiry, as last authenticated (nil: none)
+	last    int64      // the seq of the last event sent, or the cursor
+
+	authAt time.Time   // when the token is authenticated again
+	endAt  time.Time   // when the stream reaches its maximum age
+	checks *time.Timer // fires at the earlier of authAt and endAt
+	ending bool        // maxAgeFrame is queued: the stream ends after it
 
 	due         bool // the store must be read before waiting
 	failing     bool // the last read failed (logged once until one succeeds)
@@ -273,6 +323,9 @@ func (es *eventStream) Close() error {
 	if es.heartbeat != nil {
 		es.heartbeat.Stop()
 	}
+	if es.checks != nil {
+		es.checks.Stop()
+	}
 	es.release()
 	return nil
 }
@@ -282,9 +335,36 @@ func (es *eventStream) writeTimeout() time.Duration {
 }
 
 // next waits until there are frames to send and puts them in pending, or
-// returns errStreamEnd.
+// returns errStreamEnd. The checks (the end of the server or the client,
+// the maximum age, the token) come first on each turn, whether the stream
+// waited or not, so a stream that always has events to send (a busy owner,
+// a long replay) is checked as often as an idle one.
 func (es *eventStream) next() error {
 	for {
+		if es.ending {
+			return errStreamEnd
+		}
+		select {
+		case <-es.ctx.Done():
+			return errStreamEnd
+		case <-es.s.streams.closing:
+			return errStreamEnd
+		default:
+		}
+		now := time.Now()
+		if !now.Before(es.endAt) {
+			es.s.logger().LogAttrs(es.ctx, slog.LevelDebug, "event stream: maximum age reached: stream ended",
+				slog.String("owner", es.owner), slog.String("request_id", RequestID(es.ctx)))
+			es.ending = true
+			es.pending = append(es.buf[:0], maxAgeFrame...)
+			return es.ready()
+		}
+		if !now.Before(es.authAt) {
+			if !es.stillAuthorized() {
+				return errStreamEnd
+			}
+			es.scheduleChecks(time.Now())
+		}
 		if es.due {
 			if err := es.fill(); err != nil && es.ctx.Err() == nil {
 				// Storage trouble: keep the stream (heartbeats go on),
@@ -299,6 +379,13 @@ func (es *eventStream) next() error {
 				return es.ready()
 			}
 		}
+		// Nothing to send: wait, without the buffer of a large page.
+		if cap(es.buf) > maxRetainedStreamBuffer {
+			es.buf, es.pending = nil, nil
+		}
+		if es.s.onStreamWait != nil {
+			es.s.onStreamWait(cap(es.buf))
+		}
 		select {
 		case <-es.ctx.Done():
 			return errStreamEnd
@@ -308,14 +395,31 @@ func (es *eventStream) next() error {
 			es.due = true
 		case <-es.poll.C:
 			es.due = true
+		case <-es.checks.C:
+			// The checks run at the top of the loop.
 		case <-es.heartbeat.C:
-			if !es.stillAuthorized() {
-				return errStreamEnd
-			}
 			es.pending = append(es.buf[:0], heartbeatFrame...)
 			return es.ready()
 		}
 	}
+}
+
+// scheduleChecks sets when the token is authenticated again, a heartbeat
+// interval after now or just after the token's expiry if that comes
+// first, and arms the checks timer for that or the maximum age.
+func (es *eventStream) scheduleChecks(now time.Time) {
+	es.authAt = now.Add(es.s.eventStreamHeartbeat())
+	if es.expires != nil {
+		// Just after: the backends count a token valid up to its expiry.
+		if at := es.expires.Add(10 * time.Millisecond); at.After(now) && at.Before(es.authAt) {
+			es.authAt = at
+		}
+	}
+	at := es.authAt
+	if es.endAt.Before(at) {
+		at = es.endAt
+	}
+	es.checks.Reset(max(0, at.Sub(now)))
 }
 
 // ready arms the write deadline and the heartbeat for the frames in
@@ -370,15 +474,22 @@ func appendEventFrame(b []byte, e *plantstore.PlantEvent) []byte {
 }
 
 // stillAuthorized authenticates the stream's token again (cached by the
-// token service like any request's): false when it was revoked or expired
-// since the stream began. A storage failure keeps the stream.
+// token service like any request's, a JWT verified again): false when it
+// was revoked or expired since the stream began, or no longer carries the
+// stream's scope or owner. A storage failure keeps the stream.
 func (es *eventStream) stillAuthorized() bool {
 	if es.secret == "" {
 		return true
 	}
 	tok, err := es.s.authenticate(es.ctx, es.secret)
-	if err == nil {
-		return tok.Owner == es.owner
+	switch {
+	case err == nil && tok.Owner == es.owner && tok.HasScope(operationScopes[oapi.StreamEventsOperation]):
+		es.expires = tok.ExpiresAt
+		return true
+	case err == nil:
+		es.s.logger().LogAttrs(es.ctx, slog.LevelInfo, "event stream: token no longer has the scope: stream ended",
+			slog.String("owner", es.owner), slog.String("request_id", RequestID(es.ctx)))
+		return false
 	}
 	if code := plantstore.ErrorCode(err); code == plantstore.CodeTokenInvalid || code == plantstore.CodeTokenMissing {
 		es.s.logger().LogAttrs(es.ctx, slog.LevelInfo, "event stream: token no longer valid: stream ended",
@@ -389,7 +500,7 @@ func (es *eventStream) stillAuthorized() bool {
 }
 
 // bearerSecretKey is the context key of the bearer secret of a stream
-// request, which the stream authenticates again at each heartbeat.
+// request, which the stream authenticates again (scheduleChecks).
 type bearerSecretKey struct{}
 
 // withBearerSecret returns ctx with the request's bearer secret.

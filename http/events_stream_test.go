@@ -21,6 +21,7 @@ import (
 type sseFrame struct {
 	ID, Event, Data string
 	Comment         string
+	Retry           string
 	Err             error // the stream ended (io.EOF: cleanly)
 }
 
@@ -95,6 +96,8 @@ func (s *sseStream) read() {
 				f.Event = value
 			case "data":
 				data = append(data, value)
+			case "retry":
+				f.Retry = value
 			default:
 				s.frames <- sseFrame{Err: fmt.Errorf("unexpected line %q", line)}
 				return

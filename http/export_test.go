@@ -8,3 +8,10 @@ var OperationRoutes = operationRoutes
 
 // CheckBody exposes the request body checks to the benchmarks.
 var CheckBody = checkBody
+
+// MaxRetainedStreamBuffer exposes the bound on a waiting stream's buffer.
+const MaxRetainedStreamBuffer = maxRetainedStreamBuffer
+
+// OnStreamWait sets the hook a stream calls each time it waits for events,
+// with the capacity of the buffer it keeps meanwhile.
+func OnStreamWait(s *Server, fn func(retained int)) { s.onStreamWait = fn }

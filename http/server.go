@@ -56,15 +56,22 @@ type Server struct {
 
 	// EventNotifier wakes the event streams (GET /events/stream) when this
 	// process commits events; nil: they only poll. EventStreamHeartbeat (an
-	// idle stream's comment line), EventStreamPoll (how often a stream reads
-	// the store for events committed elsewhere, another replica's) and
-	// EventStreamMax (open streams per server; a quarter of them per owner):
-	// zero means the Default* constant (events_stream.go).
+	// idle stream's comment line, and how often a stream's token is
+	// authenticated again, busy or not), EventStreamPoll (how often a stream
+	// reads the store for events committed elsewhere, another replica's),
+	// EventStreamMax (open streams per server; a quarter of them per owner)
+	// and EventStreamMaxAge (how long a stream may last; the client then
+	// reconnects with Last-Event-ID): zero means the Default* constant
+	// (events_stream.go).
 	EventNotifier        plantstore.EventNotifier
 	EventStreamHeartbeat time.Duration
 	EventStreamPoll      time.Duration
 	EventStreamMax       int
-	streams              streamTable
+	EventStreamMaxAge    time.Duration
+	// onStreamWait, if set (tests), is called each time a stream waits
+	// for events, with the capacity of the buffer it keeps meanwhile.
+	onStreamWait func(retained int)
+	streams      streamTable
 
 	// Logger receives error details and one line per request; nil:
 	// slog.Default(). The request lines are queued and written in batches

@@ -263,3 +263,19 @@ func (db *DB) OutboxStats(ctx context.Context) (int, time.Time, error) {
 	}
 	return n, *oldest, nil
 }
+
+// CountLeased counts the deliveries leased now (by the server's clock, as
+// claims count them) to the owner's subscription and to all the owner's
+// subscriptions, on webhook_deliveries_leased: at most the deliveries in
+// flight over every dispatcher.
+func (db *DB) CountLeased(ctx context.Context, owner, subscriptionID string) (int, int, error) {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	var sub, total int
+	err := db.pool.QueryRow(ctx, `SELECT COUNT(*) FILTER (WHERE subscription_id = $2)::INT, COUNT(*)::INT FROM webhook_deliveries
+WHERE state = 'pending' AND lease_until IS NOT NULL AND lease_until > now() AND owner = $1`, owner, subscriptionID).Scan(&sub, &total)
+	if err != nil {
+		return 0, 0, wrap("count leased deliveries", err)
+	}
+	return sub, total, nil
+}

@@ -260,3 +260,13 @@ func (s *OutboxService) OutboxStats(ctx context.Context) (int, time.Time, error)
 	}
 	return n, oldest, nil
 }
+
+// CountLeased returns the deliveries leased now to the owner's subscription
+// and to all the owner's subscriptions.
+func (s *OutboxService) CountLeased(ctx context.Context, owner, subscriptionID string) (int, int, error) {
+	sub, total, err := s.store.CountLeased(ctx, owner, subscriptionID)
+	if err != nil {
+		return 0, 0, storeError("count leased deliveries", err)
+	}
+	return sub, total, nil
+}

@@ -108,8 +108,10 @@ func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string
 
 // PingSubscription POSTs a signed ping event to the subscription's URL at
 // once, through the Pinger, and returns what came of it; nothing is stored.
+// A disabled subscription is not pinged (CodeWebhookDisabled, as resend);
+// past the attempts in flight the Pinger allows, CodeWebhookBusy.
 func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string) (*plantstore.PingResult, error) {
-	sub, err := s.FindSubscriptionByID(ctx, owner, id)
+	sub, err := s.enabledSubscription(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,10 @@ func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string)
 		MessageID: msgID, SubscriptionID: sub.ID, Owner: owner, Payload: pingPayload(msgID, sub.ID, now),
 		CreatedAt: now, Subscription: sub, URL: sub.URL, Secrets: sub.SigningSecrets(now),
 	}
-	r := s.ping(ctx, t)
+	r, err := s.ping(ctx, t)
+	if err != nil {
+		return nil, pingError(err)
+	}
 	return &plantstore.PingResult{MessageID: msgID, AttemptResult: r}, nil
 }
 
@@ -147,4 +152,14 @@ func pingPayload(msgID, subID string, now time.Time) []byte {
 	e.ObjEnd()
 	e.ObjEnd()
 	return e.Bytes()
+}
+
+// pingError is the service's error for a Pinger's: a domain error (busy)
+// as it is, a storage failure as Unavailable, anything else internal.
+func pingError(err error) error {
+	var domain *plantstore.Error
+	if errors.As(err, &domain) {
+		return err
+	}
+	return storeError("ping webhook", err)
 }

@@ -289,3 +289,25 @@ func (db *DB) OutboxStats(ctx context.Context) (int, time.Time, error) {
 	}
 	return n, fromNanos(oldest.Int64), nil
 }
+
+// qCountLeased counts the leased deliveries of an owner, and of one of its
+// subscriptions, on webhook_deliveries_leased: at most the deliveries in
+// flight over every dispatcher.
+const qCountLeased = `SELECT COUNT(CASE WHEN subscription_id = ?2 THEN 1 END), COUNT(*) FROM webhook_deliveries
+WHERE state = 'pending' AND lease_until IS NOT NULL AND lease_until > ?3 AND owner = ?1`
+
+// CountLeased counts the deliveries leased now to the owner's subscription
+// and to all the owner's subscriptions.
+func (db *DB) CountLeased(ctx context.Context, owner, subscriptionID string) (int, int, error) {
+	ctx, cancel := db.readContext(ctx)
+	defer cancel()
+	st, err := db.readStmt(ctx, qCountLeased)
+	if err != nil {
+		return 0, 0, wrap("count leased deliveries", err)
+	}
+	var sub, total int
+	if err := st.QueryRowContext(ctx, owner, subscriptionID, clock().UnixNano()).Scan(&sub, &total); err != nil {
+		return 0, 0, wrap("count leased deliveries", err)
+	}
+	return sub, total, nil
+}

@@ -512,6 +512,104 @@ func testOutboxStore(t *testing.T, bs Backends) {
 	// PruneOutbox deletes attempts, then finished deliveries, older than
 	// before, at most limit rows a call; pending deliveries and newer rows
 	// stay.
+	// CountLeased counts the deliveries leased now to one subscription and
+	// to its owner, as claims count them (issue 21: pings count against
+	// the same bounds): not the unleased, completed or expired ones, nor
+	// another owner's.
+	t.Run("CountLeased", func(t *testing.T) {
+		b := bs.Open(t)
+		a1 := insertSubscription(t, b, "alice", fixedNow, nil)
+		a2 := insertSubscription(t, b, "alice", fixedNow, nil)
+		bob := insertSubscription(t, b, "bob", fixedNow, nil)
+		for id := range int64(3) { // 3 deliveries to each of alice's subscriptions
+			mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: id, Name: "x", CreatedAt: fixedNow})
+		}
+		mustInsert(t, b, &plantstore.Plant{Owner: "bob", ID: 1, Name: "x", CreatedAt: fixedNow})
+		count := func(owner, sub string) [2]int {
+			t.Helper()
+			n, total, err := b.CountLeased(t.Context(), owner, sub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return [2]int{n, total}
+		}
+		if got := count("alice", a1.ID); got != [2]int{0, 0} {
+			t.Fatalf("CountLeased before any claim = %v, want [0 0]", got)
+		}
+		// Three leased for an hour: one of each of alice's subscriptions
+		// (Pick takes turns) and bob's.
+		long := claimWith(t, b, plantstore.Claim{Lease: time.Hour, Limit: 3, PerSubscription: 2})
+		bySub := map[string]int{}
+		for _, task := range long {
+			bySub[task.SubscriptionID]++
+		}
+		if len(long) != 3 || bySub[bob.ID] != 1 {
+			t.Fatalf("claimed %v, want 3 deliveries, bob's among them", bySub)
+		}
+		for _, tt := range []struct {
+			owner, sub string
+			want       [2]int
+		}{
+			{"alice", a1.ID, [2]int{bySub[a1.ID], 2}},
+			{"alice", a2.ID, [2]int{bySub[a2.ID], 2}},
+			{"bob", bob.ID, [2]int{1, 1}},
+			{"bob", a1.ID, [2]int{0, 1}}, // another owner's subscription: not counted as bob's
+			{"carol", "whk_0000000000000000", [2]int{0, 0}},
+		} {
+			if got := count(tt.owner, tt.sub); got != tt.want {
+				t.Errorf("CountLeased(%s, %s) = %v, want %v", tt.owner, tt.sub, got, tt.want)
+			}
+		}
+		// A completed delivery is no longer counted.
+		for _, task := range long {
+			if task.Owner == "alice" {
+				completeDelivery(t, b, task, plantstore.AttemptResult{AttemptedAt: fixedNow, StatusCode: 200, State: plantstore.DeliverySucceeded})
+				if got := count("alice", task.SubscriptionID); got != [2]int{bySub[task.SubscriptionID] - 1, 1} {
+					t.Fatalf("CountLeased after a completion = %v, want [%d 1]", got, bySub[task.SubscriptionID]-1)
+				}
+				break
+			}
+		}
+		// A lease the database's clock has passed is not counted.
+		short := claimWith(t, b, plantstore.Claim{Lease: 500 * time.Millisecond, Limit: 10, PerOwner: 2})
+		if len(short) != 1 || short[0].Owner != "alice" {
+			t.Fatalf("claimed %v with a short lease, want one of alice's", owners(short))
+		}
+		if got := count("alice", short[0].SubscriptionID)[1]; got != 2 {
+			t.Fatalf("alice's leased deliveries = %d during the short lease, want 2", got)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for count("alice", short[0].SubscriptionID)[1] != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("an expired lease is still counted 10 s later")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
+	// Claim.Busy (the claimer's pings in flight) counts against both
+	// bounds as leased deliveries do.
+	t.Run("ClaimCountsBusy", func(t *testing.T) {
+		b := bs.Open(t)
+		a1 := insertSubscription(t, b, "alice", fixedNow, nil)
+		a2 := insertSubscription(t, b, "alice", fixedNow, nil)
+		for id := range int64(3) {
+			mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: id, Name: "x", CreatedAt: fixedNow})
+		}
+		c := plantstore.Claim{Lease: time.Hour, Limit: 10, PerSubscription: 2, PerOwner: 3,
+			Busy: []plantstore.InFlight{{SubscriptionID: a1.ID, Owner: "alice", N: 1}, {SubscriptionID: a2.ID, Owner: "alice", N: 1}}}
+		got := claimWith(t, b, c)
+		if len(got) != 1 {
+			t.Fatalf("claimed %d deliveries with 2 of alice's 3 places taken by pings, want 1", len(got))
+		}
+		c.PerOwner = 10
+		c.Busy = []plantstore.InFlight{{SubscriptionID: got[0].SubscriptionID, Owner: "alice", N: 1}}
+		again := claimWith(t, b, c)
+		if len(again) != 2 || again[0].SubscriptionID == got[0].SubscriptionID || again[1].SubscriptionID == got[0].SubscriptionID {
+			t.Fatalf("claimed %d more, want 2 of the other subscription (the first has a delivery and a ping in flight)", len(again))
+		}
+	})
+
 	t.Run("PruneOutbox", func(t *testing.T) {
 		b := bs.Open(t)
 		sub := insertSubscription(t, b, "alice", fixedNow, nil)

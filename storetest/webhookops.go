@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 )
 
 // The cases of this file run the webhook operations (resend, recover,
-// PATCH, the attempt log, rotation expiry) through the service.
+// PATCH, ping, the attempt log, rotation expiry) through the service.
 
 // failAll claims every due delivery and records a failed last attempt of
 // each (answered 500 with body), and returns the tasks by plant id.
@@ -180,6 +181,39 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		checkCode(t, "PATCH with a bad URL", err, plantstore.CodeInvalidBody)
 		_, _, err = svc.Webhooks.UpdateSubscription(t.Context(), "bob", sub.ID, plantstore.SubscriptionUpdate{})
 		checkCode(t, "bob's PATCH", err, plantstore.CodeWebhookNotFound)
+	})
+
+	// A ping goes through the Pinger, unless the subscription is disabled
+	// (409 40903, as resend: issue 21); the Pinger's refusal (busy)
+	// reaches the caller as it is.
+	t.Run("Ping", func(t *testing.T) {
+		var pinged []string
+		busy := false
+		_, svc := open(t, bs, service.Config{Ping: func(ctx context.Context, task *plantstore.Task) (plantstore.AttemptResult, error) {
+			if busy {
+				return plantstore.AttemptResult{}, &plantstore.Error{Code: plantstore.CodeWebhookBusy, Message: "busy", RetryAfter: time.Second}
+			}
+			pinged = append(pinged, task.SubscriptionID)
+			return plantstore.AttemptResult{StatusCode: 200, State: plantstore.DeliverySucceeded}, nil
+		}})
+		sub := createSubscription(t, svc, "alice")
+		if r, err := svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID); err != nil || r.StatusCode != 200 || !plantstore.ValidMessageID(r.MessageID) {
+			t.Fatalf("ping = %+v, %v", r, err)
+		}
+		busy = true
+		_, err := svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID)
+		checkCode(t, "ping past the bound", err, plantstore.CodeWebhookBusy)
+		busy = false
+		if _, _, err := svc.Webhooks.UpdateSubscription(t.Context(), "alice", sub.ID, plantstore.SubscriptionUpdate{Enabled: ptr(false)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID)
+		checkCode(t, "ping of a disabled subscription", err, plantstore.CodeWebhookDisabled)
+		_, err = svc.Webhooks.PingSubscription(t.Context(), "bob", sub.ID)
+		checkCode(t, "bob's ping", err, plantstore.CodeWebhookNotFound)
+		if len(pinged) != 1 {
+			t.Fatalf("the Pinger was called %d times, want once (never for a disabled subscription)", len(pinged))
+		}
 	})
 
 	t.Run("AttemptLog", func(t *testing.T) {

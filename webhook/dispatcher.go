@@ -99,6 +99,13 @@ func DefaultJitter(d time.Duration) time.Duration {
 // over every dispatcher sharing the database), so one owner's slow or
 // hanging receivers hold at most that share of the workers and another
 // owner's delivery takes the next free one.
+//
+// Pings (Ping) count against the same two bounds: a ping is made only
+// while the deliveries leased to the subscription (resp. the owner) by
+// every dispatcher, plus this dispatcher's pings in flight to it, are
+// under the bound, and this dispatcher's claims count its pings in flight
+// as they count leased deliveries. A ping holds no lease: another
+// dispatcher (replica) does not see it.
 type Dispatcher struct {
 	Outbox plantstore.OutboxService
 	// Client sends the deliveries; nil means NewClient with private
@@ -145,6 +152,65 @@ type Dispatcher struct {
 
 	wakeOnce sync.Once
 	wakeCh   chan struct{}
+	pings    pingTable
+}
+
+// pingTable counts this dispatcher's pings in flight, by subscription and
+// by owner.
+type pingTable struct {
+	mu      sync.Mutex
+	bySub   map[string]int
+	byOwner map[string]int
+	owners  map[string]string // subscription id -> owner, for busy
+}
+
+// busy returns the pings in flight, for a claim to count (Claim.Busy).
+func (p *pingTable) busy() []plantstore.InFlight {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.bySub) == 0 {
+		return nil
+	}
+	out := make([]plantstore.InFlight, 0, len(p.bySub))
+	for sub, n := range p.bySub {
+		out = append(out, plantstore.InFlight{SubscriptionID: sub, Owner: p.owners[sub], N: n})
+	}
+	return out
+}
+
+// acquire counts a ping of t in flight, unless the subscription's leased
+// deliveries (leasedSub) plus its pings here reach perSub, or the owner's
+// (leasedOwner) reach perOwner: then it returns a CodeWebhookBusy error
+// whose RetryAfter is retry.
+func (p *pingTable) acquire(t *plantstore.Task, leasedSub, leasedOwner, perSub, perOwner int, retry time.Duration) (release func(), err error) {
+	sub, owner := t.SubscriptionID, t.Owner
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := leasedSub + p.bySub[sub]; n >= perSub {
+		return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
+			Message: fmt.Sprintf("webhook %s has %d attempts in flight (deliveries and pings), as many as it may have at once: retry later", sub, n)}
+	}
+	if n := leasedOwner + p.byOwner[owner]; n >= perOwner {
+		return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
+			Message: fmt.Sprintf("this owner's webhooks have %d attempts in flight (deliveries and pings), as many as one owner may have at once: retry later", n)}
+	}
+	if p.bySub == nil {
+		p.bySub, p.byOwner, p.owners = map[string]int{}, map[string]int{}, map[string]string{}
+	}
+	p.bySub[sub]++
+	p.byOwner[owner]++
+	p.owners[sub] = owner
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.bySub[sub]--; p.bySub[sub] <= 0 {
+			delete(p.bySub, sub)
+			delete(p.owners, sub)
+		}
+		if p.byOwner[owner]--; p.byOwner[owner] <= 0 {
+			delete(p.byOwner, owner)
+		}
+	}, nil
 }
 
 // Notify wakes Run to claim at once instead of at the end of its poll
@@ -286,7 +352,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			return nil
 		}
 		tasks, err := s.outbox.ClaimTasks(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
-			PerSubscription: s.perSubscription, PerOwner: s.perOwner})
+			PerSubscription: s.perSubscription, PerOwner: s.perOwner, Busy: d.pings.busy()})
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("webhook: claim tasks", "err", err)
 		}
@@ -406,12 +472,29 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 // Ping POSTs t once, at once, with the dispatcher's client and settings
 // (signing, timeout, address checks) and says what came of it; nothing is
 // recorded. It is the plantstore.Pinger of POST /webhooks/{id}/ping.
-func (d *Dispatcher) Ping(ctx context.Context, t *plantstore.Task) plantstore.AttemptResult {
+//
+// A ping counts against MaxInFlight and MaxInFlightPerOwner like a
+// delivery (see Dispatcher): when the deliveries leased to t's
+// subscription (resp. owner) over every dispatcher, plus this
+// dispatcher's pings in flight to it, reach the bound, Ping sends nothing
+// and returns a CodeWebhookBusy error whose RetryAfter is the attempt
+// timeout (by then every attempt in flight now has ended).
+func (d *Dispatcher) Ping(ctx context.Context, t *plantstore.Task) (plantstore.AttemptResult, error) {
 	s, err := d.settings()
 	if err != nil {
-		return plantstore.AttemptResult{AttemptedAt: time.Now(), State: plantstore.DeliveryFailed, Error: err.Error()}
+		return plantstore.AttemptResult{}, err
 	}
-	return s.attempt(ctx, t)
+	leasedSub, leasedOwner, err := s.outbox.CountLeased(ctx, t.Owner, t.SubscriptionID)
+	if err != nil {
+		return plantstore.AttemptResult{}, err
+	}
+	retry := (s.attemptTimeout + time.Second - 1).Truncate(time.Second)
+	release, err := d.pings.acquire(t, leasedSub, leasedOwner, s.perSubscription, s.perOwner, retry)
+	if err != nil {
+		return plantstore.AttemptResult{}, err
+	}
+	defer release()
+	return s.attempt(ctx, t), nil
 }
 
 // attempt POSTs t once and says what came of it.

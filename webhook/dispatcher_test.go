@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -119,6 +120,24 @@ func (o *memOutbox) OutboxStats(ctx context.Context) (int, time.Time, error) {
 		}
 	}
 	return n, oldest, nil
+}
+
+// CountLeased counts the entries leased now, as the row stores do.
+func (o *memOutbox) CountLeased(ctx context.Context, owner, subscriptionID string) (int, int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	sub, total := 0, 0
+	for _, e := range o.entries {
+		if e.state != plantstore.DeliveryPending || !e.leaseUntil.After(now) || e.task.Owner != owner {
+			continue
+		}
+		total++
+		if e.task.SubscriptionID == subscriptionID {
+			sub++
+		}
+	}
+	return sub, total, nil
 }
 
 // PruneOutbox records the call and deletes nothing, unless prune is set.
@@ -696,4 +715,119 @@ func TestDispatcherPrunes(t *testing.T) {
 	if len(o.prunes) != 0 {
 		t.Fatalf("%d PruneOutbox calls with no retention", len(o.prunes))
 	}
+}
+
+// hangingServer is a receiver on 127.0.0.1 that holds every request until
+// release is called (at the latest when the test ends); it counts the
+// requests in flight.
+func hangingServer(t *testing.T) (url string, inFlight *atomic.Int32, release func()) {
+	t.Helper()
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
+	inFlight = new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		io.Copy(io.Discard, r.Body) // then net/http sees the client go
+		select {
+		case <-released:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(release) // runs first
+	return srv.URL, inFlight, release
+}
+
+// TestDispatcherPingBounds is the second medium finding of issue 21: pings
+// had no bound. A ping now counts against MaxInFlight and
+// MaxInFlightPerOwner like a delivery: past either, Ping sends nothing and
+// answers CodeWebhookBusy with RetryAfter (the attempt timeout); leased
+// deliveries count; and claims count the pings in flight.
+func TestDispatcherPingBounds(t *testing.T) {
+	url, inFlight, release := hangingServer(t)
+	o := newMemOutbox()
+	d := newDispatcher(o, nil)
+	d.MaxInFlight, d.MaxInFlightPerOwner, d.AttemptTimeout = 2, 3, 5*time.Second
+	secret := newSecret(t)
+	var cancels []context.CancelFunc
+	t.Cleanup(func() {
+		for _, c := range cancels {
+			c()
+		}
+	})
+	ping := func(sub, owner string) <-chan error {
+		tk := task("msg_ping", url, secret)
+		tk.SubscriptionID, tk.Owner = sub, owner
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
+		done := make(chan error, 1)
+		go func() {
+			_, err := d.Ping(ctx, &tk)
+			done <- err
+		}()
+		return done
+	}
+	wantBusy := func(err error) {
+		t.Helper()
+		var e *plantstore.Error
+		if !errors.As(err, &e) || e.Code != plantstore.CodeWebhookBusy || e.RetryAfter != 5*time.Second {
+			t.Fatalf("Ping past the bound: %v, want CodeWebhookBusy with RetryAfter 5s", err)
+		}
+	}
+	immediate := func(ch <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-ch:
+			return err
+		case <-time.After(5 * time.Second):
+			t.Fatal("Ping past the bound did not answer at once")
+			return nil
+		}
+	}
+
+	// The subscription's bound: two pings hang, the third is refused.
+	first := ping("whk_a1", "alice")
+	cancelFirst := cancels[0]
+	ping("whk_a1", "alice")
+	waitFor(t, "two pings in flight", func() bool { return inFlight.Load() == 2 })
+	wantBusy(immediate(ping("whk_a1", "alice")))
+	// The owner's bound (3): one more to another subscription, then none.
+	ping("whk_a2", "alice")
+	waitFor(t, "three pings in flight", func() bool { return inFlight.Load() == 3 })
+	wantBusy(immediate(ping("whk_a3", "alice")))
+	if n := inFlight.Load(); n != 3 {
+		t.Fatalf("%d requests at the receiver, want 3", n)
+	}
+	// Another owner is not counted.
+	ping("whk_b1", "bob")
+	waitFor(t, "bob's ping in flight", func() bool { return inFlight.Load() == 4 })
+
+	// Claims count the pings: whk_b1 has one ping in flight, so of its
+	// three due deliveries one is attempted.
+	for i := range 3 {
+		tk := task(fmt.Sprintf("msg_b%d", i), url, secret)
+		tk.SubscriptionID, tk.Owner = "whk_b1", "bob"
+		o.add(tk)
+	}
+	start(t, d)
+	t.Cleanup(release) // before the dispatcher's stop, which waits for its attempts
+	waitFor(t, "bob's delivery in flight", func() bool { return inFlight.Load() == 5 })
+	time.Sleep(100 * time.Millisecond) // claims go on: whk_b1 must stay at 2
+	if n := inFlight.Load(); n != 5 {
+		t.Fatalf("%d requests at the receiver, want 5: a claim did not count the ping in flight", n)
+	}
+	// And a ping counts the leased delivery: whk_b1 has a ping and a
+	// delivery in flight.
+	wantBusy(immediate(ping("whk_b1", "bob")))
+
+	// A ping that ends (its client went) frees its place.
+	cancelFirst()
+	if err := <-first; err != nil {
+		t.Fatalf("the cancelled ping: %v", err)
+	}
+	waitFor(t, "the cancelled ping to leave the receiver", func() bool { return inFlight.Load() == 4 })
+	ping("whk_a1", "alice")
+	waitFor(t, "a ping in the freed place", func() bool { return inFlight.Load() == 5 })
 }

@@ -2771,6 +2771,10 @@ type PingWebhookBadRequest Error
 
 func (*PingWebhookBadRequest) pingWebhookRes() {}
 
+type PingWebhookConflict Error
+
+func (*PingWebhookConflict) pingWebhookRes() {}
+
 type PingWebhookInternalServerError Error
 
 func (*PingWebhookInternalServerError) pingWebhookRes() {}
@@ -3451,7 +3455,6 @@ func (*TooManyRequestsHeaders) listEventsRes()            {}
 func (*TooManyRequestsHeaders) listPlantsRes()            {}
 func (*TooManyRequestsHeaders) listWebhookDeliveriesRes() {}
 func (*TooManyRequestsHeaders) listWebhooksRes()          {}
-func (*TooManyRequestsHeaders) pingWebhookRes()           {}
 func (*TooManyRequestsHeaders) recoverWebhookRes()        {}
 func (*TooManyRequestsHeaders) resendWebhookDeliveryRes() {}
 func (*TooManyRequestsHeaders) rotateWebhookSecretRes()   {}
@@ -3765,6 +3768,56 @@ func (s *Webhook) SetDisabledReason(val OptWebhookDisabledReason) {
 func (s *Webhook) SetMissedSince(val OptDateTime) {
 	s.MissedSince = val
 }
+
+// WebhookBusyHeaders wraps Error with response headers.
+type WebhookBusyHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *WebhookBusyHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *WebhookBusyHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *WebhookBusyHeaders) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// GetResponse returns the value of Response.
+func (s *WebhookBusyHeaders) GetResponse() Error {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *WebhookBusyHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *WebhookBusyHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *WebhookBusyHeaders) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+// SetResponse sets the value of Response.
+func (s *WebhookBusyHeaders) SetResponse(val Error) {
+	s.Response = val
+}
+
+func (*WebhookBusyHeaders) pingWebhookRes() {}
 
 // Why it was disabled: `gone`, the receiver answered 410; `failing`, every delivery attempt failed for
 // longer than the server allows (5 days by default); `manual`, a PATCH `{"enabled": false}`. Absent

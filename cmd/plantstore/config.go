@@ -50,6 +50,8 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("event-stream-poll", "PLANTSTORE_EVENT_STREAM_POLL", "must be from 100ms to 1m, got %v", c.StreamPoll)
 	case c.StreamMax < 1 || c.StreamMax > 100000:
 		return invalidSetting("event-stream-max", "PLANTSTORE_EVENT_STREAM_MAX", "must be from 1 to 100000, got %d", c.StreamMax)
+	case c.StreamMaxAge < time.Second || c.StreamMaxAge > 24*time.Hour:
+		return invalidSetting("event-stream-max-age", "PLANTSTORE_EVENT_STREAM_MAX_AGE", "must be from 1s to 24h, got %v", c.StreamMaxAge)
 	}
 	if err := plantstorehttp.CheckCORSOrigins(c.CORSOrigins); err != nil {
 		return invalidSetting("cors-origins", "PLANTSTORE_CORS_ORIGINS", "%v", err)

@@ -175,6 +175,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrEventStreamHeartbeat", nil, []string{"--event-stream-heartbeat", "100ms"}, []string{"--event-stream-heartbeat", "PLANTSTORE_EVENT_STREAM_HEARTBEAT", "1s to 10m"}},
 		{"ErrEventStreamPollFromEnv", map[string]string{"PLANTSTORE_EVENT_STREAM_POLL": "0s"}, nil, []string{"--event-stream-poll", "PLANTSTORE_EVENT_STREAM_POLL", "100ms to 1m"}},
 		{"ErrEventStreamMax", nil, []string{"--event-stream-max", "0"}, []string{"--event-stream-max", "PLANTSTORE_EVENT_STREAM_MAX", "1 to 100000"}},
+		{"ErrEventStreamMaxAge", nil, []string{"--event-stream-max-age", "500ms"}, []string{"--event-stream-max-age", "PLANTSTORE_EVENT_STREAM_MAX_AGE", "1s to 24h"}},
+		{"ErrEventStreamMaxAgeFromEnv", map[string]string{"PLANTSTORE_EVENT_STREAM_MAX_AGE": "25h"}, nil, []string{"--event-stream-max-age", "PLANTSTORE_EVENT_STREAM_MAX_AGE", "1s to 24h"}},
 		{"ErrShutdownTimeoutFromEnv", map[string]string{"PLANTSTORE_SHUTDOWN_TIMEOUT": "soon"}, nil, []string{"--shutdown-timeout", "PLANTSTORE_SHUTDOWN_TIMEOUT", `"soon"`}},
 		{"ErrTokenCacheTTL", nil, []string{"--token-cache-ttl", "2h"}, []string{"--token-cache-ttl"}},
 		{"ErrLogLevel", nil, []string{"--log-level", "loud"}, []string{"--log-level"}},

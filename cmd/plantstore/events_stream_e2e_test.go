@@ -94,7 +94,7 @@ func (c *sseClient) read(sc *bufio.Scanner) error {
 			c.events = append(c.events, sseEvent{Seq: env.Seq, Type: env.Type, PlantID: env.Data.ID})
 			c.mu.Unlock()
 			id, event, data = "", "", ""
-		case line == "" || strings.HasPrefix(line, ":"):
+		case line == "" || strings.HasPrefix(line, ":") || strings.HasPrefix(line, "retry: "):
 		case strings.HasPrefix(line, "id: "):
 			id = line[len("id: "):]
 		case strings.HasPrefix(line, "event: "):

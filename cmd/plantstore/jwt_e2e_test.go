@@ -43,6 +43,13 @@ func (i *jwtIssuer) flags(extra ...string) []string {
 // sign makes a JWT for sub with every scope, valid for five minutes.
 func (i *jwtIssuer) sign(t *testing.T, sub string) string {
 	t.Helper()
+	return i.signUntil(t, sub, time.Now().Add(5*time.Minute))
+}
+
+// signUntil makes a JWT for sub with every scope whose exp is exp (in whole
+// seconds; the server allows JWTLeeway past it).
+func (i *jwtIssuer) signUntil(t *testing.T, sub string, exp time.Time) string {
+	t.Helper()
 	enc := func(v any) string {
 		data, err := json.Marshal(v)
 		if err != nil {
@@ -50,9 +57,8 @@ func (i *jwtIssuer) sign(t *testing.T, sub string) string {
 		}
 		return base64.RawURLEncoding.EncodeToString(data)
 	}
-	now := time.Now()
 	in := enc(map[string]any{"alg": "EdDSA", "kid": "e2e", "typ": "JWT"}) + "." + enc(map[string]any{
-		"iss": i.iss, "aud": "plantstore", "sub": sub, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
+		"iss": i.iss, "aud": "plantstore", "sub": sub, "iat": exp.Add(-5 * time.Minute).Unix(), "exp": exp.Unix(),
 		"scope": "plants:read plants:write webhooks:manage",
 	})
 	return in + "." + base64.RawURLEncoding.EncodeToString(ed25519.Sign(i.key, []byte(in)))

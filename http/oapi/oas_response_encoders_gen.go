@@ -4444,7 +4444,19 @@ func encodePingWebhookResponse(response PingWebhookRes, w http.ResponseWriter) e
 
 		return nil
 
-	case *TooManyRequestsHeaders:
+	case *PingWebhookConflict:
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(409)
+
+		e := new(jx.Encoder)
+		response.Encode(e)
+		if _, err := e.WriteTo(w); err != nil {
+			return errors.Wrap(err, "write")
+		}
+
+		return nil
+
+	case *WebhookBusyHeaders:
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("Access-Control-Expose-Headers", "Ratelimit,Ratelimit-Policy,Retry-After")
 		// Encoding response headers.
