@@ -280,9 +280,19 @@ export interface paths {
          * Send a test ping
          * @description POSTs a `ping` event to the subscription's URL at once, signed like every delivery (with
          *     a fresh `webhook-id`), through the same client (private addresses refused unless the server
-         *     allows them), and answers what came of it. Nothing is stored or retried; a disabled
-         *     subscription can be pinged (to check a receiver before re-enabling it). The body sent is
+         *     allows them), and answers what came of it. Nothing is stored or retried. The body sent is
          *     `{"type": "ping", "id": <webhook-id>, "created_at": <time>, "data": {"webhook": <id>}}`.
+         *
+         *     A disabled subscription is not pinged: 409 with error 40903, as for resend and recover
+         *     (re-enable it first). A ping counts against the same bounds as deliveries: the attempts in
+         *     flight to one subscription (`--webhook-max-in-flight`, 2 by default) and to one owner's
+         *     subscriptions (a quarter of `--webhook-concurrency`, 8 by default). When the deliveries
+         *     in flight to the subscription (resp. the owner), counted over every replica, plus this
+         *     server's pings in flight to it reach the bound, nothing is sent: 429 with error 42903 and
+         *     `Retry-After` (the attempt timeout, `--webhook-timeout`, by when every attempt in flight
+         *     has ended). A ping holds no lease in the database: the pings in flight on one replica are
+         *     not counted by another, so with N replicas a subscription may have up to N times the bound
+         *     in flight in pings.
          */
         post: operations["pingWebhook"];
         delete?: never;
@@ -348,10 +358,15 @@ export interface paths {
          *     than the retention (`--event-retention`, 30 days by default) are gone: the next `seq` is
          *     then higher than the cursor plus one.
          *
-         *     The stream stays open until the client closes it; the server ends it (the client then
-         *     reconnects with `Last-Event-ID`) when it shuts down, when the token is revoked or expires
-         *     (checked at each heartbeat), or when the client reads too slowly (a write blocked for 30
-         *     seconds). A server holds at most `--event-stream-max` streams (1000 by default), and one
+         *     The stream stays open until the client closes it, for at most an hour
+         *     (`--event-stream-max-age`; each stream between 90% and 100% of it): it then ends cleanly
+         *     after a last comment and `retry: 1000`, and the client reconnects with `Last-Event-ID`,
+         *     missing nothing. The server also ends it (the client then reconnects with
+         *     `Last-Event-ID`) when it shuts down, when the token is revoked, expires or no longer
+         *     carries `plants:read` (the token is checked again every heartbeat interval, busy or idle,
+         *     and at its expiry: a revoked token's stream ends within the heartbeat plus the token
+         *     cache's TTL, 17 seconds by default), or when the client reads too slowly (a write blocked
+         *     for 30 seconds). A server holds at most `--event-stream-max` streams (1000 by default), and one
          *     owner at most a quarter of them: past either, 429 with error 42902.
          */
         get: operations["streamEvents"];
@@ -934,6 +949,29 @@ export interface components {
                  * @example {
                  *       "error": 42901,
                  *       "message": "too many requests for this token: retry later"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Too many requests for this token (error 42901), or the subscription or its owner has as
+         *     many webhook attempts (deliveries and pings) in flight as allowed (error 42903): retry
+         *     after `Retry-After` seconds.
+         */
+        WebhookBusy: {
+            headers: {
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": 42903,
+                 *       "message": "webhook whk_0123456789abcdef has 2 attempts in flight (deliveries and pings), as many as it may have at once: retry later"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -2265,7 +2303,22 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
-            429: components["responses"]["TooManyRequests"];
+            /** @description The subscription is disabled (error 40903); re-enable it first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 40903,
+                     *       "message": "webhook whk_0123456789abcdef is disabled: re-enable it with PATCH /webhooks/{id} {\"enabled\": true} first"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["WebhookBusy"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
