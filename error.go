@@ -22,6 +22,7 @@ const (
 	CodeNoRoute            int32 = 40402 // no such route
 	CodeWebhookNotFound    int32 = 40403 // no such subscription for this owner
 	CodeDeliveryNotFound   int32 = 40404 // the subscription has no such delivery
+	CodeTokenNotFound      int32 = 40405 // no such token for this owner
 	CodeMethodNotAllowed   int32 = 40501 // route exists, method does not
 	CodeConflict           int32 = 40901 // same id, different content
 	CodeTooManyWebhooks    int32 = 40902 // the owner has as many subscriptions as allowed
@@ -41,7 +42,7 @@ const (
 var Codes = []int32{
 	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath, CodeInvalidHeader,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
-	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeDeliveryNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
+	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeDeliveryNotFound, CodeTokenNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
 	CodeWebhookDisabled,
 	CodePreconditionFailed,
 	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited, CodeTooManyStreams, CodeWebhookBusy,

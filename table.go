@@ -87,7 +87,7 @@ var Tables = []*Table{
 	}},
 	{Name: "tokens", Key: 1, Columns: []Column{
 		text("id"), blob("hash"), text("owner"), text("scopes"),
-		stamp("created_at"), stampNull("expires_at"), stampNull("revoked_at"),
+		stamp("created_at"), stampNull("expires_at"), stampNull("revoked_at"), textNull("last4"),
 	}},
 	{Name: "webhook_subscriptions", Key: 1, Columns: []Column{
 		text("id"), text("owner"), text("url"), text("description"), text("secret"),

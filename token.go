@@ -19,10 +19,14 @@ import (
 const (
 	ScopePlantsRead  = "plants:read"
 	ScopePlantsWrite = "plants:write"
+	// ScopeTokensManage grants the token API (/tokens): listing, minting
+	// and revoking the owner's opaque tokens, within the caller's own
+	// scopes and expiry (TokenService.MintToken).
+	ScopeTokensManage = "tokens:manage"
 )
 
 // KnownScopes lists every scope the service checks.
-var KnownScopes = []string{ScopePlantsRead, ScopePlantsWrite, ScopeWebhooksManage}
+var KnownScopes = []string{ScopePlantsRead, ScopePlantsWrite, ScopeWebhooksManage, ScopeTokensManage}
 
 // DefaultScopes are given to a new token when none are named.
 var DefaultScopes = []string{ScopePlantsRead, ScopePlantsWrite}
@@ -48,7 +52,20 @@ type Token struct {
 	CreatedAt time.Time
 	ExpiresAt *time.Time // nil: never expires
 	RevokedAt *time.Time // nil: not revoked
+	// Last4 is the last four characters of the secret (of its CRC-32
+	// checksum), which tell tokens apart in a list without revealing
+	// anything usable; "" when unknown: a token issued before it was
+	// stored, or one whose secret an operator supplied (it has no checksum).
+	Last4 string
 }
+
+// JWTTokenIDPrefix starts the ID of a token that stands for a verified JWT
+// (the transport makes those; they are never stored).
+const JWTTokenIDPrefix = "jwt:"
+
+// IsJWT reports whether the token stands for a verified JWT rather than
+// an opaque token of the TokenStore.
+func (t *Token) IsJWT() bool { return strings.HasPrefix(t.ID, JWTTokenIDPrefix) }
 
 // HasScope reports whether the token carries scope.
 func (t *Token) HasScope(scope string) bool { return slices.Contains(t.Scopes, scope) }
@@ -79,6 +96,32 @@ type TokenRequest struct {
 	Secret string
 }
 
+// MaxTokenTTL is the longest lifetime a token minted over the API may have
+// (100 years of 365.25 days).
+const MaxTokenTTL = 36525 * 24 * time.Hour // 3155760000 s
+
+// TokenFilter selects one page of an owner's tokens, oldest first (by
+// creation time, then id).
+type TokenFilter struct {
+	Owner string
+	After *string // only tokens after this one (exclusive), a token of Owner
+	Limit int     // page size, 1..MaxPageSize (TokenService: 0 means DefaultPageSize)
+}
+
+// ValidTokenID reports whether id has the form of a token id: "tok_" and
+// 16 lower-case hex digits.
+func ValidTokenID(id string) bool {
+	if len(id) != 20 || !strings.HasPrefix(id, "tok_") {
+		return false
+	}
+	for _, c := range []byte(id[4:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // TokenService issues, lists, revokes and checks bearer tokens. Errors a
 // client may see are *Error values.
 type TokenService interface {
@@ -98,6 +141,26 @@ type TokenService interface {
 	// CodeTokenInvalid error saying why not (malformed, unknown, revoked,
 	// expired).
 	Authenticate(ctx context.Context, secret string) (*Token, error)
+
+	// The token API: an authenticated caller manages the opaque tokens of
+	// its own owner.
+
+	// MintToken issues a token for caller's owner with scopes (at least
+	// one) and a lifetime (0: none), within what caller holds: only scopes
+	// caller has, and, when caller expires, a lifetime that ends by then
+	// (CodeInsufficientScope otherwise); never longer than MaxTokenTTL
+	// (CodeInvalidBody). It returns the token with its secret.
+	MintToken(ctx context.Context, caller *Token, scopes []string, ttl time.Duration) (*Token, string, error)
+	// FindOwnerTokens returns one page of the owner's tokens, oldest first,
+	// and whether another page follows.
+	FindOwnerTokens(ctx context.Context, f TokenFilter) ([]*Token, bool, error)
+	// FindOwnerToken returns the owner's token id, or a CodeTokenNotFound
+	// error (also for another owner's token).
+	FindOwnerToken(ctx context.Context, owner, id string) (*Token, error)
+	// RevokeOwnerToken revokes the owner's token id and returns it;
+	// revoking a revoked token changes nothing. Another owner's token is
+	// CodeTokenNotFound.
+	RevokeOwnerToken(ctx context.Context, owner, id string) (*Token, error)
 }
 
 // TokenStore is a backend's tokens: rows in, rows out, sentinel errors.
@@ -115,6 +178,18 @@ type TokenStore interface {
 	// RevokeToken sets the token's RevokedAt to at unless it is revoked
 	// already, or returns ErrNotFound.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
+
+	// ListOwnerTokens returns at most f.Limit of f.Owner's tokens, oldest
+	// first (created_at, then id), after the token f.After when set; an
+	// After that is not a token of f.Owner is ErrNotFound.
+	ListOwnerTokens(ctx context.Context, f TokenFilter) ([]*Token, error)
+	// FindOwnerToken returns owner's token id, or ErrNotFound (also when
+	// the token is another owner's).
+	FindOwnerToken(ctx context.Context, owner, id string) (*Token, error)
+	// RevokeOwnerToken sets owner's token id's RevokedAt to at unless it
+	// is revoked already, and returns the token; ErrNotFound when owner has
+	// no token id.
+	RevokeOwnerToken(ctx context.Context, owner, id string, at time.Time) (*Token, error)
 }
 
 // MaxOwnerLength is the longest owner name a token may have, in bytes.
@@ -173,6 +248,7 @@ func NewToken(owner string, scopes []string, ttl time.Duration, now time.Time) (
 		Scopes:    slices.Compact(slices.Sorted(slices.Values(scopes))),
 		Hash:      HashToken(secret),
 		CreatedAt: now.UTC(),
+		Last4:     secret[len(secret)-4:],
 	}
 	if ttl > 0 {
 		exp := now.Add(ttl).UTC()
@@ -234,6 +310,7 @@ func NewTokenFromSecret(secret, owner string, scopes []string, now time.Time) (*
 		return nil, err
 	}
 	t.Hash = HashToken(secret)
+	t.Last4 = "" // a supplied secret has no checksum to show
 	return t, nil
 }
 

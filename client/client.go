@@ -1,5 +1,5 @@
 // Package client is a Go client for the Plant Store API, every operation of
-// its contract (plants, webhook subscriptions and events). It wraps the code that
+// its contract (plants, webhook subscriptions, events and tokens). It wraps the code that
 // ogen generates from api/openapi.yaml (package client/oapi) with bearer
 // authentication, typed errors, conditional requests (ETag, If-Match) and
 // iterators that follow the Link header from page to page:
@@ -11,6 +11,7 @@
 //	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Tag: &tag}) { ... }
 //	w, err := c.CreateWebhook(ctx, client.NewWebhook{URL: "https://example.com/hook"})
 //	for ev, err := range c.TailEvents(ctx, lastSeq, client.TailOptions{}) { ... }
+//	tok, err := c.CreateToken(ctx, client.NewToken{Scopes: []string{"plants:read"}, TTL: 24 * time.Hour})
 //
 // The event stream (TailEvents) is read by a small Server-Sent Events
 // reader of its own, since the generated code does not stream; it

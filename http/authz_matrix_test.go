@@ -17,7 +17,7 @@ import (
 )
 
 // ownerState renders everything owner has in the store: plants,
-// subscriptions (with their secrets) and delivery attempts.
+// subscriptions (with their secrets), delivery attempts and tokens.
 func ownerState(t *testing.T, ts *TestServer, owner string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -50,6 +50,13 @@ func ownerState(t *testing.T, ts *TestServer, owner string) string {
 			line("attempt", a)
 		}
 	}
+	tokens, _, err := ts.Services.Tokens.FindOwnerTokens(ctx, plantstore.TokenFilter{Owner: owner, Limit: plantstore.MaxPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range tokens {
+		line("token", tok)
+	}
 	return b.String()
 }
 
@@ -80,9 +87,10 @@ func contractOperations(t *testing.T) []string {
 
 // TestAuthorizationMatrix is the broken-object-level-authorization matrix:
 // for every operation of the contract, (a) another owner's token with every
-// scope cannot see or change the owner's objects (404, or an empty list;
+// scope cannot see or change the owner's objects (404, or a list of its own;
 // a create lands in the other owner's own namespace), and (b) the owner's
-// token lacking the operation's scope gets 403 40301. Either way the
+// token lacking the operation's scope gets 403 40301 (an operation that
+// needs no scope, GET /me, answers a token with one scope). Either way the
 // owner's state in the store is unchanged afterwards.
 func TestAuthorizationMatrix(t *testing.T) {
 	// Event streams send a heartbeat soon, after the events they have.
@@ -95,6 +103,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 		t.Fatalf("seed plant: %d %s", resp.Status, resp.Body)
 	}
 	wh := "/webhooks/" + hook.ID
+	victim, _, err := ts.Services.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: owner, Scopes: []string{plantstore.ScopePlantsRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := "/tokens/" + victim.ID
 
 	// cross is what another owner (every scope) gets for the owner's objects.
 	const (
@@ -105,6 +118,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		headNotFound = "HEAD 404" // the object is hidden
 		headOwnList  = "HEAD 200" // the list is the other owner's own: no Link
 		ownStream    = "stream"   // the stream is the other owner's own: a heartbeat before any event
+		ownTokens    = "tokens"   // the list is the other owner's own: none of the owner's tokens
+		ownMe        = "me"       // the other owner's own identity
 	)
 	tests := []struct {
 		op      string // operationId in api/openapi.yaml
@@ -137,6 +152,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"headEvents", Request{Method: "HEAD", Path: "/events?limit=1"}, headOwnList, 0, 0},
 		{"streamEvents", Request{Method: "GET", Path: "/events/stream"}, ownStream, 0, 0},
 		{"headEventsStream", Request{Method: "HEAD", Path: "/events/stream"}, headOwnList, 0, 0},
+		{"listTokens", Request{Method: "GET", Path: "/tokens"}, ownTokens, 0, 0},
+		{"headTokens", Request{Method: "HEAD", Path: "/tokens?limit=1"}, headOwnList, 0, 0},
+		{"createToken", Request{Method: "POST", Path: "/tokens", Body: `{"scopes":["plants:read"],"ttl":60}`}, ownSpace, 0, 201},
+		{"getToken", Request{Method: "GET", Path: tk}, notFound, plantstore.CodeTokenNotFound, 0},
+		{"headToken", Request{Method: "HEAD", Path: tk}, headNotFound, 0, 0},
+		{"revokeToken", Request{Method: "DELETE", Path: tk}, notFound, plantstore.CodeTokenNotFound, 0},
+		{"getMe", Request{Method: "GET", Path: "/me"}, ownMe, 0, 0},
+		{"headMe", Request{Method: "HEAD", Path: "/me"}, headOwnList, 0, 0},
 	}
 
 	t.Run("EveryOperationCovered", func(t *testing.T) {
@@ -155,8 +178,19 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	})
 
+	// The owner's tokens of the MissingScope rows, made before the state
+	// every row must leave unchanged.
+	lacking := map[string]string{}
+	for _, tt := range tests {
+		scopes := []string{plantstore.ScopePlantsRead} // an operation without scope: any token
+		if scope := scopeOf(tt.op); scope != "" {
+			scopes = slices.DeleteFunc(slices.Clone(plantstore.KnownScopes), func(s string) bool { return s == scope })
+		}
+		lacking[tt.op] = ts.Token(t, owner, scopes...)
+	}
+
 	before := ownerState(t, ts, owner)
-	if !strings.Contains(before, "plant ") || !strings.Contains(before, "subscription ") {
+	if !strings.Contains(before, "plant ") || !strings.Contains(before, "subscription ") || !strings.Contains(before, victim.ID) {
 		t.Fatalf("seed state incomplete:\n%s", before)
 	}
 	unchanged := func(t *testing.T) {
@@ -167,10 +201,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 
 	for _, tt := range tests {
-		scope := ""
+		scope, found := "", false
 		for name, s := range plantstorehttp.OperationScopes {
 			if strings.EqualFold(name, tt.op) {
-				scope = s
+				scope, found = s, true
 			}
 		}
 		t.Run(tt.op+"/OtherOwner", func(t *testing.T) {
@@ -178,6 +212,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 			// another row's object exist in the intruder's namespace.
 			r := tt.req
 			r.Token = ts.Token(t, "mallory-"+tt.op, plantstore.KnownScopes...)
+			intruderBefore := ownerState(t, ts, "mallory-"+tt.op)
 			if tt.cross == ownStream {
 				// The stream does not end: read up to its first heartbeat,
 				// which comes after every event the intruder may see.
@@ -199,6 +234,23 @@ func TestAuthorizationMatrix(t *testing.T) {
 				if resp.Status != 200 || string(resp.Body) != "[]" {
 					t.Fatalf("%d %s, want 200 []", resp.Status, resp.Body)
 				}
+			case ownTokens:
+				var items []struct {
+					ID string `json:"id"`
+				}
+				if resp.Status != 200 || json.Unmarshal(resp.Body, &items) != nil || len(items) != 1 {
+					t.Fatalf("%d %s, want 200 and the intruder's one token", resp.Status, resp.Body)
+				}
+				if strings.Contains(before, items[0].ID) {
+					t.Fatalf("the intruder's list has the owner's token %s", items[0].ID)
+				}
+			case ownMe:
+				var me struct {
+					Owner string `json:"owner"`
+				}
+				if resp.Status != 200 || json.Unmarshal(resp.Body, &me) != nil || me.Owner != "mallory-"+tt.op {
+					t.Fatalf("%d %s, want 200 and the intruder's own owner", resp.Status, resp.Body)
+				}
 			case headNotFound:
 				mustHead(t, resp, 404)
 			case headOwnList:
@@ -210,25 +262,27 @@ func TestAuthorizationMatrix(t *testing.T) {
 				if resp.Status != tt.created {
 					t.Fatalf("%d %s, want %d", resp.Status, resp.Body, tt.created)
 				}
-				if got := ownerState(t, ts, "mallory-"+tt.op); got == "" {
+				if got := ownerState(t, ts, "mallory-"+tt.op); got == intruderBefore {
 					t.Fatal("the create stored nothing in the intruder's namespace")
 				}
 			}
 			unchanged(t)
 		})
 		t.Run(tt.op+"/MissingScope", func(t *testing.T) {
-			if scope == "" {
+			if !found {
 				t.Fatalf("no scope for %s", tt.op)
 			}
-			var scopes []string
-			for _, s := range plantstore.KnownScopes {
-				if s != scope {
-					scopes = append(scopes, s)
-				}
-			}
 			r := tt.req
-			r.Token = ts.Token(t, owner, scopes...)
+			r.Token = lacking[tt.op]
 			resp := ts.Do(t, r)
+			if scope == "" {
+				// Any valid token, whatever its scopes.
+				if resp.Status != 200 {
+					t.Fatalf("%s with a token of one scope: %d %s, want 200", tt.op, resp.Status, resp.Body)
+				}
+				unchanged(t)
+				return
+			}
 			if r.Method == "HEAD" {
 				mustHead(t, resp, 403)
 			} else {

@@ -270,8 +270,8 @@ func TestContract_ForIntegrators(t *testing.T) {
 		}
 		tags[tag["name"].(string)] = true
 	}
-	if !tags["plants"] || !tags["webhooks"] || !tags["events"] || len(tags) != 3 {
-		t.Errorf("tags = %v, want plants, webhooks and events", tags)
+	if !tags["plants"] || !tags["webhooks"] || !tags["events"] || !tags["tokens"] || len(tags) != 4 {
+		t.Errorf("tags = %v, want plants, webhooks, events and tokens", tags)
 	}
 	for _, section := range []string{"paths", "webhooks"} {
 		for path, item := range ours.get(section).(map[string]any) {

@@ -172,6 +172,8 @@ func paramError(op string, p *ogenerrors.DecodeParamError) *HTTPError {
 		msg = fmt.Sprintf("must be an integer from 1 to %d", plantstore.MaxPageSize)
 	case p.Name == "id" && webhookOperations[op]:
 		msg = "must be a webhook id: whk_ and 16 lower-case hex digits"
+	case (p.Name == "id" || p.Name == "after") && tokenOperations[op]:
+		msg = "must be a token id: tok_ and 16 lower-case hex digits"
 	case p.Name == "id" || p.Name == "after":
 		msg = integerRange(64)
 	default:
@@ -188,6 +190,15 @@ var webhookOperations = map[string]bool{
 	oapi.ListWebhookDeliveriesOperation: true,
 	oapi.HeadWebhookOperation:           true,
 	oapi.HeadWebhookDeliveriesOperation: true,
+}
+
+// tokenOperations are the operations whose path id or after is a token id.
+var tokenOperations = map[string]bool{
+	oapi.ListTokensOperation:  true,
+	oapi.HeadTokensOperation:  true,
+	oapi.GetTokenOperation:    true,
+	oapi.HeadTokenOperation:   true,
+	oapi.RevokeTokenOperation: true,
 }
 
 // requestError is the answer to a request body the generated decoder

@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/mock"
@@ -51,6 +52,19 @@ func withFailingServices(fail *failures, plantCause, tokenCause error) func(*Tes
 					return nil, tokenCause
 				}
 				return ts.Services.Tokens.Authenticate(ctx, secret)
+			},
+			// The token API, passed through (the token lookup is what fails).
+			MintTokenFn: func(ctx context.Context, caller *plantstore.Token, scopes []string, ttl time.Duration) (*plantstore.Token, string, error) {
+				return ts.Services.Tokens.MintToken(ctx, caller, scopes, ttl)
+			},
+			FindOwnerTokensFn: func(ctx context.Context, f plantstore.TokenFilter) ([]*plantstore.Token, bool, error) {
+				return ts.Services.Tokens.FindOwnerTokens(ctx, f)
+			},
+			FindOwnerTokenFn: func(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+				return ts.Services.Tokens.FindOwnerToken(ctx, owner, id)
+			},
+			RevokeOwnerTokenFn: func(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+				return ts.Services.Tokens.RevokeOwnerToken(ctx, owner, id)
 			},
 		}
 	}

@@ -327,7 +327,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token
 		return nil, invalidJWT(err.Error())
 	}
 	tok := &plantstore.Token{
-		ID:     "jwt:" + v.issuer + "#" + subject,
+		ID:     plantstore.JWTTokenIDPrefix + v.issuer + "#" + subject,
 		Owner:  owner,
 		Scopes: scopes,
 	}

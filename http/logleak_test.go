@@ -39,6 +39,7 @@ func TestNoSecretLeaks(t *testing.T) {
 	reader := token("alice", plantstore.ScopePlantsRead)
 	bob := token("bob", plantstore.KnownScopes...)
 	flood := token("carol")
+	manager := token("dave", plantstore.KnownScopes...)
 	revoked := token("alice")
 	custom, err := plantstore.NewTokenFromSecret("operator-chosen-secret-0123456789abcdefXYZ", "ops", nil, time.Now())
 	if err != nil {
@@ -106,6 +107,21 @@ func TestNoSecretLeaks(t *testing.T) {
 	do(Request{Method: "GET", Path: "/webhooks/" + hook.ID + "/deliveries", Token: bob})
 	do(Request{Method: "POST", Path: "/webhooks/" + hook.ID + "/rotate-secret", Token: bob})
 	do(Request{Method: "GET", Path: "/webhooks", Token: reader})
+	// Tokens over the API: a minted secret (in the 201's body only),
+	// refused mints, reads, a revoke.
+	var minted struct{ ID, Secret string }
+	if err := json.Unmarshal(do(Request{Method: "POST", Path: "/tokens", Token: manager, Body: `{"scopes":["plants:read"],"ttl":60}`}).Body, &minted); err != nil || minted.Secret == "" {
+		t.Fatalf("mint: %+v, %v", minted, err)
+	}
+	secrets = append(secrets, minted.Secret)
+	do(Request{Method: "GET", Path: "/plants", Token: minted.Secret})
+	do(Request{Method: "POST", Path: "/tokens", Token: minted.Secret, Body: `{"scopes":["plants:read"]}`}) // 403
+	do(Request{Method: "POST", Path: "/tokens", Token: manager, Body: `{"scopes":["plants:read"],"secret":"` + alice + `"}`})
+	do(Request{Method: "GET", Path: "/tokens", Token: manager})
+	do(Request{Method: "GET", Path: "/tokens/" + minted.ID, Token: bob}) // 404
+	do(Request{Method: "DELETE", Path: "/tokens/" + minted.ID, Token: manager})
+	do(Request{Method: "GET", Path: "/plants", Token: minted.Secret}) // 401
+	do(Request{Method: "GET", Path: "/me", Token: manager})
 	// Bad tokens, in every shape a client gets wrong: 401s, then 429s
 	// once the address's failed-auth burst is spent.
 	for _, h := range []string{
@@ -141,7 +157,7 @@ func TestNoSecretLeaks(t *testing.T) {
 		json.Unmarshal([]byte(b[strings.Index(b, "{"):]), &e)
 		codes[e.Error] = true
 	}
-	for _, want := range []int32{40001, 40002, 40003, 40004, 40101, 40102, 40301, 40401, 40403, 40501, 40901, 41301, 41501, 42901, 50001} {
+	for _, want := range []int32{40001, 40002, 40003, 40004, 40101, 40102, 40301, 40401, 40403, 40405, 40501, 40901, 41301, 41501, 42901, 50001} {
 		if !codes[want] {
 			t.Errorf("no error body with code %d", want)
 		}

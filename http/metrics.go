@@ -57,6 +57,15 @@ var operationRoutes = map[oapi.OperationName]string{
 	oapi.HeadEventsOperation:       "/events",
 	oapi.StreamEventsOperation:     "/events/stream",
 	oapi.HeadEventsStreamOperation: "/events/stream",
+
+	oapi.ListTokensOperation:  "/tokens",
+	oapi.HeadTokensOperation:  "/tokens",
+	oapi.CreateTokenOperation: "/tokens",
+	oapi.GetTokenOperation:    "/tokens/{id}",
+	oapi.HeadTokenOperation:   "/tokens/{id}",
+	oapi.RevokeTokenOperation: "/tokens/{id}",
+	oapi.GetMeOperation:       "/me",
+	oapi.HeadMeOperation:      "/me",
 }
 
 // NewRegistry returns a registry with the Go and process collectors, for

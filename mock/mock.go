@@ -72,6 +72,10 @@ type TokenService struct {
 	FindTokensFn       func(ctx context.Context) ([]*plantstore.Token, error)
 	RevokeTokenFn      func(ctx context.Context, id string) error
 	AuthenticateFn     func(ctx context.Context, secret string) (*plantstore.Token, error)
+	MintTokenFn        func(ctx context.Context, caller *plantstore.Token, scopes []string, ttl time.Duration) (*plantstore.Token, string, error)
+	FindOwnerTokensFn  func(ctx context.Context, f plantstore.TokenFilter) ([]*plantstore.Token, bool, error)
+	FindOwnerTokenFn   func(ctx context.Context, owner, id string) (*plantstore.Token, error)
+	RevokeOwnerTokenFn func(ctx context.Context, owner, id string) (*plantstore.Token, error)
 }
 
 // CreateToken calls CreateTokenFn.
@@ -97,6 +101,26 @@ func (s *TokenService) RevokeToken(ctx context.Context, id string) error {
 // Authenticate calls AuthenticateFn.
 func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
 	return s.AuthenticateFn(ctx, secret)
+}
+
+// MintToken calls MintTokenFn.
+func (s *TokenService) MintToken(ctx context.Context, caller *plantstore.Token, scopes []string, ttl time.Duration) (*plantstore.Token, string, error) {
+	return s.MintTokenFn(ctx, caller, scopes, ttl)
+}
+
+// FindOwnerTokens calls FindOwnerTokensFn.
+func (s *TokenService) FindOwnerTokens(ctx context.Context, f plantstore.TokenFilter) ([]*plantstore.Token, bool, error) {
+	return s.FindOwnerTokensFn(ctx, f)
+}
+
+// FindOwnerToken calls FindOwnerTokenFn.
+func (s *TokenService) FindOwnerToken(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+	return s.FindOwnerTokenFn(ctx, owner, id)
+}
+
+// RevokeOwnerToken calls RevokeOwnerTokenFn.
+func (s *TokenService) RevokeOwnerToken(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+	return s.RevokeOwnerTokenFn(ctx, owner, id)
 }
 
 // WebhookService is a fake plantstore.WebhookService.

@@ -12,15 +12,16 @@ import (
 // Scopes are stored space-separated in one TEXT column and travel as
 // arrays.
 const (
-	tokenSelect = `SELECT id, hash, owner, string_to_array(scopes, ' '), created_at, expires_at, revoked_at FROM tokens`
+	tokenReturning = `id, hash, owner, string_to_array(scopes, ' '), created_at, expires_at, revoked_at, last4`
+	tokenSelect    = `SELECT ` + tokenReturning + ` FROM tokens`
 	// qInsertToken is an INSERT ... SELECT, so that InsertFirstToken can
 	// add its condition.
-	qInsertToken = `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at, revoked_at)
-SELECT $1::TEXT, $2::BYTEA, $3::TEXT, COALESCE(array_to_string($4::TEXT[], ' '), ''), $5::TIMESTAMPTZ, $6::TIMESTAMPTZ, $7::TIMESTAMPTZ`
+	qInsertToken = `INSERT INTO tokens (id, hash, owner, scopes, created_at, expires_at, revoked_at, last4)
+SELECT $1::TEXT, $2::BYTEA, $3::TEXT, COALESCE(array_to_string($4::TEXT[], ' '), ''), $5::TIMESTAMPTZ, $6::TIMESTAMPTZ, $7::TIMESTAMPTZ, NULLIF($8::TEXT, '')`
 )
 
 func tokenArgs(t *plantstore.Token) []any {
-	return []any{t.ID, t.Hash, t.Owner, t.Scopes, t.CreatedAt, t.ExpiresAt, t.RevokedAt}
+	return []any{t.ID, t.Hash, t.Owner, t.Scopes, t.CreatedAt, t.ExpiresAt, t.RevokedAt, t.Last4}
 }
 
 // InsertToken stores t, or returns plantstore.ErrExists when its id or hash
@@ -70,10 +71,52 @@ func (db *DB) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	return wrap("revoke token", err)
 }
 
+// ListOwnerTokens returns at most f.Limit of f.Owner's tokens, oldest
+// first, after f.After when set (a token of f.Owner, else ErrNotFound).
+func (db *DB) ListOwnerTokens(ctx context.Context, f plantstore.TokenFilter) ([]*plantstore.Token, error) {
+	if f.After == nil {
+		tokens, err := queryAll(ctx, db, scanToken, tokenSelect+` WHERE owner = $1 ORDER BY created_at, id LIMIT $2`, f.Owner, f.Limit)
+		return tokens, wrap("list owner tokens", err)
+	}
+	// A token's owner, id and creation time never change: the cursor's
+	// row and the page after it need no common snapshot.
+	created, err := queryOne(ctx, db, pgx.RowTo[time.Time], `SELECT created_at FROM tokens WHERE owner = $1 AND id = $2`, f.Owner, *f.After)
+	if err != nil {
+		return nil, wrap("list owner tokens", err)
+	}
+	tokens, err := queryAll(ctx, db, scanToken, tokenSelect+` WHERE owner = $1 AND (created_at, id) > ($2::TIMESTAMPTZ, $3::TEXT)
+	ORDER BY created_at, id LIMIT $4`, f.Owner, created, *f.After, f.Limit)
+	return tokens, wrap("list owner tokens", err)
+}
+
+// FindOwnerToken returns owner's token id.
+func (db *DB) FindOwnerToken(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+	t, err := queryOne(ctx, db, scanToken, tokenSelect+` WHERE owner = $1 AND id = $2`, owner, id)
+	if err != nil {
+		return nil, wrap("find owner token", err)
+	}
+	return t, nil
+}
+
+// RevokeOwnerToken sets owner's token id's revocation time to at, unless it
+// has one, and returns the token.
+func (db *DB) RevokeOwnerToken(ctx context.Context, owner, id string, at time.Time) (*plantstore.Token, error) {
+	t, err := queryOne(ctx, db, scanToken, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, $1)
+	WHERE owner = $2 AND id = $3 RETURNING `+tokenReturning, at, owner, id)
+	if err = db.wrote(err); err != nil {
+		return nil, wrap("revoke owner token", err)
+	}
+	return t, nil
+}
+
 func scanToken(row pgx.CollectableRow) (*plantstore.Token, error) {
 	var t plantstore.Token
-	if err := row.Scan(&t.ID, &t.Hash, &t.Owner, &t.Scopes, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt); err != nil {
+	var last4 *string
+	if err := row.Scan(&t.ID, &t.Hash, &t.Owner, &t.Scopes, &t.CreatedAt, &t.ExpiresAt, &t.RevokedAt, &last4); err != nil {
 		return nil, err
+	}
+	if last4 != nil {
+		t.Last4 = *last4
 	}
 	return &t, nil
 }

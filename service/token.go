@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +88,115 @@ func (s *TokenService) RevokeToken(ctx context.Context, id string) error {
 	return nil
 }
 
+// MintToken issues a token for caller's owner, within what caller holds:
+// scopes it has, an expiry no later than its own, at most
+// plantstore.MaxTokenTTL. The checks and the new token's times use one
+// reading of the clock, so a token minted for exactly the time caller has
+// left expires with it.
+func (s *TokenService) MintToken(ctx context.Context, caller *plantstore.Token, scopes []string, ttl time.Duration) (*plantstore.Token, string, error) {
+	if caller == nil {
+		return nil, "", errors.New("service: mint token: no caller")
+	}
+	if len(scopes) == 0 {
+		return nil, "", plantstore.Errorf(plantstore.CodeInvalidBody, "scopes must name at least one scope (known: %s)", strings.Join(plantstore.KnownScopes, ", "))
+	}
+	for _, scope := range scopes {
+		if !slices.Contains(plantstore.KnownScopes, scope) {
+			return nil, "", plantstore.Errorf(plantstore.CodeInvalidBody, "unknown scope %q (known: %s)", scope, strings.Join(plantstore.KnownScopes, ", "))
+		}
+	}
+	switch {
+	case ttl < 0:
+		return nil, "", plantstore.Errorf(plantstore.CodeInvalidBody, "ttl must not be negative")
+	case ttl > plantstore.MaxTokenTTL:
+		return nil, "", plantstore.Errorf(plantstore.CodeInvalidBody, "ttl must be at most 100 years (%d seconds)", plantstore.MaxTokenTTL/time.Second)
+	}
+	for _, scope := range scopes {
+		if !caller.HasScope(scope) {
+			return nil, "", plantstore.Errorf(plantstore.CodeInsufficientScope, "this token lacks the %s scope: a token can mint only scopes it holds", scope)
+		}
+	}
+	now := s.now()
+	if exp := caller.ExpiresAt; exp != nil {
+		left := max(0, exp.Sub(now)/time.Second)
+		if ttl == 0 {
+			return nil, "", plantstore.Errorf(plantstore.CodeInsufficientScope,
+				"this token expires at %s: a token it mints must expire too, by then (a ttl of at most %d seconds)", exp.UTC().Format(time.RFC3339), left)
+		}
+		if now.Add(ttl).After(*exp) {
+			return nil, "", plantstore.Errorf(plantstore.CodeInsufficientScope,
+				"this token expires at %s: a token it mints cannot outlive it (a ttl of at most %d seconds)", exp.UTC().Format(time.RFC3339), left)
+		}
+	}
+	// The owner as it is: NewToken trims it, and a name that is not a
+	// valid owner must not become another one.
+	if owner := caller.Owner; strings.TrimSpace(owner) != owner || plantstore.ValidateOwner(owner) != nil {
+		return nil, "", plantstore.Errorf(plantstore.CodeInsufficientScope, "the owner %q cannot hold opaque tokens", owner)
+	}
+	t, secret, err := plantstore.NewToken(caller.Owner, scopes, ttl, now)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.store.InsertToken(ctx, t); err != nil {
+		return nil, "", storeError("mint token", err)
+	}
+	return t, secret, nil
+}
+
+// FindOwnerTokens returns one page of the owner's tokens, oldest first.
+func (s *TokenService) FindOwnerTokens(ctx context.Context, f plantstore.TokenFilter) ([]*plantstore.Token, bool, error) {
+	if f.Limit == 0 {
+		f.Limit = plantstore.DefaultPageSize
+	}
+	if f.Limit < 1 || f.Limit > plantstore.MaxPageSize {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "limit must be from 1 to %d", plantstore.MaxPageSize)
+	}
+	if f.After != nil && !plantstore.ValidTokenID(*f.After) {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "after must be a token id (tok_ and 16 hex digits)")
+	}
+	want := f.Limit
+	f.Limit++
+	tokens, err := s.store.ListOwnerTokens(ctx, f)
+	if errors.Is(err, plantstore.ErrNotFound) {
+		return nil, false, plantstore.Errorf(plantstore.CodeInvalidQuery, "after must be the id of one of the owner's tokens; %s is not", *f.After)
+	} else if err != nil {
+		return nil, false, storeError("find owner tokens", err)
+	}
+	if len(tokens) > want {
+		return tokens[:want], true, nil
+	}
+	return tokens, false, nil
+}
+
+// FindOwnerToken returns the owner's token id.
+func (s *TokenService) FindOwnerToken(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+	t, err := s.store.FindOwnerToken(ctx, owner, id)
+	if err != nil {
+		return nil, tokenError("find owner token", id, err)
+	}
+	return t, nil
+}
+
+// RevokeOwnerToken revokes the owner's token id as of now, unless it is
+// revoked already, and forgets it from this process's token cache, so it
+// stops working here at once (in other processes within the cache TTL).
+func (s *TokenService) RevokeOwnerToken(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+	t, err := s.store.RevokeOwnerToken(ctx, owner, id, s.now().UTC())
+	if err != nil {
+		return nil, tokenError("revoke owner token", id, err)
+	}
+	s.cache.evict(id)
+	return t, nil
+}
+
+// tokenError is the error of a token the owner may not have.
+func tokenError(op, id string, err error) error {
+	if errors.Is(err, plantstore.ErrNotFound) {
+		return plantstore.Errorf(plantstore.CodeTokenNotFound, "token %s not found", id)
+	}
+	return storeError(op, err)
+}
+
 // Authenticate returns the active token whose secret this is. A secret that
 // cannot be one of ours (plantstore.PlausibleToken) is refused without a
 // lookup. A token found active is remembered for the cache TTL, so most
@@ -148,6 +259,17 @@ func (c *tokenCache) get(hash []byte, now time.Time) *plantstore.Token {
 		return nil
 	}
 	return e.tok
+}
+
+// evict forgets the token id, however it is cached.
+func (c *tokenCache) evict(id string) {
+	c.mu.Lock()
+	for hash, e := range c.m {
+		if e.tok.ID == id {
+			delete(c.m, hash)
+		}
+	}
+	c.mu.Unlock()
 }
 
 func (c *tokenCache) put(hash []byte, tok *plantstore.Token, until time.Time) {

@@ -138,8 +138,14 @@ func TestMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := int64(n), known; got != want {
-			t.Fatalf("first Migrate applied %d, want %d", got, want)
+		// Every migration file (versions may leave gaps: two written at
+		// once take numbers apart).
+		files, err := filepath.Glob("migration/*.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := n, len(files); got != want || want == 0 {
+			t.Fatalf("first Migrate applied %d, want %d (the migration files)", got, want)
 		}
 		if n, err = db.Migrate(ctx); err != nil {
 			t.Fatal(err)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/plantstore/plantstore"
 )
 
-const tokenColumns = `id, hash, owner, scopes, created_at, expires_at, revoked_at`
+const tokenColumns = `id, hash, owner, scopes, created_at, expires_at, revoked_at, last4`
 
 // InsertToken stores t.
 func (db *DB) InsertToken(ctx context.Context, t *plantstore.Token) error {
@@ -18,9 +19,9 @@ func (db *DB) InsertToken(ctx context.Context, t *plantstore.Token) error {
 }
 
 func insertToken(ctx context.Context, tx *Tx, t *plantstore.Token) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Hash, t.Owner, strings.Join(t.Scopes, " "), t.CreatedAt.UnixNano(),
-		nullNanos(t.ExpiresAt), nullNanos(t.RevokedAt))
+		nullNanos(t.ExpiresAt), nullNanos(t.RevokedAt), nullEmpty(t.Last4))
 	if isUniqueViolation(err) {
 		return plantstore.ErrExists
 	}
@@ -96,14 +97,94 @@ func (db *DB) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	})
 }
 
+// ListOwnerTokens returns at most f.Limit of f.Owner's tokens, oldest
+// first, after f.After when set (a token of f.Owner, else ErrNotFound).
+func (db *DB) ListOwnerTokens(ctx context.Context, f plantstore.TokenFilter) ([]*plantstore.Token, error) {
+	ctx, cancel := db.readContext(ctx)
+	defer cancel()
+	// A token's owner, id and creation time never change: the cursor's
+	// row and the page after it need no common snapshot.
+	created, after := int64(math.MinInt64), "" // before every token
+	if f.After != nil {
+		after = *f.After
+		st, err := db.readStmt(ctx, `SELECT created_at FROM tokens WHERE owner = ? AND id = ?`)
+		if err != nil {
+			return nil, wrap("list owner tokens", err)
+		}
+		err = st.QueryRowContext(ctx, f.Owner, after).Scan(&created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, plantstore.ErrNotFound
+		} else if err != nil {
+			return nil, wrap("list owner tokens", err)
+		}
+	}
+	st, err := db.readStmt(ctx, `SELECT `+tokenColumns+` FROM tokens
+		WHERE owner = ?1 AND (created_at > ?2 OR created_at = ?2 AND id > ?3) ORDER BY created_at, id LIMIT ?4`)
+	if err != nil {
+		return nil, wrap("list owner tokens", err)
+	}
+	rows, err := st.QueryContext(ctx, f.Owner, created, after, f.Limit)
+	if err != nil {
+		return nil, wrap("list owner tokens", err)
+	}
+	defer rows.Close()
+	tokens := []*plantstore.Token{}
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, wrap("list owner tokens", err)
+		}
+		tokens = append(tokens, t)
+	}
+	return tokens, wrap("list owner tokens", rows.Err())
+}
+
+// FindOwnerToken returns owner's token id.
+func (db *DB) FindOwnerToken(ctx context.Context, owner, id string) (*plantstore.Token, error) {
+	ctx, cancel := db.readContext(ctx)
+	defer cancel()
+	st, err := db.readStmt(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE owner = ? AND id = ?`)
+	if err != nil {
+		return nil, wrap("find owner token", err)
+	}
+	t, err := scanToken(st.QueryRowContext(ctx, owner, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, plantstore.ErrNotFound
+	} else if err != nil {
+		return nil, wrap("find owner token", err)
+	}
+	return t, nil
+}
+
+// RevokeOwnerToken sets owner's token id's revocation time to at, unless it
+// has one, and returns the token.
+func (db *DB) RevokeOwnerToken(ctx context.Context, owner, id string, at time.Time) (*plantstore.Token, error) {
+	var t *plantstore.Token
+	err := db.update(ctx, "revoke owner token", func(ctx context.Context, tx *Tx) error {
+		var err error
+		t, err = scanToken(tx.QueryRowContext(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?)
+			WHERE owner = ? AND id = ? RETURNING `+tokenColumns, at.UnixNano(), owner, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return plantstore.ErrNotFound
+		}
+		return wrap("revoke owner token", err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 func scanToken(s scanner) (*plantstore.Token, error) {
 	var t plantstore.Token
 	var scopes string
 	var created int64
 	var expires, revoked sql.NullInt64
-	if err := s.Scan(&t.ID, &t.Hash, &t.Owner, &scopes, &created, &expires, &revoked); err != nil {
+	var last4 sql.NullString
+	if err := s.Scan(&t.ID, &t.Hash, &t.Owner, &scopes, &created, &expires, &revoked, &last4); err != nil {
 		return nil, err
 	}
+	t.Last4 = last4.String
 	t.Scopes = strings.Fields(scopes)
 	t.CreatedAt = fromNanos(created)
 	t.ExpiresAt = nanosPtr(expires)

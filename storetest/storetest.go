@@ -12,7 +12,11 @@
 // different creates, ImportPlants (skipping existing ids, no webhook events,
 // nothing stored when one plant is invalid), tokens (issuance, listing oldest
 // first, revocation, Authenticate refusing malformed, unknown, revoked and
-// expired tokens, the atomic first token), webhook subscriptions (CRUD,
+// expired tokens, the atomic first token; the token API's rules: minting
+// within the caller's scopes and expiry and at most 100 years, for its own
+// owner, a JWT caller's included, pages of an owner's tokens, another
+// owner's token not found, a revocation that takes effect at once despite
+// the token cache), webhook subscriptions (CRUD,
 // ownership, the per-owner cap and its error, time-ordered ids, pages,
 // rotation and the secrets that sign during its grace period), the outbox as
 // the dispatcher sees it (fan-out on create only, leases timed by the
@@ -40,6 +44,11 @@
 // database's clock is not the suite's: a delivery is made due or not by the
 // time written with it, and a lease ends when its real duration has
 // passed.
+// Also the token API's row-store contracts (OwnerTokenStore): Last4 stored
+// as given (none for old tokens), ListOwnerTokens' pages oldest first with
+// ties broken by id and ErrNotFound for a cursor of another owner,
+// FindOwnerToken and RevokeOwnerToken scoped by owner, the first revocation
+// time kept.
 // Also UpdatePlant and DeletePlantIf: a merge patch that keeps the rest of
 // the row, written only while the row has the expected content (else
 // ErrChanged).
@@ -132,6 +141,9 @@ func Run(t *testing.T, b Backends) {
 	t.Run("FindTokens", func(t *testing.T) { testFindTokens(t, b) })
 	t.Run("RevokeToken", func(t *testing.T) { testRevokeToken(t, b) })
 	t.Run("CreateFirstToken", func(t *testing.T) { testCreateFirstToken(t, b) })
+	t.Run("OwnerTokenStore", func(t *testing.T) { testOwnerTokenStore(t, b) })
+	t.Run("MintToken", func(t *testing.T) { testMintToken(t, b) })
+	t.Run("OwnerTokens", func(t *testing.T) { testOwnerTokens(t, b) })
 
 	t.Run("WebhookStore", func(t *testing.T) { testWebhookStore(t, b) })
 	t.Run("OutboxStore", func(t *testing.T) { testOutboxStore(t, b) })

@@ -81,7 +81,8 @@ func testCreateToken(t *testing.T, bs Backends) {
 			if !strings.HasPrefix(tok.ID, "tok_") || !plantstore.PlausibleToken(secret) {
 				t.Fatalf("token %s with secret %q: want a tok_ id and a plausible secret", tok.ID, secret)
 			}
-			want := &plantstore.Token{ID: tok.ID, Owner: "alice", Scopes: tt.wantScopes, Hash: plantstore.HashToken(secret), CreatedAt: fixedNow}
+			want := &plantstore.Token{ID: tok.ID, Owner: "alice", Scopes: tt.wantScopes, Hash: plantstore.HashToken(secret), CreatedAt: fixedNow,
+				Last4: secret[len(secret)-4:]}
 			if tt.ttl > 0 {
 				want.ExpiresAt = ptr(fixedNow.Add(tt.ttl))
 			}
@@ -114,6 +115,9 @@ func testCreateToken(t *testing.T, bs Backends) {
 		tok, secret := createToken(t, svc, plantstore.TokenRequest{Owner: "admin", Secret: suppliedSecret, TTL: time.Hour})
 		if got, want := secret, suppliedSecret; got != want {
 			t.Fatalf("secret = %q, want the supplied %q", got, want)
+		}
+		if tok.Last4 != "" {
+			t.Fatalf("Last4 = %q of a supplied secret, want none (it has no checksum)", tok.Last4)
 		}
 		authenticate(t, svc, suppliedSecret, tok)
 
@@ -298,7 +302,8 @@ func testCreateFirstToken(t *testing.T, bs Backends) {
 		if got, want := created, true; got != want {
 			t.Fatalf("created = %v, want %v", got, want)
 		}
-		want := &plantstore.Token{ID: first.ID, Owner: "admin", Scopes: plantstore.DefaultScopes, Hash: plantstore.HashToken(secret), CreatedAt: fixedNow}
+		want := &plantstore.Token{ID: first.ID, Owner: "admin", Scopes: plantstore.DefaultScopes, Hash: plantstore.HashToken(secret), CreatedAt: fixedNow,
+			Last4: secret[len(secret)-4:]}
 		if diff := cmp.Diff(want, first, equateTime); diff != "" {
 			t.Fatalf("returned token (-want +got):\n%s", diff)
 		}

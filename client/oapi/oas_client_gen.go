@@ -28,6 +28,17 @@ type Invoker interface {
 	//
 	// POST /plants
 	AddPlant(ctx context.Context, request *NewPlant) (AddPlantRes, error)
+	// CreateToken invokes createToken operation.
+	//
+	// Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here
+	// (only the secret's SHA-256 is stored). A token mints only what it holds: `scopes` it has, and, when
+	// it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
+	// Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
+	// `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
+	// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+	//
+	// POST /tokens
+	CreateToken(ctx context.Context, request *NewToken) (CreateTokenRes, error)
 	// CreateWebhook invokes createWebhook operation.
 	//
 	// Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
@@ -47,12 +58,27 @@ type Invoker interface {
 	//
 	// DELETE /webhooks/{id}
 	DeleteWebhook(ctx context.Context, params DeleteWebhookParams) (DeleteWebhookRes, error)
+	// GetMe invokes getMe operation.
+	//
+	// The caller as the service sees it: its owner, its scopes, whether it is an opaque token or a JWT,
+	// the token's id (opaque tokens) and when it expires. Any valid token may ask, whatever its scopes
+	// (none is needed): a client uses it to offer only what the token may do.
+	//
+	// GET /me
+	GetMe(ctx context.Context) (GetMeRes, error)
 	// GetPlant invokes getPlant operation.
 	//
 	// Returns a single plant of the token's owner.
 	//
 	// GET /plants/{id}
 	GetPlant(ctx context.Context, params GetPlantParams) (GetPlantRes, error)
+	// GetToken invokes getToken operation.
+	//
+	// One token of the token's owner, with its state; neither its secret nor its hash. Scope
+	// `tokens:manage`.
+	//
+	// GET /tokens/{id}
+	GetToken(ctx context.Context, params GetTokenParams) (GetTokenRes, error)
 	// GetWebhook invokes getWebhook operation.
 	//
 	// One subscription of the token's owner, with its state; the secret is not shown.
@@ -72,6 +98,12 @@ type Invoker interface {
 	//
 	// HEAD /events/stream
 	HeadEventsStream(ctx context.Context, params HeadEventsStreamParams) (HeadEventsStreamRes, error)
+	// HeadMe invokes headMe operation.
+	//
+	// The headers `GET /me` would answer, without a body.
+	//
+	// HEAD /me
+	HeadMe(ctx context.Context) (HeadMeRes, error)
 	// HeadPlant invokes headPlant operation.
 	//
 	// The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -85,6 +117,18 @@ type Invoker interface {
 	//
 	// HEAD /plants
 	HeadPlants(ctx context.Context, params HeadPlantsParams) (HeadPlantsRes, error)
+	// HeadToken invokes headToken operation.
+	//
+	// The headers `GET /tokens/{id}` would answer, without a body.
+	//
+	// HEAD /tokens/{id}
+	HeadToken(ctx context.Context, params HeadTokenParams) (HeadTokenRes, error)
+	// HeadTokens invokes headTokens operation.
+	//
+	// The headers `GET /tokens` would answer with the same query, without a body.
+	//
+	// HEAD /tokens
+	HeadTokens(ctx context.Context, params HeadTokensParams) (HeadTokensRes, error)
 	// HeadWebhook invokes headWebhook operation.
 	//
 	// The headers `GET /webhooks/{id}` would answer, without a body.
@@ -122,6 +166,16 @@ type Invoker interface {
 	//
 	// GET /plants
 	ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error)
+	// ListTokens invokes listTokens operation.
+	//
+	// The opaque bearer tokens of the token's owner (for a JWT caller, of its owner, in the issuer's
+	// namespace), revoked and expired ones included, oldest first (by `created_at`, then `id`), a page at
+	// a time (keyset pagination). When more follow, the `Link` header carries the next page's URL
+	// (`rel="next"`). A token's secret is never shown again, nor its hash; `last4` tells tokens apart.
+	// Scope `tokens:manage`.
+	//
+	// GET /tokens
+	ListTokens(ctx context.Context, params ListTokensParams) (ListTokensRes, error)
 	// ListWebhookDeliveries invokes listWebhookDeliveries operation.
 	//
 	// The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
@@ -181,6 +235,16 @@ type Invoker interface {
 	//
 	// POST /webhooks/{id}/deliveries/{delivery_id}/resend
 	ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (ResendWebhookDeliveryRes, error)
+	// RevokeToken invokes revokeToken operation.
+	//
+	// Revokes the token and answers it as revoked. From then on it is refused (401, error 40102): at once
+	// by the server that answered, by the other replicas within their token cache's lifetime
+	// (`--token-cache-ttl`, 2 seconds by default). A revoked token stays in the list. Revoking a revoked
+	// token changes nothing and answers it the same (its first `revoked_at`). A token may revoke itself.
+	// Scope `tokens:manage`.
+	//
+	// DELETE /tokens/{id}
+	RevokeToken(ctx context.Context, params RevokeTokenParams) (RevokeTokenRes, error)
 	// RotateWebhookSecret invokes rotateWebhookSecret operation.
 	//
 	// Makes a new secret and answers it (shown only here). Until the previous secret expires deliveries
@@ -360,6 +424,90 @@ func (c *Client) sendAddPlant(ctx context.Context, request *NewPlant) (res AddPl
 	}()
 
 	result, err := decodeAddPlantResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// CreateToken invokes createToken operation.
+//
+// Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here
+// (only the secret's SHA-256 is stored). A token mints only what it holds: `scopes` it has, and, when
+// it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
+// Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
+// `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
+// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+//
+// POST /tokens
+func (c *Client) CreateToken(ctx context.Context, request *NewToken) (CreateTokenRes, error) {
+	res, err := c.sendCreateToken(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendCreateToken(ctx context.Context, request *NewToken) (res CreateTokenRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/tokens"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeCreateTokenRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, CreateTokenOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeCreateTokenResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -651,6 +799,84 @@ func (c *Client) sendDeleteWebhook(ctx context.Context, params DeleteWebhookPara
 	return result, nil
 }
 
+// GetMe invokes getMe operation.
+//
+// The caller as the service sees it: its owner, its scopes, whether it is an opaque token or a JWT,
+// the token's id (opaque tokens) and when it expires. Any valid token may ask, whatever its scopes
+// (none is needed): a client uses it to offer only what the token may do.
+//
+// GET /me
+func (c *Client) GetMe(ctx context.Context) (GetMeRes, error) {
+	res, err := c.sendGetMe(ctx)
+	return res, err
+}
+
+func (c *Client) sendGetMe(ctx context.Context) (res GetMeRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/me"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, GetMeOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeGetMeResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // GetPlant invokes getPlant operation.
 //
 // Returns a single plant of the token's owner.
@@ -754,6 +980,101 @@ func (c *Client) sendGetPlant(ctx context.Context, params GetPlantParams) (res G
 	}()
 
 	result, err := decodeGetPlantResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// GetToken invokes getToken operation.
+//
+// One token of the token's owner, with its state; neither its secret nor its hash. Scope
+// `tokens:manage`.
+//
+// GET /tokens/{id}
+func (c *Client) GetToken(ctx context.Context, params GetTokenParams) (GetTokenRes, error) {
+	res, err := c.sendGetToken(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendGetToken(ctx context.Context, params GetTokenParams) (res GetTokenRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/tokens/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, GetTokenOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeGetTokenResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -1098,6 +1419,82 @@ func (c *Client) sendHeadEventsStream(ctx context.Context, params HeadEventsStre
 	return result, nil
 }
 
+// HeadMe invokes headMe operation.
+//
+// The headers `GET /me` would answer, without a body.
+//
+// HEAD /me
+func (c *Client) HeadMe(ctx context.Context) (HeadMeRes, error) {
+	res, err := c.sendHeadMe(ctx)
+	return res, err
+}
+
+func (c *Client) sendHeadMe(ctx context.Context) (res HeadMeRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/me"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "HEAD", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, HeadMeOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeHeadMeResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // HeadPlant invokes headPlant operation.
 //
 // The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -1332,6 +1729,213 @@ func (c *Client) sendHeadPlants(ctx context.Context, params HeadPlantsParams) (r
 	}()
 
 	result, err := decodeHeadPlantsResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// HeadToken invokes headToken operation.
+//
+// The headers `GET /tokens/{id}` would answer, without a body.
+//
+// HEAD /tokens/{id}
+func (c *Client) HeadToken(ctx context.Context, params HeadTokenParams) (HeadTokenRes, error) {
+	res, err := c.sendHeadToken(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendHeadToken(ctx context.Context, params HeadTokenParams) (res HeadTokenRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/tokens/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "HEAD", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, HeadTokenOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeHeadTokenResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// HeadTokens invokes headTokens operation.
+//
+// The headers `GET /tokens` would answer with the same query, without a body.
+//
+// HEAD /tokens
+func (c *Client) HeadTokens(ctx context.Context, params HeadTokensParams) (HeadTokensRes, error) {
+	res, err := c.sendHeadTokens(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendHeadTokens(ctx context.Context, params HeadTokensParams) (res HeadTokensRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/tokens"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "HEAD", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, HeadTokensOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeHeadTokensResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}
@@ -1962,6 +2566,123 @@ func (c *Client) sendListPlants(ctx context.Context, params ListPlantsParams) (r
 	return result, nil
 }
 
+// ListTokens invokes listTokens operation.
+//
+// The opaque bearer tokens of the token's owner (for a JWT caller, of its owner, in the issuer's
+// namespace), revoked and expired ones included, oldest first (by `created_at`, then `id`), a page at
+// a time (keyset pagination). When more follow, the `Link` header carries the next page's URL
+// (`rel="next"`). A token's secret is never shown again, nor its hash; `last4` tells tokens apart.
+// Scope `tokens:manage`.
+//
+// GET /tokens
+func (c *Client) ListTokens(ctx context.Context, params ListTokensParams) (ListTokensRes, error) {
+	res, err := c.sendListTokens(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendListTokens(ctx context.Context, params ListTokensParams) (res ListTokensRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/tokens"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	q := uri.NewQueryEncoder()
+	{
+		// Encode "limit" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "limit",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Limit.Get(); ok {
+				return e.EncodeValue(conv.Int32ToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.After.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	u.RawQuery = q.Values().Encode()
+
+	r, err := ht.NewRequest(ctx, "GET", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, ListTokensOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeListTokensResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
 // ListWebhookDeliveries invokes listWebhookDeliveries operation.
 //
 // The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
@@ -2553,6 +3274,104 @@ func (c *Client) sendResendWebhookDelivery(ctx context.Context, params ResendWeb
 	}()
 
 	result, err := decodeResendWebhookDeliveryResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// RevokeToken invokes revokeToken operation.
+//
+// Revokes the token and answers it as revoked. From then on it is refused (401, error 40102): at once
+// by the server that answered, by the other replicas within their token cache's lifetime
+// (`--token-cache-ttl`, 2 seconds by default). A revoked token stays in the list. Revoking a revoked
+// token changes nothing and answers it the same (its first `revoked_at`). A token may revoke itself.
+// Scope `tokens:manage`.
+//
+// DELETE /tokens/{id}
+func (c *Client) RevokeToken(ctx context.Context, params RevokeTokenParams) (RevokeTokenRes, error) {
+	res, err := c.sendRevokeToken(ctx, params)
+	return res, err
+}
+
+func (c *Client) sendRevokeToken(ctx context.Context, params RevokeTokenParams) (res RevokeTokenRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [2]string
+	pathParts[0] = "/tokens/"
+	{
+		// Encode "id" parameter.
+		e := uri.NewPathEncoder(uri.PathEncoderConfig{
+			Param:   "id",
+			Style:   uri.PathStyleSimple,
+			Explode: false,
+		})
+		if err := func() error {
+			return e.EncodeValue(conv.StringToString(params.ID))
+		}(); err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		encoded, err := e.Result()
+		if err != nil {
+			return res, errors.Wrap(err, "encode path")
+		}
+		pathParts[1] = encoded
+	}
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "DELETE", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, RevokeTokenOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeRevokeTokenResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -5,6 +5,10 @@ type AddPlantRes interface {
 	addPlantRes()
 }
 
+type CreateTokenRes interface {
+	createTokenRes()
+}
+
 type CreateWebhookRes interface {
 	createWebhookRes()
 }
@@ -17,8 +21,16 @@ type DeleteWebhookRes interface {
 	deleteWebhookRes()
 }
 
+type GetMeRes interface {
+	getMeRes()
+}
+
 type GetPlantRes interface {
 	getPlantRes()
+}
+
+type GetTokenRes interface {
+	getTokenRes()
 }
 
 type GetWebhookRes interface {
@@ -33,12 +45,24 @@ type HeadEventsStreamRes interface {
 	headEventsStreamRes()
 }
 
+type HeadMeRes interface {
+	headMeRes()
+}
+
 type HeadPlantRes interface {
 	headPlantRes()
 }
 
 type HeadPlantsRes interface {
 	headPlantsRes()
+}
+
+type HeadTokenRes interface {
+	headTokenRes()
+}
+
+type HeadTokensRes interface {
+	headTokensRes()
 }
 
 type HeadWebhookDeliveriesRes interface {
@@ -59,6 +83,10 @@ type ListEventsRes interface {
 
 type ListPlantsRes interface {
 	listPlantsRes()
+}
+
+type ListTokensRes interface {
+	listTokensRes()
 }
 
 type ListWebhookDeliveriesRes interface {
@@ -87,6 +115,10 @@ type RecoverWebhookRes interface {
 
 type ResendWebhookDeliveryRes interface {
 	resendWebhookDeliveryRes()
+}
+
+type RevokeTokenRes interface {
+	revokeTokenRes()
 }
 
 type RotateWebhookSecretRes interface {

@@ -26,6 +26,12 @@ type GetPlantParams struct {
 	ID int64
 }
 
+// GetTokenParams is parameters of getToken operation.
+type GetTokenParams struct {
+	// Token id.
+	ID string
+}
+
 // GetWebhookParams is parameters of getWebhook operation.
 type GetWebhookParams struct {
 	// Subscription id.
@@ -69,6 +75,21 @@ type HeadPlantsParams struct {
 	Tag OptString `json:",omitempty,omitzero"`
 	// Only plants whose id is greater than this one (exclusive).
 	After OptInt64 `json:",omitempty,omitzero"`
+}
+
+// HeadTokenParams is parameters of headToken operation.
+type HeadTokenParams struct {
+	// Token id.
+	ID string
+}
+
+// HeadTokensParams is parameters of headTokens operation.
+type HeadTokensParams struct {
+	// The max number of tokens to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only the tokens listed after this one (exclusive), the id of one of the owner's tokens; used by the
+	// next link.
+	After OptString `json:",omitempty,omitzero"`
 }
 
 // HeadWebhookParams is parameters of headWebhook operation.
@@ -118,6 +139,15 @@ type ListPlantsParams struct {
 	After OptInt64 `json:",omitempty,omitzero"`
 }
 
+// ListTokensParams is parameters of listTokens operation.
+type ListTokensParams struct {
+	// The max number of tokens to return (1..1000, default 100).
+	Limit OptInt32 `json:",omitempty,omitzero"`
+	// Only the tokens listed after this one (exclusive), the id of one of the owner's tokens; used by the
+	// next link.
+	After OptString `json:",omitempty,omitzero"`
+}
+
 // ListWebhookDeliveriesParams is parameters of listWebhookDeliveries operation.
 type ListWebhookDeliveriesParams struct {
 	// Attempts per page, 1 to 1000 (default 100).
@@ -156,6 +186,12 @@ type ResendWebhookDeliveryParams struct {
 	ID string
 	// The delivery's message id (the `webhook_id` of its attempts).
 	DeliveryID string
+}
+
+// RevokeTokenParams is parameters of revokeToken operation.
+type RevokeTokenParams struct {
+	// Token id.
+	ID string
 }
 
 // RotateWebhookSecretParams is parameters of rotateWebhookSecret operation.

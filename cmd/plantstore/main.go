@@ -10,6 +10,7 @@
 //	plantstore plants create|get|list|update|delete|import   (a client of a server)
 //	plantstore webhooks create|list|get|update|delete|rotate-secret|deliveries|resend|recover|ping   (idem)
 //	plantstore events list|tail       (idem; tail follows the event stream)
+//	plantstore tokens list|create|show|revoke   (idem: the owner's tokens over the API, beside `token`)
 //	plantstore version                (also --version)
 //
 // Every flag can also be set from the environment (PLANTSTORE_ADDR,
@@ -106,6 +107,7 @@ type cli struct {
 
 	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
 	Events   eventsCmd   `cmd:"" help:"Client of a running server: list the owner's events, or tail them as they happen."`
+	Tokens   tokensCmd   `cmd:"" help:"Client of a running server: list, create, show and revoke the owner's tokens over the API (the token needs tokens:manage)."`
 
 	Copy   copyCmd   `cmd:"" help:"Copy every table (plants, tokens, subscriptions and their secrets, deliveries, events) from one database to another, SQLite or PostgreSQL, while the source serves; verified, resumable."`
 	Export exportCmd `cmd:"" help:"Write a database's plants, every owner's, as JSON lines (one {owner,id,name,tag} per line)."`

@@ -13,6 +13,7 @@ import (
 
 var regexMap = map[string]ogenregex.Regexp{
 	"^msg_[0-9a-f]{24}$": ogenregex.MustCompile("^msg_[0-9a-f]{24}$"),
+	"^tok_[0-9a-f]{16}$": ogenregex.MustCompile("^tok_[0-9a-f]{16}$"),
 	"^whk_[0-9a-f]{16}$": ogenregex.MustCompile("^whk_[0-9a-f]{16}$"),
 }
 

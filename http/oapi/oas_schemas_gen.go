@@ -55,6 +55,22 @@ func (s *BearerAuth) SetRoles(val []string) {
 	s.Roles = val
 }
 
+type CreateTokenBadRequest Error
+
+func (*CreateTokenBadRequest) createTokenRes() {}
+
+type CreateTokenInternalServerError Error
+
+func (*CreateTokenInternalServerError) createTokenRes() {}
+
+type CreateTokenRequestEntityTooLarge Error
+
+func (*CreateTokenRequestEntityTooLarge) createTokenRes() {}
+
+type CreateTokenUnsupportedMediaType Error
+
+func (*CreateTokenUnsupportedMediaType) createTokenRes() {}
+
 type CreateWebhookBadRequest Error
 
 func (*CreateWebhookBadRequest) createWebhookRes() {}
@@ -402,6 +418,58 @@ func (s *Error) SetMessage(val string) {
 	s.Message = val
 }
 
+func (*Error) getMeRes() {}
+
+// ErrorHeaders wraps Error with response headers.
+type ErrorHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	WWWAuthenticate OptString
+	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *ErrorHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ErrorHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetWWWAuthenticate returns the value of WWWAuthenticate.
+func (s *ErrorHeaders) GetWWWAuthenticate() OptString {
+	return s.WWWAuthenticate
+}
+
+// GetResponse returns the value of Response.
+func (s *ErrorHeaders) GetResponse() Error {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ErrorHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ErrorHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetWWWAuthenticate sets the value of WWWAuthenticate.
+func (s *ErrorHeaders) SetWWWAuthenticate(val OptString) {
+	s.WWWAuthenticate = val
+}
+
+// SetResponse sets the value of Response.
+func (s *ErrorHeaders) SetResponse(val Error) {
+	s.Response = val
+}
+
+func (*ErrorHeaders) createTokenRes() {}
+
 // The type of an event, the change of a plant it records.
 // Ref: #/components/schemas/EventType
 type EventType string
@@ -553,14 +621,17 @@ func (*ForbiddenHeaders) createWebhookRes()         {}
 func (*ForbiddenHeaders) deletePlantRes()           {}
 func (*ForbiddenHeaders) deleteWebhookRes()         {}
 func (*ForbiddenHeaders) getPlantRes()              {}
+func (*ForbiddenHeaders) getTokenRes()              {}
 func (*ForbiddenHeaders) getWebhookRes()            {}
 func (*ForbiddenHeaders) listEventsRes()            {}
 func (*ForbiddenHeaders) listPlantsRes()            {}
+func (*ForbiddenHeaders) listTokensRes()            {}
 func (*ForbiddenHeaders) listWebhookDeliveriesRes() {}
 func (*ForbiddenHeaders) listWebhooksRes()          {}
 func (*ForbiddenHeaders) pingWebhookRes()           {}
 func (*ForbiddenHeaders) recoverWebhookRes()        {}
 func (*ForbiddenHeaders) resendWebhookDeliveryRes() {}
+func (*ForbiddenHeaders) revokeTokenRes()           {}
 func (*ForbiddenHeaders) rotateWebhookSecretRes()   {}
 func (*ForbiddenHeaders) streamEventsRes()          {}
 func (*ForbiddenHeaders) updatePlantRes()           {}
@@ -628,6 +699,18 @@ func (s *GetPlantOKHeaders) SetResponse(val Plant) {
 
 func (*GetPlantOKHeaders) getPlantRes()    {}
 func (*GetPlantOKHeaders) updatePlantRes() {}
+
+type GetTokenBadRequest Error
+
+func (*GetTokenBadRequest) getTokenRes() {}
+
+type GetTokenInternalServerError Error
+
+func (*GetTokenInternalServerError) getTokenRes() {}
+
+type GetTokenNotFound Error
+
+func (*GetTokenNotFound) getTokenRes() {}
 
 type GetWebhookBadRequest Error
 
@@ -893,6 +976,88 @@ type HeadEventsUnauthorized struct{}
 
 func (*HeadEventsUnauthorized) headEventsRes() {}
 
+// HeadMeInternalServerError is response for HeadMe operation.
+type HeadMeInternalServerError struct{}
+
+func (*HeadMeInternalServerError) headMeRes() {}
+
+// HeadMeOK is response for HeadMe operation.
+type HeadMeOK struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadMeOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadMeOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadMeOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadMeOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadMeOK) headMeRes() {}
+
+// HeadMeServiceUnavailable is response for HeadMe operation.
+type HeadMeServiceUnavailable struct{}
+
+func (*HeadMeServiceUnavailable) headMeRes() {}
+
+// HeadMeTooManyRequests is response for HeadMe operation.
+type HeadMeTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadMeTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadMeTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadMeTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadMeTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadMeTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadMeTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadMeTooManyRequests) headMeRes() {}
+
+// HeadMeUnauthorized is response for HeadMe operation.
+type HeadMeUnauthorized struct{}
+
+func (*HeadMeUnauthorized) headMeRes() {}
+
 // HeadPlantBadRequest is response for HeadPlant operation.
 type HeadPlantBadRequest struct{}
 
@@ -1149,6 +1314,252 @@ func (*HeadPlantsTooManyRequests) headPlantsRes() {}
 type HeadPlantsUnauthorized struct{}
 
 func (*HeadPlantsUnauthorized) headPlantsRes() {}
+
+// HeadTokenBadRequest is response for HeadToken operation.
+type HeadTokenBadRequest struct{}
+
+func (*HeadTokenBadRequest) headTokenRes() {}
+
+// HeadTokenForbidden is response for HeadToken operation.
+type HeadTokenForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadTokenForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadTokenForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadTokenForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadTokenForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadTokenForbidden) headTokenRes() {}
+
+// HeadTokenInternalServerError is response for HeadToken operation.
+type HeadTokenInternalServerError struct{}
+
+func (*HeadTokenInternalServerError) headTokenRes() {}
+
+// HeadTokenNotFound is response for HeadToken operation.
+type HeadTokenNotFound struct{}
+
+func (*HeadTokenNotFound) headTokenRes() {}
+
+// HeadTokenOK is response for HeadToken operation.
+type HeadTokenOK struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadTokenOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadTokenOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadTokenOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadTokenOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadTokenOK) headTokenRes() {}
+
+// HeadTokenServiceUnavailable is response for HeadToken operation.
+type HeadTokenServiceUnavailable struct{}
+
+func (*HeadTokenServiceUnavailable) headTokenRes() {}
+
+// HeadTokenTooManyRequests is response for HeadToken operation.
+type HeadTokenTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadTokenTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadTokenTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadTokenTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadTokenTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadTokenTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadTokenTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadTokenTooManyRequests) headTokenRes() {}
+
+// HeadTokenUnauthorized is response for HeadToken operation.
+type HeadTokenUnauthorized struct{}
+
+func (*HeadTokenUnauthorized) headTokenRes() {}
+
+// HeadTokensBadRequest is response for HeadTokens operation.
+type HeadTokensBadRequest struct{}
+
+func (*HeadTokensBadRequest) headTokensRes() {}
+
+// HeadTokensForbidden is response for HeadTokens operation.
+type HeadTokensForbidden struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadTokensForbidden) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadTokensForbidden) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadTokensForbidden) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadTokensForbidden) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadTokensForbidden) headTokensRes() {}
+
+// HeadTokensInternalServerError is response for HeadTokens operation.
+type HeadTokensInternalServerError struct{}
+
+func (*HeadTokensInternalServerError) headTokensRes() {}
+
+// HeadTokensOK is response for HeadTokens operation.
+type HeadTokensOK struct {
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+}
+
+// GetLink returns the value of Link.
+func (s *HeadTokensOK) GetLink() OptString {
+	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadTokensOK) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadTokensOK) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// SetLink sets the value of Link.
+func (s *HeadTokensOK) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadTokensOK) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadTokensOK) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+func (*HeadTokensOK) headTokensRes() {}
+
+// HeadTokensServiceUnavailable is response for HeadTokens operation.
+type HeadTokensServiceUnavailable struct{}
+
+func (*HeadTokensServiceUnavailable) headTokensRes() {}
+
+// HeadTokensTooManyRequests is response for HeadTokens operation.
+type HeadTokensTooManyRequests struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	RetryAfter      OptInt
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *HeadTokensTooManyRequests) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *HeadTokensTooManyRequests) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetRetryAfter returns the value of RetryAfter.
+func (s *HeadTokensTooManyRequests) GetRetryAfter() OptInt {
+	return s.RetryAfter
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *HeadTokensTooManyRequests) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *HeadTokensTooManyRequests) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetRetryAfter sets the value of RetryAfter.
+func (s *HeadTokensTooManyRequests) SetRetryAfter(val OptInt) {
+	s.RetryAfter = val
+}
+
+func (*HeadTokensTooManyRequests) headTokensRes() {}
+
+// HeadTokensUnauthorized is response for HeadTokens operation.
+type HeadTokensUnauthorized struct{}
+
+func (*HeadTokensUnauthorized) headTokensRes() {}
 
 // HeadWebhookBadRequest is response for HeadWebhook operation.
 type HeadWebhookBadRequest struct{}
@@ -1643,6 +2054,64 @@ func (s *ListPlantsOKHeaders) SetResponse(val []Plant) {
 
 func (*ListPlantsOKHeaders) listPlantsRes() {}
 
+type ListTokensBadRequest Error
+
+func (*ListTokensBadRequest) listTokensRes() {}
+
+type ListTokensInternalServerError Error
+
+func (*ListTokensInternalServerError) listTokensRes() {}
+
+// ListTokensOKHeaders wraps []Token with response headers.
+type ListTokensOKHeaders struct {
+	Link            OptString
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        []Token
+}
+
+// GetLink returns the value of Link.
+func (s *ListTokensOKHeaders) GetLink() OptString {
+	return s.Link
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *ListTokensOKHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *ListTokensOKHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *ListTokensOKHeaders) GetResponse() []Token {
+	return s.Response
+}
+
+// SetLink sets the value of Link.
+func (s *ListTokensOKHeaders) SetLink(val OptString) {
+	s.Link = val
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *ListTokensOKHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *ListTokensOKHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *ListTokensOKHeaders) SetResponse(val []Token) {
+	s.Response = val
+}
+
+func (*ListTokensOKHeaders) listTokensRes() {}
+
 type ListWebhookDeliveriesBadRequest Error
 
 func (*ListWebhookDeliveriesBadRequest) listWebhookDeliveriesRes() {}
@@ -1763,6 +2232,153 @@ func (s *ListWebhooksOKHeaders) SetResponse(val []Webhook) {
 
 func (*ListWebhooksOKHeaders) listWebhooksRes() {}
 
+// The caller, as `GET /me` answers it.
+// Ref: #/components/schemas/Me
+type Me struct {
+	// The owner whose plants, subscriptions and tokens the caller reaches; a JWT's is in its issuer's
+	// namespace (`jwt:<issuer>#<subject>` by default).
+	Owner string `json:"owner"`
+	// `token` for an opaque token (`pst_...`), `jwt` for a JWT.
+	Kind MeKind `json:"kind"`
+	// The opaque token's id (`tok_...`); `null` for a JWT.
+	TokenID NilString `json:"token_id"`
+	// The caller's scopes (a JWT's as it carries them, those this service does not know included).
+	Scopes []string `json:"scopes"`
+	// When the token stops working (a JWT's `exp`); `null` when it never expires.
+	ExpiresAt NilDateTime `json:"expires_at"`
+}
+
+// GetOwner returns the value of Owner.
+func (s *Me) GetOwner() string {
+	return s.Owner
+}
+
+// GetKind returns the value of Kind.
+func (s *Me) GetKind() MeKind {
+	return s.Kind
+}
+
+// GetTokenID returns the value of TokenID.
+func (s *Me) GetTokenID() NilString {
+	return s.TokenID
+}
+
+// GetScopes returns the value of Scopes.
+func (s *Me) GetScopes() []string {
+	return s.Scopes
+}
+
+// GetExpiresAt returns the value of ExpiresAt.
+func (s *Me) GetExpiresAt() NilDateTime {
+	return s.ExpiresAt
+}
+
+// SetOwner sets the value of Owner.
+func (s *Me) SetOwner(val string) {
+	s.Owner = val
+}
+
+// SetKind sets the value of Kind.
+func (s *Me) SetKind(val MeKind) {
+	s.Kind = val
+}
+
+// SetTokenID sets the value of TokenID.
+func (s *Me) SetTokenID(val NilString) {
+	s.TokenID = val
+}
+
+// SetScopes sets the value of Scopes.
+func (s *Me) SetScopes(val []string) {
+	s.Scopes = val
+}
+
+// SetExpiresAt sets the value of ExpiresAt.
+func (s *Me) SetExpiresAt(val NilDateTime) {
+	s.ExpiresAt = val
+}
+
+// MeHeaders wraps Me with response headers.
+type MeHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Me
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *MeHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *MeHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *MeHeaders) GetResponse() Me {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *MeHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *MeHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *MeHeaders) SetResponse(val Me) {
+	s.Response = val
+}
+
+func (*MeHeaders) getMeRes() {}
+
+// `token` for an opaque token (`pst_...`), `jwt` for a JWT.
+type MeKind string
+
+const (
+	MeKindToken MeKind = "token"
+	MeKindJwt   MeKind = "jwt"
+)
+
+// AllValues returns all MeKind values.
+func (MeKind) AllValues() []MeKind {
+	return []MeKind{
+		MeKindToken,
+		MeKindJwt,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s MeKind) MarshalText() ([]byte, error) {
+	switch s {
+	case MeKindToken:
+		return []byte(s), nil
+	case MeKindJwt:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *MeKind) UnmarshalText(data []byte) error {
+	switch MeKind(data) {
+	case MeKindToken:
+		*s = MeKindToken
+		return nil
+	case MeKindJwt:
+		*s = MeKindJwt
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 // Merged schema.
 // Ref: #/components/schemas/NewPlant
 type NewPlant struct {
@@ -1814,6 +2430,37 @@ type NewPlantWebhookOK struct{}
 
 func (*NewPlantWebhookOK) newPlantWebhookRes() {}
 
+// A token to mint. Any member other than these is refused.
+// Ref: #/components/schemas/NewToken
+type NewToken struct {
+	// The scopes of the new token, each one the calling token holds.
+	Scopes []Scope `json:"scopes"`
+	// Lifetime in seconds, from 1 to 3155760000 (100 years); it must end by the calling token's own
+	// expiry, if it has one. Absent: the new token never expires (only a token that never expires may mint
+	// one).
+	TTL OptInt64 `json:"ttl"`
+}
+
+// GetScopes returns the value of Scopes.
+func (s *NewToken) GetScopes() []Scope {
+	return s.Scopes
+}
+
+// GetTTL returns the value of TTL.
+func (s *NewToken) GetTTL() OptInt64 {
+	return s.TTL
+}
+
+// SetScopes sets the value of Scopes.
+func (s *NewToken) SetScopes(val []Scope) {
+	s.Scopes = val
+}
+
+// SetTTL sets the value of TTL.
+func (s *NewToken) SetTTL(val OptInt64) {
+	s.TTL = val
+}
+
 // Ref: #/components/schemas/NewWebhook
 type NewWebhook struct {
 	// Absolute http:// or https:// URL that receives the deliveries.
@@ -1853,6 +2500,96 @@ func (s *NewWebhook) SetDescription(val OptString) {
 // SetTypes sets the value of Types.
 func (s *NewWebhook) SetTypes(val []EventType) {
 	s.Types = val
+}
+
+// NewNilDateTime returns new NilDateTime with value set to v.
+func NewNilDateTime(v time.Time) NilDateTime {
+	return NilDateTime{
+		Value: v,
+	}
+}
+
+// NilDateTime is nullable time.Time.
+type NilDateTime struct {
+	Value time.Time
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilDateTime) SetTo(v time.Time) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilDateTime) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilDateTime) SetToNull() {
+	o.Null = true
+	var v time.Time
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilDateTime) Get() (v time.Time, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilDateTime) Or(d time.Time) time.Time {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewNilString returns new NilString with value set to v.
+func NewNilString(v string) NilString {
+	return NilString{
+		Value: v,
+	}
+}
+
+// NilString is nullable string.
+type NilString struct {
+	Value string
+	Null  bool
+}
+
+// SetTo sets value to v.
+func (o *NilString) SetTo(v string) {
+	o.Null = false
+	o.Value = v
+}
+
+// IsNull returns true if value is Null.
+func (o NilString) IsNull() bool { return o.Null }
+
+// SetToNull sets value to null.
+func (o *NilString) SetToNull() {
+	o.Null = true
+	var v string
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o NilString) Get() (v string, ok bool) {
+	if o.Null {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o NilString) Or(d string) string {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
 }
 
 // Ref: #/components/responses/NotModified
@@ -3297,6 +4034,18 @@ type ResendWebhookDeliveryNotFound Error
 
 func (*ResendWebhookDeliveryNotFound) resendWebhookDeliveryRes() {}
 
+type RevokeTokenBadRequest Error
+
+func (*RevokeTokenBadRequest) revokeTokenRes() {}
+
+type RevokeTokenInternalServerError Error
+
+func (*RevokeTokenInternalServerError) revokeTokenRes() {}
+
+type RevokeTokenNotFound Error
+
+func (*RevokeTokenNotFound) revokeTokenRes() {}
+
 // Ref: #/components/schemas/RotateSecret
 type RotateSecret struct {
 	// Seconds the previous secret keeps signing (0 to 604800, 7 days; default 86400).
@@ -3324,6 +4073,65 @@ func (*RotateWebhookSecretInternalServerError) rotateWebhookSecretRes() {}
 type RotateWebhookSecretNotFound Error
 
 func (*RotateWebhookSecretNotFound) rotateWebhookSecretRes() {}
+
+// A scope a token can carry: `plants:read` (`GET`/`HEAD` of plants and events), `plants:write`
+// (`POST`, `PATCH`, `DELETE` of plants), `webhooks:manage` (everything under `/webhooks`),
+// `tokens:manage` (everything under `/tokens`).
+// Ref: #/components/schemas/Scope
+type Scope string
+
+const (
+	ScopePlantsRead     Scope = "plants:read"
+	ScopePlantsWrite    Scope = "plants:write"
+	ScopeWebhooksManage Scope = "webhooks:manage"
+	ScopeTokensManage   Scope = "tokens:manage"
+)
+
+// AllValues returns all Scope values.
+func (Scope) AllValues() []Scope {
+	return []Scope{
+		ScopePlantsRead,
+		ScopePlantsWrite,
+		ScopeWebhooksManage,
+		ScopeTokensManage,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Scope) MarshalText() ([]byte, error) {
+	switch s {
+	case ScopePlantsRead:
+		return []byte(s), nil
+	case ScopePlantsWrite:
+		return []byte(s), nil
+	case ScopeWebhooksManage:
+		return []byte(s), nil
+	case ScopeTokensManage:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Scope) UnmarshalText(data []byte) error {
+	switch Scope(data) {
+	case ScopePlantsRead:
+		*s = ScopePlantsRead
+		return nil
+	case ScopePlantsWrite:
+		*s = ScopePlantsWrite
+		return nil
+	case ScopeWebhooksManage:
+		*s = ScopeWebhooksManage
+		return nil
+	case ScopeTokensManage:
+		*s = ScopeTokensManage
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 type StreamEventsBadRequest Error
 
@@ -3397,6 +4205,375 @@ func (s *StreamEventsOKHeaders) SetResponse(val StreamEventsOK) {
 
 func (*StreamEventsOKHeaders) streamEventsRes() {}
 
+// An opaque bearer token, without its secret (shown once, when it was created) or hash.
+// Ref: #/components/schemas/Token
+type Token struct {
+	// Token id, `tok_` and 16 hex digits; not secret.
+	ID string `json:"id"`
+	// The token's scopes, sorted.
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+	// When it stops working; `null` when it never expires.
+	ExpiresAt NilDateTime `json:"expires_at"`
+	// When it was revoked; `null` while it is not.
+	RevokedAt NilDateTime `json:"revoked_at"`
+	// The last four characters of the token's secret (of its checksum: they reveal nothing of the rest),
+	// to tell tokens apart; `null` for tokens issued before they were kept and for operator-supplied
+	// secrets (`--bootstrap-token`).
+	Last4 NilString `json:"last4"`
+	// `revoked` once revoked, else `expired` once past `expires_at`, else `active`.
+	Status TokenStatus `json:"status"`
+}
+
+// GetID returns the value of ID.
+func (s *Token) GetID() string {
+	return s.ID
+}
+
+// GetScopes returns the value of Scopes.
+func (s *Token) GetScopes() []string {
+	return s.Scopes
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *Token) GetCreatedAt() time.Time {
+	return s.CreatedAt
+}
+
+// GetExpiresAt returns the value of ExpiresAt.
+func (s *Token) GetExpiresAt() NilDateTime {
+	return s.ExpiresAt
+}
+
+// GetRevokedAt returns the value of RevokedAt.
+func (s *Token) GetRevokedAt() NilDateTime {
+	return s.RevokedAt
+}
+
+// GetLast4 returns the value of Last4.
+func (s *Token) GetLast4() NilString {
+	return s.Last4
+}
+
+// GetStatus returns the value of Status.
+func (s *Token) GetStatus() TokenStatus {
+	return s.Status
+}
+
+// SetID sets the value of ID.
+func (s *Token) SetID(val string) {
+	s.ID = val
+}
+
+// SetScopes sets the value of Scopes.
+func (s *Token) SetScopes(val []string) {
+	s.Scopes = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *Token) SetCreatedAt(val time.Time) {
+	s.CreatedAt = val
+}
+
+// SetExpiresAt sets the value of ExpiresAt.
+func (s *Token) SetExpiresAt(val NilDateTime) {
+	s.ExpiresAt = val
+}
+
+// SetRevokedAt sets the value of RevokedAt.
+func (s *Token) SetRevokedAt(val NilDateTime) {
+	s.RevokedAt = val
+}
+
+// SetLast4 sets the value of Last4.
+func (s *Token) SetLast4(val NilString) {
+	s.Last4 = val
+}
+
+// SetStatus sets the value of Status.
+func (s *Token) SetStatus(val TokenStatus) {
+	s.Status = val
+}
+
+// TokenHeaders wraps Token with response headers.
+type TokenHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Token
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *TokenHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *TokenHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *TokenHeaders) GetResponse() Token {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *TokenHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *TokenHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *TokenHeaders) SetResponse(val Token) {
+	s.Response = val
+}
+
+func (*TokenHeaders) getTokenRes()    {}
+func (*TokenHeaders) revokeTokenRes() {}
+
+// `revoked` once revoked, else `expired` once past `expires_at`, else `active`.
+type TokenStatus string
+
+const (
+	TokenStatusActive  TokenStatus = "active"
+	TokenStatusRevoked TokenStatus = "revoked"
+	TokenStatusExpired TokenStatus = "expired"
+)
+
+// AllValues returns all TokenStatus values.
+func (TokenStatus) AllValues() []TokenStatus {
+	return []TokenStatus{
+		TokenStatusActive,
+		TokenStatusRevoked,
+		TokenStatusExpired,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s TokenStatus) MarshalText() ([]byte, error) {
+	switch s {
+	case TokenStatusActive:
+		return []byte(s), nil
+	case TokenStatusRevoked:
+		return []byte(s), nil
+	case TokenStatusExpired:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *TokenStatus) UnmarshalText(data []byte) error {
+	switch TokenStatus(data) {
+	case TokenStatusActive:
+		*s = TokenStatusActive
+		return nil
+	case TokenStatusRevoked:
+		*s = TokenStatusRevoked
+		return nil
+	case TokenStatusExpired:
+		*s = TokenStatusExpired
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
+// Merged schema.
+// Ref: #/components/schemas/TokenWithSecret
+type TokenWithSecret struct {
+	// Token id, `tok_` and 16 hex digits; not secret.
+	ID string `json:"id"`
+	// The token's scopes, sorted.
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+	// When it stops working; `null` when it never expires.
+	ExpiresAt NilDateTime `json:"expires_at"`
+	// When it was revoked; `null` while it is not.
+	RevokedAt NilDateTime `json:"revoked_at"`
+	// The last four characters of the token's secret (of its checksum: they reveal nothing of the rest),
+	// to tell tokens apart; `null` for tokens issued before they were kept and for operator-supplied
+	// secrets (`--bootstrap-token`).
+	Last4 NilString `json:"last4"`
+	// `revoked` once revoked, else `expired` once past `expires_at`, else `active`.
+	Status TokenWithSecretStatus `json:"status"`
+	// The bearer token itself, `pst_` and 72 hex digits. Shown only in the answer to its creation.
+	Secret string `json:"secret"`
+}
+
+// GetID returns the value of ID.
+func (s *TokenWithSecret) GetID() string {
+	return s.ID
+}
+
+// GetScopes returns the value of Scopes.
+func (s *TokenWithSecret) GetScopes() []string {
+	return s.Scopes
+}
+
+// GetCreatedAt returns the value of CreatedAt.
+func (s *TokenWithSecret) GetCreatedAt() time.Time {
+	return s.CreatedAt
+}
+
+// GetExpiresAt returns the value of ExpiresAt.
+func (s *TokenWithSecret) GetExpiresAt() NilDateTime {
+	return s.ExpiresAt
+}
+
+// GetRevokedAt returns the value of RevokedAt.
+func (s *TokenWithSecret) GetRevokedAt() NilDateTime {
+	return s.RevokedAt
+}
+
+// GetLast4 returns the value of Last4.
+func (s *TokenWithSecret) GetLast4() NilString {
+	return s.Last4
+}
+
+// GetStatus returns the value of Status.
+func (s *TokenWithSecret) GetStatus() TokenWithSecretStatus {
+	return s.Status
+}
+
+// GetSecret returns the value of Secret.
+func (s *TokenWithSecret) GetSecret() string {
+	return s.Secret
+}
+
+// SetID sets the value of ID.
+func (s *TokenWithSecret) SetID(val string) {
+	s.ID = val
+}
+
+// SetScopes sets the value of Scopes.
+func (s *TokenWithSecret) SetScopes(val []string) {
+	s.Scopes = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *TokenWithSecret) SetCreatedAt(val time.Time) {
+	s.CreatedAt = val
+}
+
+// SetExpiresAt sets the value of ExpiresAt.
+func (s *TokenWithSecret) SetExpiresAt(val NilDateTime) {
+	s.ExpiresAt = val
+}
+
+// SetRevokedAt sets the value of RevokedAt.
+func (s *TokenWithSecret) SetRevokedAt(val NilDateTime) {
+	s.RevokedAt = val
+}
+
+// SetLast4 sets the value of Last4.
+func (s *TokenWithSecret) SetLast4(val NilString) {
+	s.Last4 = val
+}
+
+// SetStatus sets the value of Status.
+func (s *TokenWithSecret) SetStatus(val TokenWithSecretStatus) {
+	s.Status = val
+}
+
+// SetSecret sets the value of Secret.
+func (s *TokenWithSecret) SetSecret(val string) {
+	s.Secret = val
+}
+
+// TokenWithSecretHeaders wraps TokenWithSecret with response headers.
+type TokenWithSecretHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        TokenWithSecret
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *TokenWithSecretHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *TokenWithSecretHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *TokenWithSecretHeaders) GetResponse() TokenWithSecret {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *TokenWithSecretHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *TokenWithSecretHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *TokenWithSecretHeaders) SetResponse(val TokenWithSecret) {
+	s.Response = val
+}
+
+func (*TokenWithSecretHeaders) createTokenRes() {}
+
+// `revoked` once revoked, else `expired` once past `expires_at`, else `active`.
+type TokenWithSecretStatus string
+
+const (
+	TokenWithSecretStatusActive  TokenWithSecretStatus = "active"
+	TokenWithSecretStatusRevoked TokenWithSecretStatus = "revoked"
+	TokenWithSecretStatusExpired TokenWithSecretStatus = "expired"
+)
+
+// AllValues returns all TokenWithSecretStatus values.
+func (TokenWithSecretStatus) AllValues() []TokenWithSecretStatus {
+	return []TokenWithSecretStatus{
+		TokenWithSecretStatusActive,
+		TokenWithSecretStatusRevoked,
+		TokenWithSecretStatusExpired,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s TokenWithSecretStatus) MarshalText() ([]byte, error) {
+	switch s {
+	case TokenWithSecretStatusActive:
+		return []byte(s), nil
+	case TokenWithSecretStatusRevoked:
+		return []byte(s), nil
+	case TokenWithSecretStatusExpired:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *TokenWithSecretStatus) UnmarshalText(data []byte) error {
+	switch TokenWithSecretStatus(data) {
+	case TokenWithSecretStatusActive:
+		*s = TokenWithSecretStatusActive
+		return nil
+	case TokenWithSecretStatusRevoked:
+		*s = TokenWithSecretStatusRevoked
+		return nil
+	case TokenWithSecretStatusExpired:
+		*s = TokenWithSecretStatusExpired
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 // TooManyRequestsHeaders wraps Error with response headers.
 type TooManyRequestsHeaders struct {
 	RateLimit       OptString
@@ -3446,17 +4623,22 @@ func (s *TooManyRequestsHeaders) SetResponse(val Error) {
 }
 
 func (*TooManyRequestsHeaders) addPlantRes()              {}
+func (*TooManyRequestsHeaders) createTokenRes()           {}
 func (*TooManyRequestsHeaders) createWebhookRes()         {}
 func (*TooManyRequestsHeaders) deletePlantRes()           {}
 func (*TooManyRequestsHeaders) deleteWebhookRes()         {}
+func (*TooManyRequestsHeaders) getMeRes()                 {}
 func (*TooManyRequestsHeaders) getPlantRes()              {}
+func (*TooManyRequestsHeaders) getTokenRes()              {}
 func (*TooManyRequestsHeaders) getWebhookRes()            {}
 func (*TooManyRequestsHeaders) listEventsRes()            {}
 func (*TooManyRequestsHeaders) listPlantsRes()            {}
+func (*TooManyRequestsHeaders) listTokensRes()            {}
 func (*TooManyRequestsHeaders) listWebhookDeliveriesRes() {}
 func (*TooManyRequestsHeaders) listWebhooksRes()          {}
 func (*TooManyRequestsHeaders) recoverWebhookRes()        {}
 func (*TooManyRequestsHeaders) resendWebhookDeliveryRes() {}
+func (*TooManyRequestsHeaders) revokeTokenRes()           {}
 func (*TooManyRequestsHeaders) rotateWebhookSecretRes()   {}
 func (*TooManyRequestsHeaders) updatePlantRes()           {}
 func (*TooManyRequestsHeaders) updateWebhookRes()         {}
@@ -3538,18 +4720,23 @@ func (s *UnauthorizedHeaders) SetResponse(val Error) {
 }
 
 func (*UnauthorizedHeaders) addPlantRes()              {}
+func (*UnauthorizedHeaders) createTokenRes()           {}
 func (*UnauthorizedHeaders) createWebhookRes()         {}
 func (*UnauthorizedHeaders) deletePlantRes()           {}
 func (*UnauthorizedHeaders) deleteWebhookRes()         {}
+func (*UnauthorizedHeaders) getMeRes()                 {}
 func (*UnauthorizedHeaders) getPlantRes()              {}
+func (*UnauthorizedHeaders) getTokenRes()              {}
 func (*UnauthorizedHeaders) getWebhookRes()            {}
 func (*UnauthorizedHeaders) listEventsRes()            {}
 func (*UnauthorizedHeaders) listPlantsRes()            {}
+func (*UnauthorizedHeaders) listTokensRes()            {}
 func (*UnauthorizedHeaders) listWebhookDeliveriesRes() {}
 func (*UnauthorizedHeaders) listWebhooksRes()          {}
 func (*UnauthorizedHeaders) pingWebhookRes()           {}
 func (*UnauthorizedHeaders) recoverWebhookRes()        {}
 func (*UnauthorizedHeaders) resendWebhookDeliveryRes() {}
+func (*UnauthorizedHeaders) revokeTokenRes()           {}
 func (*UnauthorizedHeaders) rotateWebhookSecretRes()   {}
 func (*UnauthorizedHeaders) streamEventsRes()          {}
 func (*UnauthorizedHeaders) updatePlantRes()           {}
@@ -3582,18 +4769,23 @@ func (s *UnavailableHeaders) SetResponse(val Error) {
 }
 
 func (*UnavailableHeaders) addPlantRes()              {}
+func (*UnavailableHeaders) createTokenRes()           {}
 func (*UnavailableHeaders) createWebhookRes()         {}
 func (*UnavailableHeaders) deletePlantRes()           {}
 func (*UnavailableHeaders) deleteWebhookRes()         {}
+func (*UnavailableHeaders) getMeRes()                 {}
 func (*UnavailableHeaders) getPlantRes()              {}
+func (*UnavailableHeaders) getTokenRes()              {}
 func (*UnavailableHeaders) getWebhookRes()            {}
 func (*UnavailableHeaders) listEventsRes()            {}
 func (*UnavailableHeaders) listPlantsRes()            {}
+func (*UnavailableHeaders) listTokensRes()            {}
 func (*UnavailableHeaders) listWebhookDeliveriesRes() {}
 func (*UnavailableHeaders) listWebhooksRes()          {}
 func (*UnavailableHeaders) pingWebhookRes()           {}
 func (*UnavailableHeaders) recoverWebhookRes()        {}
 func (*UnavailableHeaders) resendWebhookDeliveryRes() {}
+func (*UnavailableHeaders) revokeTokenRes()           {}
 func (*UnavailableHeaders) rotateWebhookSecretRes()   {}
 func (*UnavailableHeaders) streamEventsRes()          {}
 func (*UnavailableHeaders) updatePlantRes()           {}

@@ -14,6 +14,17 @@ type Handler interface {
 	//
 	// POST /plants
 	AddPlant(ctx context.Context, req *NewPlant) (AddPlantRes, error)
+	// CreateToken implements createToken operation.
+	//
+	// Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here
+	// (only the secret's SHA-256 is stored). A token mints only what it holds: `scopes` it has, and, when
+	// it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
+	// Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
+	// `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
+	// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+	//
+	// POST /tokens
+	CreateToken(ctx context.Context, req *NewToken) (CreateTokenRes, error)
 	// CreateWebhook implements createWebhook operation.
 	//
 	// Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
@@ -33,12 +44,27 @@ type Handler interface {
 	//
 	// DELETE /webhooks/{id}
 	DeleteWebhook(ctx context.Context, params DeleteWebhookParams) (DeleteWebhookRes, error)
+	// GetMe implements getMe operation.
+	//
+	// The caller as the service sees it: its owner, its scopes, whether it is an opaque token or a JWT,
+	// the token's id (opaque tokens) and when it expires. Any valid token may ask, whatever its scopes
+	// (none is needed): a client uses it to offer only what the token may do.
+	//
+	// GET /me
+	GetMe(ctx context.Context) (GetMeRes, error)
 	// GetPlant implements getPlant operation.
 	//
 	// Returns a single plant of the token's owner.
 	//
 	// GET /plants/{id}
 	GetPlant(ctx context.Context, params GetPlantParams) (GetPlantRes, error)
+	// GetToken implements getToken operation.
+	//
+	// One token of the token's owner, with its state; neither its secret nor its hash. Scope
+	// `tokens:manage`.
+	//
+	// GET /tokens/{id}
+	GetToken(ctx context.Context, params GetTokenParams) (GetTokenRes, error)
 	// GetWebhook implements getWebhook operation.
 	//
 	// One subscription of the token's owner, with its state; the secret is not shown.
@@ -58,6 +84,12 @@ type Handler interface {
 	//
 	// HEAD /events/stream
 	HeadEventsStream(ctx context.Context, params HeadEventsStreamParams) (HeadEventsStreamRes, error)
+	// HeadMe implements headMe operation.
+	//
+	// The headers `GET /me` would answer, without a body.
+	//
+	// HEAD /me
+	HeadMe(ctx context.Context) (HeadMeRes, error)
 	// HeadPlant implements headPlant operation.
 	//
 	// The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -71,6 +103,18 @@ type Handler interface {
 	//
 	// HEAD /plants
 	HeadPlants(ctx context.Context, params HeadPlantsParams) (HeadPlantsRes, error)
+	// HeadToken implements headToken operation.
+	//
+	// The headers `GET /tokens/{id}` would answer, without a body.
+	//
+	// HEAD /tokens/{id}
+	HeadToken(ctx context.Context, params HeadTokenParams) (HeadTokenRes, error)
+	// HeadTokens implements headTokens operation.
+	//
+	// The headers `GET /tokens` would answer with the same query, without a body.
+	//
+	// HEAD /tokens
+	HeadTokens(ctx context.Context, params HeadTokensParams) (HeadTokensRes, error)
 	// HeadWebhook implements headWebhook operation.
 	//
 	// The headers `GET /webhooks/{id}` would answer, without a body.
@@ -108,6 +152,16 @@ type Handler interface {
 	//
 	// GET /plants
 	ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error)
+	// ListTokens implements listTokens operation.
+	//
+	// The opaque bearer tokens of the token's owner (for a JWT caller, of its owner, in the issuer's
+	// namespace), revoked and expired ones included, oldest first (by `created_at`, then `id`), a page at
+	// a time (keyset pagination). When more follow, the `Link` header carries the next page's URL
+	// (`rel="next"`). A token's secret is never shown again, nor its hash; `last4` tells tokens apart.
+	// Scope `tokens:manage`.
+	//
+	// GET /tokens
+	ListTokens(ctx context.Context, params ListTokensParams) (ListTokensRes, error)
 	// ListWebhookDeliveries implements listWebhookDeliveries operation.
 	//
 	// The attempt log: every attempt kept (`--webhook-retention`), newest first, a page at a time (keyset
@@ -167,6 +221,16 @@ type Handler interface {
 	//
 	// POST /webhooks/{id}/deliveries/{delivery_id}/resend
 	ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (ResendWebhookDeliveryRes, error)
+	// RevokeToken implements revokeToken operation.
+	//
+	// Revokes the token and answers it as revoked. From then on it is refused (401, error 40102): at once
+	// by the server that answered, by the other replicas within their token cache's lifetime
+	// (`--token-cache-ttl`, 2 seconds by default). A revoked token stays in the list. Revoking a revoked
+	// token changes nothing and answers it the same (its first `revoked_at`). A token may revoke itself.
+	// Scope `tokens:manage`.
+	//
+	// DELETE /tokens/{id}
+	RevokeToken(ctx context.Context, params RevokeTokenParams) (RevokeTokenRes, error)
 	// RotateWebhookSecret implements rotateWebhookSecret operation.
 	//
 	// Makes a new secret and answers it (shown only here). Until the previous secret expires deliveries

@@ -22,6 +22,20 @@ func (UnimplementedHandler) AddPlant(ctx context.Context, req *NewPlant) (r AddP
 	return r, ht.ErrNotImplemented
 }
 
+// CreateToken implements createToken operation.
+//
+// Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here
+// (only the secret's SHA-256 is stored). A token mints only what it holds: `scopes` it has, and, when
+// it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
+// Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
+// `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
+// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+//
+// POST /tokens
+func (UnimplementedHandler) CreateToken(ctx context.Context, req *NewToken) (r CreateTokenRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // CreateWebhook implements createWebhook operation.
 //
 // Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
@@ -50,12 +64,33 @@ func (UnimplementedHandler) DeleteWebhook(ctx context.Context, params DeleteWebh
 	return r, ht.ErrNotImplemented
 }
 
+// GetMe implements getMe operation.
+//
+// The caller as the service sees it: its owner, its scopes, whether it is an opaque token or a JWT,
+// the token's id (opaque tokens) and when it expires. Any valid token may ask, whatever its scopes
+// (none is needed): a client uses it to offer only what the token may do.
+//
+// GET /me
+func (UnimplementedHandler) GetMe(ctx context.Context) (r GetMeRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // GetPlant implements getPlant operation.
 //
 // Returns a single plant of the token's owner.
 //
 // GET /plants/{id}
 func (UnimplementedHandler) GetPlant(ctx context.Context, params GetPlantParams) (r GetPlantRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// GetToken implements getToken operation.
+//
+// One token of the token's owner, with its state; neither its secret nor its hash. Scope
+// `tokens:manage`.
+//
+// GET /tokens/{id}
+func (UnimplementedHandler) GetToken(ctx context.Context, params GetTokenParams) (r GetTokenRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
@@ -87,6 +122,15 @@ func (UnimplementedHandler) HeadEventsStream(ctx context.Context, params HeadEve
 	return r, ht.ErrNotImplemented
 }
 
+// HeadMe implements headMe operation.
+//
+// The headers `GET /me` would answer, without a body.
+//
+// HEAD /me
+func (UnimplementedHandler) HeadMe(ctx context.Context) (r HeadMeRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
 // HeadPlant implements headPlant operation.
 //
 // The headers `GET /plants/{id}` would answer (`ETag`, the rate limit), without a body.
@@ -103,6 +147,24 @@ func (UnimplementedHandler) HeadPlant(ctx context.Context, params HeadPlantParam
 //
 // HEAD /plants
 func (UnimplementedHandler) HeadPlants(ctx context.Context, params HeadPlantsParams) (r HeadPlantsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadToken implements headToken operation.
+//
+// The headers `GET /tokens/{id}` would answer, without a body.
+//
+// HEAD /tokens/{id}
+func (UnimplementedHandler) HeadToken(ctx context.Context, params HeadTokenParams) (r HeadTokenRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// HeadTokens implements headTokens operation.
+//
+// The headers `GET /tokens` would answer with the same query, without a body.
+//
+// HEAD /tokens
+func (UnimplementedHandler) HeadTokens(ctx context.Context, params HeadTokensParams) (r HeadTokensRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
@@ -155,6 +217,19 @@ func (UnimplementedHandler) ListEvents(ctx context.Context, params ListEventsPar
 //
 // GET /plants
 func (UnimplementedHandler) ListPlants(ctx context.Context, params ListPlantsParams) (r ListPlantsRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// ListTokens implements listTokens operation.
+//
+// The opaque bearer tokens of the token's owner (for a JWT caller, of its owner, in the issuer's
+// namespace), revoked and expired ones included, oldest first (by `created_at`, then `id`), a page at
+// a time (keyset pagination). When more follow, the `Link` header carries the next page's URL
+// (`rel="next"`). A token's secret is never shown again, nor its hash; `last4` tells tokens apart.
+// Scope `tokens:manage`.
+//
+// GET /tokens
+func (UnimplementedHandler) ListTokens(ctx context.Context, params ListTokensParams) (r ListTokensRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
@@ -229,6 +304,19 @@ func (UnimplementedHandler) RecoverWebhook(ctx context.Context, req *RecoverRequ
 //
 // POST /webhooks/{id}/deliveries/{delivery_id}/resend
 func (UnimplementedHandler) ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (r ResendWebhookDeliveryRes, _ error) {
+	return r, ht.ErrNotImplemented
+}
+
+// RevokeToken implements revokeToken operation.
+//
+// Revokes the token and answers it as revoked. From then on it is refused (401, error 40102): at once
+// by the server that answered, by the other replicas within their token cache's lifetime
+// (`--token-cache-ttl`, 2 seconds by default). A revoked token stays in the list. Revoking a revoked
+// token changes nothing and answers it the same (its first `revoked_at`). A token may revoke itself.
+// Scope `tokens:manage`.
+//
+// DELETE /tokens/{id}
+func (UnimplementedHandler) RevokeToken(ctx context.Context, params RevokeTokenParams) (r RevokeTokenRes, _ error) {
 	return r, ht.ErrNotImplemented
 }
 
