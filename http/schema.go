@@ -375,8 +375,9 @@ func (b *bodySchema) check(body []byte) string {
 	return p.String()
 }
 
-// checkValue reads one value from d and adds its faults to p. top: the
-// value is the body itself, whose members get the hints of hint.
+// checkValue reads one value from d and adds its faults to p, each named by
+// its path from path. top: the value is the body itself, whose members are
+// checked by checkMember (patch: the body is a merge patch).
 func (s *jsonSchema) checkValue(d *jx.Decoder, path string, p *problems, top, patch bool) {
 	kind := d.Next()
 	if kind == jx.Null && (s.Nullable || s.Type == "" || s.Type == "null") {
