@@ -43,8 +43,9 @@ type checkedBody struct {
 	length int64
 
 	loaded bool
-	buf    *[]byte // from bodyBuffers, holding rest; given back at EOF
-	rest   []byte
+	buf    *[]byte // from bodyBuffers, holding all; given back by release
+	all    []byte  // the whole body, kept for the error mapper (requestError)
+	rest   []byte  // what is left to read
 	err    error
 }
 
@@ -61,7 +62,6 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	if len(b.rest) == 0 {
-		b.release()
 		return 0, io.EOF
 	}
 	n := copy(p, b.rest)
@@ -71,12 +71,22 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 
 func (b *checkedBody) Close() error { return b.body.Close() }
 
-// release gives the buffer back to bodyBuffers.
+// release gives the buffer back to bodyBuffers, once the request is
+// answered (Server.route): until then the error mapper may read the body
+// (checked) to say what in it does not match the schema.
 func (b *checkedBody) release() {
 	if b.buf != nil && cap(*b.buf) <= plantstore.MaxBodyBytes+1 {
 		bodyBuffers.Put(b.buf)
 	}
-	b.buf, b.rest = nil, nil
+	b.buf, b.all, b.rest = nil, nil, nil
+}
+
+// checked is the whole body once read and checked, else nil.
+func (b *checkedBody) checked() []byte {
+	if !b.loaded || b.err != nil {
+		return nil
+	}
+	return b.all
 }
 
 // load reads and checks the body into b.rest.
@@ -94,7 +104,7 @@ func (b *checkedBody) load() error {
 	b.buf = bodyBuffers.Get().(*[]byte)
 	data, err := readAtMost(r, (*b.buf)[:0], plantstore.MaxBodyBytes)
 	*b.buf = data[:0]
-	b.rest = data
+	b.all, b.rest = data, data
 	switch {
 	case err != nil && isMaxBytesError(err) || len(data) > plantstore.MaxBodyBytes:
 		err = errBodyTooLarge()

@@ -147,7 +147,7 @@ func TestUpdatePlant(t *testing.T) {
 		{"UnknownMember", `{"name":"x","color":"red"}`, "invalid PlantPatch: color: unknown member: send only name and tag"},
 		{"ID", `{"id":2}`, "invalid PlantPatch: id: unknown member: send only name and tag"},
 		{"NullName", `{"name":null}`, "invalid PlantPatch: name: must be a string (leave it out to keep the name)"},
-		{"EmptyName", `{"name":""}`, "invalid PlantPatch: name: must have at least 1 characters"},
+		{"EmptyName", `{"name":""}`, "invalid PlantPatch: name: must have at least 1 character"},
 		{"LongTag", `{"tag":"` + strings.Repeat("x", 65) + `"}`, "invalid PlantPatch: tag: must have at most 64 characters"},
 		{"TagNumber", `{"tag":1}`, "invalid PlantPatch: tag: must be a string (leave it out to keep the tag)"},
 		{"NULName", `{"name":"a\u0000b"}`, `invalid PlantPatch: name: must not contain U+0000 (\u0000)`},

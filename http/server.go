@@ -418,6 +418,7 @@ func (s *Server) route() http.Handler {
 		}
 		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			s.prepareBody(w, r)
+			defer r.Body.(*checkedBody).release()
 		}
 		s.api.ServeHTTP(w, r)
 	})

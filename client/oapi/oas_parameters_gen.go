@@ -228,9 +228,11 @@ type UpdateWebhookParams struct {
 type NewPlantWebhookParams struct {
 	// The message id, the same on every retry of this delivery (use it to de-duplicate).
 	WebhookID string
-	// Unix seconds when this attempt was signed.
+	// Unix seconds when this attempt was signed; refuse one more than 5 minutes away from your clock.
 	WebhookTimestamp int64
-	// Space-separated `v1,<base64 HMAC-SHA256>` signatures of `id.timestamp.body`, one per valid secret.
+	// Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>`,
+	// one per valid secret (two during a rotation). The HMAC key is the base64-decoded part of the secret
+	// after `whsec_`. Accept the delivery when any `v1` entry equals your own signature.
 	WebhookSignature string
 }
 
@@ -238,8 +240,10 @@ type NewPlantWebhookParams struct {
 type PlantEventWebhookParams struct {
 	// The message id, the same on every retry of this delivery (use it to de-duplicate).
 	WebhookID string
-	// Unix seconds when this attempt was signed.
+	// Unix seconds when this attempt was signed; refuse one more than 5 minutes away from your clock.
 	WebhookTimestamp int64
-	// Space-separated `v1,<base64 HMAC-SHA256>` signatures of `id.timestamp.body`, one per valid secret.
+	// Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>`,
+	// one per valid secret (two during a rotation). The HMAC key is the base64-decoded part of the secret
+	// after `whsec_`. Accept the delivery when any `v1` entry equals your own signature.
 	WebhookSignature string
 }

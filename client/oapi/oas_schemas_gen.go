@@ -5180,7 +5180,8 @@ type WebhookWithSecret struct {
 	// `POST /webhooks/{id}/recover` as `since`, and read `GET /events` for the plants created while it was
 	// disabled.
 	MissedSince OptDateTime `json:"missed_since"`
-	// The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and rotate.
+	// The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and rotate. The
+	// HMAC-SHA256 key is the base64-decoded part after `whsec_`, not the string.
 	Secret string `json:"secret"`
 }
 

@@ -42,9 +42,10 @@ func TestTokenCreateCreate(t *testing.T) {
 	if got := storedToken(t, db, strings.TrimSpace(r.stdout)).Owner; got != "alice" {
 		t.Fatalf("owner = %q, want alice", got)
 	}
-	// On an existing database --create changes nothing and says nothing.
+	// On an existing database --create changes nothing and says nothing
+	// of a database.
 	r = mustRun(t, "token", "create", "--owner", "bob", "--db", db, "--create")
-	if strings.Contains(r.stderr, "created") {
+	if strings.Contains(r.stderr, "database") {
 		t.Fatalf("second run stderr = %q, want no creation", r.stderr)
 	}
 	if n := len(listJSON(t, db)); n != 2 {

@@ -33,7 +33,7 @@ const (
 func model(t *testing.T) *kong.Application {
 	t.Helper()
 	var c cli
-	parser, err := kong.New(&c, kong.Name("plantstore"))
+	parser, err := kong.New(&c, kong.Name("plantstore"), cliVars())
 	if err != nil {
 		t.Fatal(err)
 	}

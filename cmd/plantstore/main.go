@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		kong.UsageOnError(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(e),
-		kong.Vars{"version": versionString()},
+		cliVars(),
 	)
 	if err != nil {
 		return err
@@ -161,6 +161,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	e.set = setFlags(kctx, args, getenv)
 	return kctx.Run()
+}
+
+// cliVars are the variables the help texts use: ${scopes} lists every
+// scope a token can carry, so that the help cannot omit one.
+func cliVars() kong.Vars {
+	return kong.Vars{
+		"version":        versionString(),
+		"scopes":         strings.Join(plantstore.KnownScopes, ", "),
+		"default_scopes": strings.Join(plantstore.DefaultScopes, ", "),
+	}
 }
 
 // envResolver resolves a flag from the first of its env tag's variables

@@ -34,8 +34,8 @@ type serveCmd struct {
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
 	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of the document served at /openapi.json (an absolute http(s) URL without query or fragment, e.g. https://api.example.com, behind a proxy). Default: relative (/), the server that served the document."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
-	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
-	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token instead of generating one."`
+	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin with every scope (${scopes}) and print it once on stderr."`
+	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token (every scope) instead of generating one."`
 	Seed                string        `name:"seed" env:"PLANTSTORE_SEED" type:"path" placeholder:"FILE" help:"With --db memory: only: create the plants of FILE (JSON lines or CSV, as plants import reads them) for owner admin before serving; a line that is not a valid plant stops the start, naming it."`
 	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
 	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
@@ -330,12 +330,10 @@ func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService
 	if !c.BootstrapAdmin && c.BootstrapToken == "" {
 		return nil
 	}
-	req := plantstore.TokenRequest{Owner: "admin", Secret: c.BootstrapToken}
-	if isMemory(c.DB) {
-		// The only token of a memory: server (no other command reaches
-		// it): every scope, webhooks:manage included.
-		req.Scopes = plantstore.KnownScopes
-	}
+	// The first token is the operator's: every scope, webhooks:manage
+	// included, so that every example of the README works with it. Tokens
+	// with fewer scopes are made with token create.
+	req := plantstore.TokenRequest{Owner: "admin", Secret: c.BootstrapToken, Scopes: plantstore.KnownScopes}
 	tok, secret, created, err := tokens.CreateFirstToken(ctx, req)
 	switch {
 	case err != nil && c.BootstrapToken != "" && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody:

@@ -16,7 +16,7 @@ import (
 
 // tokenCmd is `plantstore token`.
 type tokenCmd struct {
-	Create tokenCreateCmd `cmd:"" help:"Create a token and print it (only it) on stdout."`
+	Create tokenCreateCmd `cmd:"" help:"Create a token: its secret alone on stdout, and what it is (created tok_… for owner … (scopes …, expires …)) on stderr."`
 	List   tokenListCmd   `cmd:"" help:"List tokens (never their secrets)."`
 	Revoke tokenRevokeCmd `cmd:"" help:"Revoke a token by its ID."`
 }
@@ -24,7 +24,7 @@ type tokenCmd struct {
 type tokenCreateCmd struct {
 	dbFlags
 	Owner string        `required:"" help:"Owner of the plants the token reaches."`
-	Scope []string      `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable): plants:read, plants:write. Default: both."`
+	Scope []string      `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable, or comma-separated): ${scopes}. Default: ${default_scopes}."`
 	TTL   time.Duration `name:"ttl" help:"Lifetime, e.g. 720h; 0 or absent: no expiry."`
 	// Create is --create: without it a SQLite --db that does not exist is
 	// an error naming it (a command run in the wrong directory must not
@@ -56,15 +56,30 @@ func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
 	for _, s := range c.Scope {
 		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
 	}
-	_, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: c.TTL})
+	tok, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: c.TTL})
 	if err != nil && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody {
 		return &usageError{cliError(err)} // a scope or TTL the flags gave
 	}
 	if err != nil {
 		return cliError(err)
 	}
-	_, err = fmt.Fprintln(e.stdout, secret)
+	if _, err := fmt.Fprintln(e.stdout, secret); err != nil {
+		return err
+	}
+	// What was made, never the secret: the id is what token revoke takes.
+	_, err = fmt.Fprintln(e.stderr, tokenCreated(tok))
 	return err
+}
+
+// tokenCreated is the line token create writes on stderr:
+// "created tok_… for owner alice (scopes plants:read plants:write, expires
+// never)", the expiry in RFC 3339 (UTC) when the token has one.
+func tokenCreated(t *plantstore.Token) string {
+	expires := "never"
+	if t.ExpiresAt != nil {
+		expires = t.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("created %s for owner %s (scopes %s, expires %s)", t.ID, ownerColumn(t.Owner), strings.Join(t.Scopes, " "), expires)
 }
 
 type tokenListCmd struct {
