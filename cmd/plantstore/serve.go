@@ -103,6 +103,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	c.walAutocheckpoint = walAutocheckpoint(c.WALAutocheckpoint)
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
+	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
 	registry := plantstorehttp.NewRegistry()
 	c.onCommit = plantstorehttp.CommitObserver(registry)
 	tracing, err := c.newTracing(ctx)
