@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 )
 
@@ -85,20 +86,20 @@ type webhooksRecoverCmd struct {
 	clientFlags
 	formatFlag
 	ID    string `arg:"" help:"Id of the subscription (whk_...)."`
-	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h)."`
+	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h); neither in the future nor before 1970. A recover re-queues each failed delivery once, whatever its since."`
 }
 
 // Run re-queues the failed deliveries and prints how many.
 func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
-	since, err := parseSince(c.Since, time.Now())
-	if err != nil {
+	if err := checkSince(c.Since, time.Now()); err != nil {
 		return err
 	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	r, err := cl.RecoverWebhook(ctx, c.ID, since)
+	// As given: the server reads a duration with its own clock.
+	r, err := cl.RecoverWebhookSince(ctx, c.ID, c.Since)
 	if err != nil {
 		return err
 	}
@@ -111,16 +112,17 @@ func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
 	return tw.Flush()
 }
 
-// parseSince reads --since: an RFC 3339 time, or a positive duration
-// before now.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+// checkSince checks --since as the server will (plantstore.ParseSince and
+// CheckSince, at this machine's now), so that a bad one is a usage error.
+func checkSince(s string, now time.Time) error {
+	since, err := plantstore.ParseSince(s, now)
+	if err == nil {
+		err = plantstore.CheckSince(since, now)
 	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
+	if err != nil {
+		return usagef("--since %q: %v", s, err)
 	}
-	return time.Time{}, usagef("--since %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (24h)", s)
+	return nil
 }
 
 type webhooksPingCmd struct {

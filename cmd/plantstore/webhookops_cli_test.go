@@ -112,6 +112,10 @@ func TestWebhookOpsCLI(t *testing.T) {
 		{"update", w.ID, "--enable", "--disable"},
 		{"update", w.ID, "--types", "plant.created", "--untyped"},
 		{"recover", w.ID, "--since", "yesterday"},
+		{"recover", w.ID, "--since", "9999-12-31T00:00:00Z"}, // in the future (and past SQLite's int64 nanoseconds)
+		{"recover", w.ID, "--since", "1969-12-31T23:59:59Z"},
+		{"recover", w.ID, "--since", "500000h"}, // before 1970
+		{"recover", w.ID, "--since", "-1h"},
 		{"recover", w.ID},
 		{"resend", w.ID},
 		{"deliveries", w.ID, "--state", "lost"},
