@@ -91,15 +91,17 @@ type webhooksRecoverCmd struct {
 
 // Run re-queues the failed deliveries and prints how many.
 func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
-	if err := checkSince(c.Since, time.Now()); err != nil {
+	since, err := parseSince(c.Since, time.Now())
+	if err != nil {
 		return err
 	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	// As given: the server reads a duration with its own clock.
-	r, err := cl.RecoverWebhookSince(ctx, c.ID, c.Since)
+	// As a time (a duration resolved here), which servers older than the
+	// duration form of the API take too.
+	r, err := cl.RecoverWebhook(ctx, c.ID, since)
 	if err != nil {
 		return err
 	}
@@ -112,17 +114,17 @@ func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
 	return tw.Flush()
 }
 
-// checkSince checks --since as the server will (plantstore.ParseSince and
+// parseSince reads --since as the server does (plantstore.ParseSince and
 // CheckSince, at this machine's now), so that a bad one is a usage error.
-func checkSince(s string, now time.Time) error {
+func parseSince(s string, now time.Time) (time.Time, error) {
 	since, err := plantstore.ParseSince(s, now)
 	if err == nil {
 		err = plantstore.CheckSince(since, now)
 	}
 	if err != nil {
-		return usagef("--since %q: %v", s, err)
+		return time.Time{}, usagef("--since %q: %v", s, err)
 	}
-	return nil
+	return since, nil
 }
 
 type webhooksPingCmd struct {

@@ -71,6 +71,11 @@ func TestWebhookOpsCLI(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^SINCE +REQUEUED\n` + regexp.QuoteMeta(since) + ` +0$`).MatchString(r.stdout) {
 		t.Errorf("recover again --format table =\n%s", r.stdout)
 	}
+	// A duration, and another since: nothing more (a delivery is re-queued
+	// by a recover once).
+	if run("webhooks", "recover", w.ID, "--since", "2h").ok(t).decode(t, &rec); rec.Requeued != 0 || !rec.Since.Before(time.Now().Add(-time.Hour)) {
+		t.Errorf("recover --since 2h = %+v, want 0 re-queued since about 2 h ago", rec)
+	}
 	waitFor(t, 20*time.Second, "the recovered delivery", func() bool {
 		var ok []client.Delivery
 		run("webhooks", "deliveries", w.ID, "--state", "succeeded").ok(t).decode(t, &ok)
