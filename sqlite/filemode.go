@@ -28,7 +28,8 @@ const FileMode fs.FileMode = 0o600
 // OnFileMode is told, with the error when that failed (the process does not
 // own the file: it is still opened).
 func (db *DB) secureFiles() error {
-	if !db.MustExist { // with MustExist SQLite opens the file without creating it
+	_, err := os.Lstat(db.Path)
+	if errors.Is(err, fs.ErrNotExist) && !db.MustExist { // with MustExist SQLite opens the file without creating it
 		f, err := os.OpenFile(db.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
 		switch {
 		case err == nil:
@@ -40,7 +41,7 @@ func (db *DB) secureFiles() error {
 				return fmt.Errorf("sqlite: create %s: %w", db.Path, err)
 			}
 			return nil
-		case !errors.Is(err, fs.ErrExist):
+		case !errors.Is(err, fs.ErrExist): // else another process created it meanwhile
 			return fmt.Errorf("sqlite: create %s: %w", db.Path, err)
 		}
 	}
