@@ -97,7 +97,7 @@ var Tables = []*Table{
 	{Name: "webhook_deliveries", Key: 2, Columns: []Column{
 		text("message_id"), text("subscription_id"), text("owner"), integer("plant_id"), blob("payload"),
 		text("state"), integer("attempts"), stampNull("next_attempt_at"), stampNull("lease_until"),
-		stamp("created_at"), stampNull("recovered_since"),
+		stamp("created_at"), stampNull("recovered_at"),
 	}},
 	{Name: "webhook_attempts", Key: 3, Columns: []Column{
 		text("subscription_id"), text("message_id"), integer("attempt"), integer("plant_id"),

@@ -90,15 +90,11 @@ func (t *Token) Status(now time.Time) string {
 type TokenRequest struct {
 	Owner  string
 	Scopes []string      // nil: DefaultScopes
-	TTL    time.Duration // lifetime; 0: never expires
+	TTL    time.Duration // lifetime; 0: never expires; at most MaxTokenTTL
 	// Secret, if set, is the token's secret, supplied by an operator (see
 	// NewTokenFromSecret); otherwise one is generated.
 	Secret string
 }
-
-// MaxTokenTTL is the longest lifetime a token minted over the API may have
-// (100 years of 365.25 days).
-const MaxTokenTTL = 36525 * 24 * time.Hour // 3155760000 s
 
 // TokenFilter selects one page of an owner's tokens, oldest first (by
 // creation time, then id).
@@ -217,9 +213,28 @@ func ValidateOwner(owner string) error {
 	return nil
 }
 
+// MaxTokenTTL is the longest lifetime a token may have: 100 years (of
+// 365.25 days). A later expiry is refused, not stored: nothing needs one, and
+// SQLite keeps times as int64 Unix nanoseconds, which end in 2262 (a
+// 2,500,000h token was stored as expired in 1727).
+const MaxTokenTTL = 36525 * 24 * time.Hour
+
+// ValidateTokenTTL checks a token's lifetime: 0 (it never expires) up to
+// MaxTokenTTL; else a CodeInvalidBody error.
+func ValidateTokenTTL(ttl time.Duration) error {
+	switch {
+	case ttl < 0:
+		return Errorf(CodeInvalidBody, "ttl must not be negative")
+	case ttl > MaxTokenTTL:
+		return Errorf(CodeInvalidBody, "ttl must be at most 100 years (876600h), not %s", ttl)
+	}
+	return nil
+}
+
 // NewToken makes a token for owner (white space around it removed, then
-// checked with ValidateOwner) with scopes and an optional lifetime (0: none)
-// and returns it with its secret, which is not stored anywhere.
+// checked with ValidateOwner) with scopes and an optional lifetime (0: none;
+// ValidateTokenTTL) and returns it with its secret, which is not stored
+// anywhere.
 func NewToken(owner string, scopes []string, ttl time.Duration, now time.Time) (*Token, string, error) {
 	owner = strings.TrimSpace(owner)
 	if err := ValidateOwner(owner); err != nil {
@@ -233,8 +248,8 @@ func NewToken(owner string, scopes []string, ttl time.Duration, now time.Time) (
 			return nil, "", Errorf(CodeInvalidBody, "unknown scope %q (known: %s)", s, strings.Join(KnownScopes, ", "))
 		}
 	}
-	if ttl < 0 {
-		return nil, "", Errorf(CodeInvalidBody, "ttl must not be negative")
+	if err := ValidateTokenTTL(ttl); err != nil {
+		return nil, "", err
 	}
 	buf := make([]byte, tokenRandomBytes+8)
 	if _, err := rand.Read(buf); err != nil {

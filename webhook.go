@@ -160,8 +160,11 @@ type WebhookService interface {
 	// (CodeDeliveryNotFound, CodeWebhookDisabled).
 	ResendDelivery(ctx context.Context, owner, id, messageID string) (*Delivery, error)
 	// RecoverDeliveries re-queues the subscription's failed deliveries
-	// created at or after since, each at most once per since, and returns
-	// how many it re-queued (CodeWebhookDisabled).
+	// created at or after since that no recover re-queued yet (since their
+	// last resend, or the subscription's last re-enable), whatever since
+	// that recover had, and returns how many it re-queued (CodeInvalidBody
+	// for a since before 1970 or in the future: CheckSince;
+	// CodeWebhookDisabled).
 	RecoverDeliveries(ctx context.Context, owner, id string, since time.Time) (int64, error)
 	// PingSubscription POSTs a signed ping event to the subscription at
 	// once and returns what came of it.
@@ -196,18 +199,19 @@ type WebhookStore interface {
 	ListAttempts(ctx context.Context, f AttemptFilter) ([]*Attempt, error)
 	// UpdateSubscription applies u as of now (a disable sets DisabledAt to
 	// now with no reason and fails the pending deliveries; an enable clears
-	// DisabledAt, DisabledReason and FailingSince) and returns the
-	// subscription before and after, or ErrNotFound.
+	// DisabledAt, DisabledReason and FailingSince, and the recovered mark
+	// of every delivery) and returns the subscription before and after, or
+	// ErrNotFound.
 	UpdateSubscription(ctx context.Context, owner, id string, u SubscriptionUpdate, now time.Time) (before, after *Subscription, err error)
 	// ResendDelivery makes the subscription's delivery messageID pending
 	// and due at now, whatever its state (a leased one keeps its lease),
-	// and returns it, or ErrNotFound.
+	// clears its recovered mark, and returns it, or ErrNotFound.
 	ResendDelivery(ctx context.Context, owner, id, messageID string, now time.Time) (*Delivery, error)
 	// RecoverDeliveries makes at most limit of the subscription's failed
-	// deliveries created at or after since, and not yet recovered with
-	// this since, pending and due at now, marking them recovered with
-	// since; it returns how many (fewer than limit: none is left), or
-	// ErrNotFound when the subscription is not the owner's.
+	// deliveries created at or after since and not marked recovered
+	// pending and due at now, marking them recovered (at now); it returns
+	// how many (fewer than limit: none is left), or ErrNotFound when the
+	// subscription is not the owner's.
 	RecoverDeliveries(ctx context.Context, owner, id string, since, now time.Time, limit int) (int, error)
 }
 

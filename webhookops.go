@@ -106,6 +106,39 @@ func ValidMessageID(id string) bool {
 	return true
 }
 
+// The since of a recover: what a client gives and how it is checked.
+
+// SinceHelp says what a since must be, for error messages.
+const SinceHelp = "an RFC 3339 time (2026-01-02T15:04:05Z) or a duration before now (24h, 90m)"
+
+// ParseSince reads the since of a recover as a client gives it (the API's
+// RecoverRequest, the CLI's --since): an RFC 3339 time, or a positive Go
+// duration (24h, 1h30m) meaning that long before now. It checks only the
+// form; CheckSince checks the range.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("must be %s", SinceHelp)
+}
+
+// CheckSince checks the range of a since at now: not before the Unix epoch
+// (1970-01-01T00:00:00Z), not after now. Every row store keeps the times
+// it compares a since with in that range (SQLite as int64 Unix nanoseconds,
+// which a since of 9999 overflowed).
+func CheckSince(since, now time.Time) error {
+	switch {
+	case since.Before(time.Unix(0, 0)):
+		return fmt.Errorf("must not be before 1970-01-01T00:00:00Z, not %s", since.UTC().Format(time.RFC3339))
+	case since.After(now):
+		return fmt.Errorf("must not be in the future (now is %s), not %s", now.UTC().Format(time.RFC3339), since.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // PingResult is what a ping came to.
 type PingResult struct {
 	MessageID string

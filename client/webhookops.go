@@ -112,19 +112,27 @@ func (c *Client) ResendDelivery(ctx context.Context, id, deliveryID string) (*Qu
 type Recovery struct {
 	Since time.Time `json:"since"`
 	// Requeued is how many failed deliveries this call re-queued (0 when
-	// a recover with the same since already did).
+	// earlier recovers re-queued them all).
 	Requeued int64 `json:"requeued"`
 }
 
 // RecoverWebhook re-queues every delivery of the subscription id that
 // failed and was created at or after since; the dispatcher attempts them
-// in the background. It is idempotent per since: calling it again with the
-// same since re-queues nothing more. since goes out to the second (the
-// contract's date-time, as the generated encoder writes it): its fraction
-// is dropped, which can only take in more deliveries, and Recovery.Since
-// says which second was used. A disabled subscription is an *Error with
-// Code 40903 (re-enable it with UpdateWebhook first).
+// in the background. Each failed delivery is re-queued by a recover once:
+// calling it again, with any since, re-queues nothing more, until the
+// delivery is resent or the subscription re-enabled. The server cuts since
+// to the second, which can only take in more deliveries, and
+// Recovery.Since says which second was used. A since in the future or
+// before 1970 is an *Error with Code 40002; a disabled subscription one
+// with Code 40903 (re-enable it with UpdateWebhook first).
 func (c *Client) RecoverWebhook(ctx context.Context, id string, since time.Time) (*Recovery, error) {
+	return c.RecoverWebhookSince(ctx, id, since.Format(time.RFC3339Nano))
+}
+
+// RecoverWebhookSince is RecoverWebhook with since as the contract takes
+// it: an RFC 3339 time, or a duration before now ("24h") that the server
+// resolves with its own clock.
+func (c *Client) RecoverWebhookSince(ctx context.Context, id, since string) (*Recovery, error) {
 	ctx, x := withExchange(ctx)
 	res, err := c.api.RecoverWebhook(ctx, &oapi.RecoverRequest{Since: since}, oapi.RecoverWebhookParams{ID: id})
 	if err != nil {

@@ -153,16 +153,25 @@ func (h *handler) ResendWebhookDelivery(ctx context.Context, params oapi.ResendW
 }
 
 // RecoverWebhook handles the "POST /webhooks/{id}/recover" route: the failed
-// deliveries created since the time are queued again (once per since).
+// deliveries created since the time (an RFC 3339 time or a duration before
+// now) are queued again, each once.
 func (h *handler) RecoverWebhook(ctx context.Context, req *oapi.RecoverRequest, params oapi.RecoverWebhookParams) (oapi.RecoverWebhookRes, error) {
-	n, err := h.s.WebhookService.RecoverDeliveries(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, req.Since)
+	since, err := plantstore.ParseSince(req.Since, h.s.Now())
+	if err != nil {
+		return nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid RecoverRequest: since: %v", err)
+	}
+	// The answer's date-time goes out to the second: the since used is cut
+	// to it, so the answer says which one was used (cutting can only take in
+	// more deliveries).
+	since = since.UTC().Truncate(time.Second)
+	n, err := h.s.WebhookService.RecoverDeliveries(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, since)
 	if n > 0 {
 		h.s.metrics.resends.WithLabelValues("recover").Add(float64(n))
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &oapi.RecoveryHeaders{Response: oapi.Recovery{Since: req.Since.UTC(), Requeued: n}}, nil
+	return &oapi.RecoveryHeaders{Response: oapi.Recovery{Since: since, Requeued: n}}, nil
 }
 
 // PingWebhook handles the "POST /webhooks/{id}/ping" route: a signed ping

@@ -35,8 +35,13 @@ const qFailPending = `UPDATE webhook_deliveries SET state = 'failed', next_attem
 WHERE subscription_id = $1 AND state = 'pending'
 	AND EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = $1 AND disabled_at IS NOT NULL)`
 
+// qClearRecovered makes a re-enabled subscription's deliveries recoverable
+// again.
+const qClearRecovered = `UPDATE webhook_deliveries SET recovered_at = NULL WHERE subscription_id = $1 AND recovered_at IS NOT NULL`
+
 // UpdateSubscription applies u as of now and returns the subscription
-// before and after; a disable fails the pending deliveries.
+// before and after; a disable fails the pending deliveries, an enable makes
+// them all recoverable again.
 func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plantstore.SubscriptionUpdate, now time.Time) (before, after *plantstore.Subscription, err error) {
 	var types *string
 	if u.Types != nil {
@@ -58,6 +63,11 @@ func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plants
 				return err
 			}
 		}
+		if b.DisabledAt != nil && a.DisabledAt == nil { // a re-enable is a fresh start for recover too
+			if _, err := tx.Exec(ctx, qClearRecovered, id); err != nil {
+				return err
+			}
+		}
 		before, after = &b, &a
 		return nil
 	})
@@ -67,9 +77,10 @@ func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plants
 	return before, after, nil
 }
 
-// ResendDelivery makes the subscription's delivery pending and due at now.
+// ResendDelivery makes the subscription's delivery pending and due at now,
+// and recoverable again.
 func (db *DB) ResendDelivery(ctx context.Context, owner, id, messageID string, now time.Time) (*plantstore.Delivery, error) {
-	d, err := queryOne(ctx, db, scanDelivery, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $1
+	d, err := queryOne(ctx, db, scanDelivery, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $1, recovered_at = NULL
 	WHERE message_id = $2 AND subscription_id = $3 AND owner = $4
 	RETURNING message_id, subscription_id, plant_id, state, attempts, created_at, next_attempt_at`,
 		now, messageID, id, owner)
@@ -80,25 +91,27 @@ func (db *DB) ResendDelivery(ctx context.Context, owner, id, messageID string, n
 }
 
 // qRecover re-queues at most $5 failed deliveries of an owner's
-// subscription created at or after $3 and not yet recovered with it; it
-// returns whether the subscription is the owner's and how many.
+// subscription created at or after $3 that no recover re-queued yet,
+// marking them (recovered_at $4); it returns whether the subscription is
+// the owner's and how many.
 const qRecover = `WITH sub AS (
 	SELECT id FROM webhook_subscriptions WHERE owner = $1 AND id = $2
 ), picked AS (
 	SELECT message_id FROM webhook_deliveries
 	WHERE subscription_id IN (SELECT id FROM sub) AND state = 'failed' AND created_at >= $3
-		AND (recovered_since IS NULL OR recovered_since <> $3)
+		AND recovered_at IS NULL
 	ORDER BY created_at LIMIT $5
 	FOR UPDATE
 ), upd AS (
-	UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = $4, lease_until = NULL, recovered_since = $3
+	UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = $4, lease_until = NULL, recovered_at = $4
 	FROM picked WHERE d.subscription_id = $2 AND d.message_id = picked.message_id AND d.state = 'failed'
 	RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM sub), (SELECT COUNT(*) FROM upd)`
 
 // RecoverDeliveries makes at most limit failed deliveries created at or
-// after since, not yet recovered with since, pending and due at now.
+// after since that no recover re-queued yet pending and due at now, and
+// marks them recovered (recovered_at).
 func (db *DB) RecoverDeliveries(ctx context.Context, owner, id string, since, now time.Time, limit int) (int, error) {
 	var owned bool
 	var n int

@@ -26,8 +26,8 @@ func (s *TokenService) issue(req plantstore.TokenRequest) (*plantstore.Token, st
 	if req.Secret == "" {
 		return plantstore.NewToken(req.Owner, req.Scopes, req.TTL, now)
 	}
-	if req.TTL < 0 {
-		return nil, "", plantstore.Errorf(plantstore.CodeInvalidBody, "ttl must not be negative")
+	if err := plantstore.ValidateTokenTTL(req.TTL); err != nil {
+		return nil, "", err
 	}
 	t, err := plantstore.NewTokenFromSecret(req.Secret, req.Owner, req.Scopes, now)
 	if err != nil {

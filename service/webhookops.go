@@ -83,16 +83,22 @@ func (s *WebhookService) ResendDelivery(ctx context.Context, owner, id, messageI
 }
 
 // RecoverDeliveries re-queues the subscription's failed deliveries created
-// at or after since, each at most once per since, in batches of
-// plantstore.RecoverBatch (one transaction each, so that writes of others
-// wait for one batch at most), and returns how many.
+// at or after since that no recover re-queued yet (since their last resend
+// or the subscription's last re-enable), whatever since the earlier recover
+// had, in batches of plantstore.RecoverBatch (one transaction each, so that
+// writes of others wait for one batch at most), and returns how many. A
+// since before 1970 or after now is a CodeInvalidBody error.
 func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string, since time.Time) (int64, error) {
+	now := s.now().UTC()
+	if err := plantstore.CheckSince(since, now); err != nil {
+		return 0, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid RecoverRequest: since: %v", err)
+	}
 	if _, err := s.enabledSubscription(ctx, owner, id); err != nil {
 		return 0, err
 	}
 	var total int64
 	for {
-		n, err := s.store.RecoverDeliveries(ctx, owner, id, since.UTC(), s.now().UTC(), plantstore.RecoverBatch)
+		n, err := s.store.RecoverDeliveries(ctx, owner, id, since.UTC(), now, plantstore.RecoverBatch)
 		total += int64(n)
 		if n > 0 {
 			s.notify()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -259,6 +260,68 @@ func ReplaceFile(tmp, path string) error {
 		return fmt.Errorf("sqlite: replace: %w", err)
 	}
 	return nil
+}
+
+// ErrIsDatabase is the error of LockForOverwrite when the file is a SQLite
+// database.
+var ErrIsDatabase = errors.New("sqlite: the file is a SQLite database")
+
+// LockForOverwrite is for a command about to put a file that is not a
+// database (an export, a backup archive) at path in place of the file there:
+// it returns ErrInUse when a process has path open as a database, and
+// ErrIsDatabase when path is a SQLite database at rest (its header says so,
+// or a -wal or -shm file is beside it). Otherwise it holds, until release,
+// the in-use lock of path exclusively when path has one (a plantstore
+// process opened it once), so that no plantstore process opens it before
+// the caller's rename; a path without one has never been a plantstore
+// database, and the lock file is not created for it.
+func LockForOverwrite(path string) (release func(), err error) {
+	release = func() {}
+	if _, err := os.Lstat(path + ".lock"); err == nil {
+		if release, err = lockUnused(path); err != nil {
+			return nil, err
+		}
+	} else if err := checkSQLiteUsers(path); err != nil {
+		return nil, err
+	}
+	db, err := isDatabaseFile(path)
+	if err == nil && !db {
+		for _, side := range []string{path + "-wal", path + "-shm"} {
+			if _, serr := os.Lstat(side); serr == nil {
+				db = true
+			}
+		}
+	}
+	switch {
+	case err != nil:
+		release()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	case db:
+		release()
+		return nil, fmt.Errorf("%w: %s", ErrIsDatabase, path)
+	}
+	return release, nil
+}
+
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// isDatabaseFile reports whether the file at path starts with the SQLite
+// header; a missing file is not a database.
+func isDatabaseFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var b [len(sqliteHeader)]byte
+	n, err := io.ReadFull(f, b[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return string(b[:n]) == sqliteHeader, nil
 }
 
 // releaseInUse drops the in-use lock Open took, once.

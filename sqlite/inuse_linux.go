@@ -44,7 +44,7 @@ func ofdLock(f *os.File, typ int16, wait bool) error {
 // holdInUse takes the shared in-use lock of the database at path (waiting
 // while a ReplaceFile holds it) and returns its release.
 func holdInUse(path string) (release func(), err error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openLockFile(path)
 	if errors.Is(err, os.ErrPermission) {
 		f, err = os.Open(path + ".lock") // a reader (backup) of a file it may not write
 	}
@@ -61,7 +61,7 @@ func holdInUse(path string) (release func(), err error) {
 // tryExclusive takes the in-use lock of the database at path exclusively,
 // without waiting: ErrInUse when a process holds it.
 func tryExclusive(path string) (release func(), err error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openLockFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: in-use lock: %w", err)
 	}

@@ -4,7 +4,6 @@ package sqlite
 
 import (
 	"fmt"
-	"os"
 	"syscall"
 )
 
@@ -13,7 +12,7 @@ import (
 // A side file is used because closing any descriptor of the database file
 // would drop SQLite's own POSIX locks in this process.
 func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openLockFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: lock: %w", err)
 	}

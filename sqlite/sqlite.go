@@ -98,6 +98,11 @@ type DB struct {
 	// the number of writes in it and how long the transaction took (for
 	// metrics and tests). Set it before Open.
 	OnCommit func(writes int, took time.Duration)
+	// OnFileMode, if set, is called by Open for each file of the database
+	// (the database file, its -wal and -shm) that others than its owner
+	// could read or write: Open took those permissions away (err nil), or
+	// could not (err; the file is opened all the same). See FileMode.
+	OnFileMode func(path string, was fs.FileMode, err error)
 	// TracerProvider, if set, gets an OpenTelemetry span of each batch;
 	// nil: none, at no cost. Set it before Open.
 	TracerProvider trace.TracerProvider
@@ -175,8 +180,9 @@ func (db *DB) dsn(readOnly bool) (string, error) {
 }
 
 // Open opens the connection pools. Unless MustExist is set it creates the
-// file, and its directory, when they do not exist (see checkPath for when it
-// refuses to). It records the identity of the database file and its WAL,
+// file (mode FileMode), and its directory, when they do not exist (see
+// checkPath for when it refuses to); it takes the permissions of others than
+// the owner away from an existing file (OnFileMode). It records the identity of the database file and its WAL,
 // which every commit and Ping check (health.go). It does not migrate: call
 // Migrate (or check with SchemaStatus).
 func (db *DB) Open(ctx context.Context) error {
@@ -202,6 +208,10 @@ func (db *DB) Open(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
+	// The database file exists, 0600 when Open creates it (filemode.go).
+	if err := db.secureFiles(); err != nil {
+		return err
+	}
 	// Held until Close: restore refuses to replace an open file (inuse_linux.go).
 	if db.inUse, err = holdInUse(db.Path); err != nil {
 		return err

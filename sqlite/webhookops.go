@@ -48,6 +48,11 @@ func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plants
 		switch isEnabled := a.DisabledAt == nil; {
 		case isEnabled && !wasEnabled:
 			db.subs.add(owner, 1)
+			// A re-enable is a fresh start for recover too.
+			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET recovered_at = NULL
+				WHERE subscription_id = ? AND recovered_at IS NOT NULL`, id); err != nil {
+				return wrap("enable webhook", err)
+			}
 		case !isEnabled && wasEnabled:
 			db.subs.add(owner, -1)
 			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, lease_until = NULL
@@ -64,12 +69,13 @@ func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plants
 	return before, after, nil
 }
 
-// ResendDelivery makes the subscription's delivery pending and due at now.
+// ResendDelivery makes the subscription's delivery pending and due at now,
+// and recoverable again.
 func (db *DB) ResendDelivery(ctx context.Context, owner, id, messageID string, now time.Time) (*plantstore.Delivery, error) {
 	var d *plantstore.Delivery
 	err := db.update(ctx, "resend webhook delivery", func(ctx context.Context, tx *Tx) error {
 		var err error
-		d, err = scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?
+		d, err = scanDelivery(tx.QueryRowContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?, recovered_at = NULL
 			WHERE message_id = ? AND subscription_id = ? AND owner = ?
 			RETURNING message_id, subscription_id, plant_id, state, attempts, created_at, next_attempt_at`,
 			now.UnixNano(), messageID, id, owner))
@@ -85,7 +91,8 @@ func (db *DB) ResendDelivery(ctx context.Context, owner, id, messageID string, n
 }
 
 // RecoverDeliveries makes at most limit failed deliveries created at or
-// after since, not yet recovered with since, pending and due at now.
+// after since that no recover re-queued yet pending and due at now, and
+// marks them recovered (recovered_at).
 func (db *DB) RecoverDeliveries(ctx context.Context, owner, id string, since, now time.Time, limit int) (int, error) {
 	var n int
 	err := db.update(ctx, "recover webhook deliveries", func(ctx context.Context, tx *Tx) error {
@@ -96,9 +103,9 @@ func (db *DB) RecoverDeliveries(ctx context.Context, owner, id string, since, no
 		if !exists {
 			return plantstore.ErrNotFound
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?1, lease_until = NULL, recovered_since = ?2
+		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?1, lease_until = NULL, recovered_at = ?1
 			WHERE rowid IN (SELECT rowid FROM webhook_deliveries
-				WHERE subscription_id = ?3 AND state = 'failed' AND created_at >= ?2 AND (recovered_since IS NULL OR recovered_since <> ?2)
+				WHERE subscription_id = ?3 AND state = 'failed' AND created_at >= ?2 AND recovered_at IS NULL
 				ORDER BY created_at LIMIT ?4)`, now.UnixNano(), since.UnixNano(), id, limit)
 		if err != nil {
 			return wrap("recover webhook deliveries", err)

@@ -73,6 +73,7 @@ func testCreateToken(t *testing.T, bs Backends) {
 		{"DefaultScopesNoExpiry", nil, 0, plantstore.DefaultScopes},
 		{"AllScopesSortedOnce", []string{plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite, plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite},
 			0, []string{plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite, plantstore.ScopeWebhooksManage}},
+		{"HundredYears", nil, plantstore.MaxTokenTTL, plantstore.DefaultScopes},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClock(fixedNow)
@@ -142,6 +143,9 @@ func testCreateToken(t *testing.T, bs Backends) {
 			{"UnknownScope", plantstore.TokenRequest{Owner: "alice", Scopes: []string{"plants:eat"}}},
 			{"NegativeTTL", plantstore.TokenRequest{Owner: "alice", TTL: -time.Second}},
 			{"NegativeTTLSupplied", plantstore.TokenRequest{Owner: "alice", TTL: -time.Second, Secret: suppliedSecret}},
+			{"TTLPast100Years", plantstore.TokenRequest{Owner: "alice", TTL: plantstore.MaxTokenTTL + time.Second}},
+			{"TTLPast100YearsSupplied", plantstore.TokenRequest{Owner: "alice", TTL: plantstore.MaxTokenTTL + time.Second, Secret: suppliedSecret}},
+			{"TTLPast2262", plantstore.TokenRequest{Owner: "alice", TTL: 2500000 * time.Hour}},
 			{"SuppliedTooShort", plantstore.TokenRequest{Owner: "alice", Secret: "short"}},
 			{"SuppliedWithSpace", plantstore.TokenRequest{Owner: "alice", Secret: "with space " + suppliedSecret}},
 			{"SuppliedPrefixNotOurs", plantstore.TokenRequest{Owner: "alice", Secret: plantstore.TokenPrefix + suppliedSecret}},

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +46,7 @@ func plantIDs(tasks []*plantstore.Task) []int64 {
 }
 
 func testWebhookOps(t *testing.T, bs Backends) {
-	t.Run("RecoverOnlyFailedSinceOnce", func(t *testing.T) {
+	t.Run("RecoverOnlyFailedOnce", func(t *testing.T) {
 		c := newClock(fixedNow)
 		_, svc := open(t, bs, service.Config{Now: c.Now})
 		sub := createSubscription(t, svc, "alice")
@@ -80,19 +82,82 @@ func testWebhookOps(t *testing.T, bs Backends) {
 				t.Fatalf("plant %d re-queued with message id %s, want the original", task.PlantID, task.MessageID)
 			}
 		}
-		// They failed again: the same since re-queues nothing, another one
-		// re-queues them (and plant 1) again.
+		// They failed again: a recover re-queued them once, so no later
+		// recover does, whatever its since (one a second later, or an
+		// earlier one, which takes in plant 1 only).
+		c.Add(time.Second)
 		if got := recoverSince(t, svc, sub.ID, since); got != 0 {
 			t.Fatalf("third recover since T re-queued %d, want 0", got)
 		}
-		if got, want := recoverSince(t, svc, sub.ID, fixedNow), int64(3); got != want {
-			t.Fatalf("recover since an earlier time re-queued %d, want %d", got, want)
+		if got := recoverSince(t, svc, sub.ID, since.Add(time.Second)); got != 0 {
+			t.Fatalf("recover since T+1s re-queued %d, want 0", got)
+		}
+		if got, want := recoverSince(t, svc, sub.ID, fixedNow), int64(1); got != want {
+			t.Fatalf("recover since an earlier time re-queued %d, want %d (plant 1 only)", got, want)
+		}
+		if got, want := plantIDs(failAll(t, svc, "")), []int64{1}; !slices.Equal(got, want) {
+			t.Fatalf("re-queued plants %v, want %v", got, want)
+		}
+		if got := recoverSince(t, svc, sub.ID, fixedNow); got != 0 {
+			t.Fatalf("recover after every failed delivery was re-queued once: %d, want 0", got)
+		}
+		// A resend makes its delivery recoverable again.
+		if _, err := svc.Webhooks.ResendDelivery(t.Context(), "alice", sub.ID, tasksByPlant(tasks)[2].MessageID); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := plantIDs(failAll(t, svc, "")), []int64{2}; !slices.Equal(got, want) {
+			t.Fatalf("resent plants %v, want %v", got, want)
+		}
+		if got := recoverSince(t, svc, sub.ID, fixedNow); got != 1 {
+			t.Fatalf("recover after a resend failed again re-queued %d, want 1", got)
+		}
+		if got, want := plantIDs(failAll(t, svc, "")), []int64{2}; !slices.Equal(got, want) {
+			t.Fatalf("re-queued plants %v, want %v", got, want)
+		}
+		// A re-enable makes them all recoverable again.
+		for _, on := range []bool{false, true} {
+			if _, _, err := svc.Webhooks.UpdateSubscription(t.Context(), "alice", sub.ID, plantstore.SubscriptionUpdate{Enabled: ptr(on)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := recoverSince(t, svc, sub.ID, fixedNow); got != 3 {
+			t.Fatalf("recover after a re-enable re-queued %d, want 3", got)
 		}
 		if got, want := plantIDs(claim(t, svc, time.Minute, 100)), []int64{1, 2, 4}; !slices.Equal(got, want) {
 			t.Fatalf("re-queued plants %v, want %v", got, want)
 		}
 		_, err := svc.Webhooks.RecoverDeliveries(t.Context(), "bob", sub.ID, since)
 		checkCode(t, "bob's recover", err, plantstore.CodeWebhookNotFound)
+	})
+
+	t.Run("RecoverSinceRange", func(t *testing.T) {
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
+		sub := createSubscription(t, svc, "alice")
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		failAll(t, svc, "")
+		for _, since := range []time.Time{
+			time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), // past SQLite's int64 nanoseconds
+			fixedNow.Add(time.Second),                     // in the future
+			time.Unix(0, 0).Add(-time.Nanosecond),         // before 1970
+			time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		} {
+			_, err := svc.Webhooks.RecoverDeliveries(t.Context(), "alice", sub.ID, since)
+			checkCode(t, "recover since "+since.String(), err, plantstore.CodeInvalidBody)
+			if e := new(plantstore.Error); errors.As(err, &e) && !strings.HasPrefix(e.Message, "invalid RecoverRequest: since: must not be") {
+				t.Errorf("recover since %v: message %q", since, e.Message)
+			}
+		}
+		if n, _ := outboxStats(t, svc); n != 0 {
+			t.Fatalf("%d deliveries pending after refused recovers, want 0", n)
+		}
+		// The bounds themselves are fine.
+		if got := recoverSince(t, svc, sub.ID, time.Unix(0, 0)); got != 1 {
+			t.Fatalf("recover since 1970 re-queued %d, want 1", got)
+		}
+		if got := recoverSince(t, svc, sub.ID, fixedNow); got != 0 {
+			t.Fatalf("recover since now re-queued %d, want 0", got)
+		}
 	})
 
 	t.Run("Resend", func(t *testing.T) {

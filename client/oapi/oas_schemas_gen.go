@@ -3914,17 +3914,19 @@ func (s *QueuedDeliveryState) UnmarshalText(data []byte) error {
 
 // Ref: #/components/schemas/RecoverRequest
 type RecoverRequest struct {
-	// Re-queue the failed deliveries created at or after this time.
-	Since time.Time `json:"since"`
+	// Re-queue the failed deliveries created at or after this time: an RFC 3339 time
+	// (`2026-01-03T09:00:00Z`, any offset, fraction allowed) or a duration before now (Go syntax,
+	// positive: `24h`, `90m`, `1h30m`). Neither in the future nor before 1970-01-01T00:00:00Z.
+	Since string `json:"since"`
 }
 
 // GetSince returns the value of Since.
-func (s *RecoverRequest) GetSince() time.Time {
+func (s *RecoverRequest) GetSince() string {
 	return s.Since
 }
 
 // SetSince sets the value of Since.
-func (s *RecoverRequest) SetSince(val time.Time) {
+func (s *RecoverRequest) SetSince(val string) {
 	s.Since = val
 }
 
@@ -3954,8 +3956,9 @@ func (*RecoverWebhookUnsupportedMediaType) recoverWebhookRes() {}
 
 // Ref: #/components/schemas/Recovery
 type Recovery struct {
+	// The `since` used, as a time (a duration resolved against the server's clock), to the second.
 	Since time.Time `json:"since"`
-	// How many failed deliveries this call re-queued (0 when a recover with this `since` already did).
+	// How many failed deliveries this call re-queued (0 when earlier recovers re-queued them all).
 	Requeued int64 `json:"requeued"`
 }
 

@@ -59,8 +59,8 @@ type backupFile struct {
 // backupCmd is `plantstore backup`.
 type backupCmd struct {
 	DB        string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"The SQLite database file to back up; a server may be serving it. (PostgreSQL: use pg_dump, see docs/deployment.md.)"`
-	To        string        `name:"to" required:"" placeholder:"FILE" help:"Where to write the backup archive (a tar file: the database and manifest.json); - writes it to stdout. Written to FILE.tmp-* beside it, fsynced, then renamed."`
-	Force     bool          `name:"force" help:"Replace FILE if it exists (without it an existing FILE is an error)."`
+	To        string        `name:"to" required:"" placeholder:"FILE" help:"Where to write the backup archive (a tar file: the database and manifest.json); - writes it to stdout. Written to FILE.tmp-* beside it (mode 0600), fsynced, then renamed."`
+	Force     bool          `name:"force" help:"Replace FILE if it exists (without it an existing FILE is an error); never a SQLite database, nor a file a process has open as one."`
 	DBTimeout time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"How long to wait for the database while it is locked (a checkpoint, a recovery)."`
 }
 
@@ -87,13 +87,8 @@ func (c *backupCmd) Run(ctx context.Context, e *env) error {
 	dir := os.TempDir()
 	if !toStdout {
 		dir = filepath.Dir(c.To)
-		if fi, err := os.Stat(c.To); err == nil {
-			if fi.IsDir() {
-				return fmt.Errorf("--to: %s is a directory: give a file name", c.To)
-			}
-			if !c.Force {
-				return fmt.Errorf("--to: %s exists: give a new name, or --force to replace it", c.To)
-			}
+		if err := checkOutput(c.To, c.Force); err != nil {
+			return err
 		}
 	}
 	snap, err := os.CreateTemp(dir, ".plantstore-snapshot-*.db")
@@ -221,10 +216,46 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// checkOutput refuses early, before any work, an output file (--to) that
+// writeFileAtomic would refuse at the end: a directory; an existing file
+// without force; a SQLite database, or a file a process has open as one
+// (overwriteError).
+func checkOutput(path string, force bool) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil // absent (or unreadable: the write says why)
+	case fi.IsDir():
+		return fmt.Errorf("--to: %s is a directory: give a file name", path)
+	case !force:
+		return fmt.Errorf("--to: %s exists: give a new name, or --force to replace it", path)
+	}
+	release, err := sqlite.LockForOverwrite(path)
+	if err != nil {
+		return fmt.Errorf("--to: %w", overwriteError(path, err))
+	}
+	release()
+	return nil
+}
+
+// overwriteError explains an error of sqlite.LockForOverwrite.
+func overwriteError(path string, err error) error {
+	switch {
+	case errors.Is(err, sqlite.ErrInUse):
+		return fmt.Errorf("%s is a database open in another process (a plantstore server or command, or a SQLite program): never replaced, not even with --force; give another file name", path)
+	case errors.Is(err, sqlite.ErrIsDatabase):
+		return fmt.Errorf("%s is a SQLite database: never replaced, not even with --force (restore replaces a database, from a backup); give another file name", path)
+	}
+	return err
+}
+
 // writeFileAtomic writes path through write into path.tmp-* in its
-// directory, fsyncs it, renames it to path and fsyncs the directory: path
-// is either as before or complete. Without replace an existing path is an
-// error (checked again at the end). It returns the bytes written.
+// directory (mode 0600, whatever the umask), fsyncs it, renames it to path
+// and fsyncs the directory: path is either as before or complete. Without
+// replace an existing path is an error (checked again at the end); with
+// replace, a SQLite database at path, or a file a process has open as a
+// database, is never replaced (sqlite.LockForOverwrite, held over the
+// rename). It returns the bytes written.
 func writeFileAtomic(path string, replace bool, write func(io.Writer) error) (int64, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
@@ -238,6 +269,11 @@ func writeFileAtomic(path string, replace bool, write func(io.Writer) error) (in
 			os.Remove(f.Name())
 		}
 	}()
+	// CreateTemp asks for 0600, less the umask: exactly 0600 (the file may
+	// be a database's backup, which holds webhook signing secrets).
+	if err := f.Chmod(0o600); err != nil {
+		return 0, err
+	}
 	cw := &countWriter{w: f}
 	if err := write(cw); err != nil {
 		return cw.n, fmt.Errorf("write %s: %w", f.Name(), err)
@@ -264,8 +300,16 @@ func writeFileAtomic(path string, replace bool, write func(io.Writer) error) (in
 		} else if err := os.Remove(f.Name()); err != nil {
 			return cw.n, err
 		}
-	} else if err := os.Rename(f.Name(), path); err != nil {
-		return cw.n, err
+	} else {
+		release, err := sqlite.LockForOverwrite(path)
+		if err != nil {
+			return cw.n, overwriteError(path, err)
+		}
+		err = os.Rename(f.Name(), path)
+		release()
+		if err != nil {
+			return cw.n, err
+		}
 	}
 	done = true
 	d, err := os.Open(dir)

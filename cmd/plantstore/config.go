@@ -29,10 +29,12 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("shutdown-timeout", "PLANTSTORE_SHUTDOWN_TIMEOUT", "must be positive, got %v", c.ShutdownTimeout)
 	case c.WebhookConcurrency < 1:
 		return invalidSetting("webhook-concurrency", "PLANTSTORE_WEBHOOK_CONCURRENCY", "must be at least 1, got %d", c.WebhookConcurrency)
-	case c.WebhookTimeout <= 0:
-		return invalidSetting("webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "must be positive, got %v", c.WebhookTimeout)
-	case c.WebhookFirstRetry <= 0:
-		return invalidSetting("webhook-first-retry", "PLANTSTORE_WEBHOOK_FIRST_RETRY", "must be positive, got %v", c.WebhookFirstRetry)
+	// The two webhook durations that set stored times (an attempt's lease,
+	// the retries' next_attempt_at) are bounded, so those stay in range.
+	case c.WebhookTimeout <= 0 || c.WebhookTimeout > time.Hour:
+		return invalidSetting("webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "must be positive and at most 1h, got %v", c.WebhookTimeout)
+	case c.WebhookFirstRetry <= 0 || c.WebhookFirstRetry > time.Hour:
+		return invalidSetting("webhook-first-retry", "PLANTSTORE_WEBHOOK_FIRST_RETRY", "must be positive and at most 1h (the last retry comes about 5760 times later), got %v", c.WebhookFirstRetry)
 	case c.WebhookInFlight < 1:
 		return invalidSetting("webhook-max-in-flight", "PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT", "must be at least 1, got %d", c.WebhookInFlight)
 	case c.WebhookMaxSubs < 1 || c.WebhookMaxSubs > plantstore.MaxMaxSubscriptions:

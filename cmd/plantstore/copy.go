@@ -36,13 +36,14 @@ func (c *copyCmd) Run(ctx context.Context, e *env) error {
 	case sameDatabase(c.From, c.To):
 		return usagef("--from and --to are the same database")
 	}
-	from := &dbFlags{DB: c.From, DBMaxConns: 2, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createNever}
+	warn := func(msg string) { fmt.Fprintf(e.stderr, "plantstore: warning: %s\n", msg) }
+	from := &dbFlags{DB: c.From, DBMaxConns: 2, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createNever, warn: warn}
 	src, err := from.open(ctx, false)
 	if err != nil {
 		return fmt.Errorf("--from %s: %w", displayDB(c.From), err)
 	}
 	defer src.Close()
-	to := &dbFlags{DB: c.To, DBMaxConns: 4, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createAlways}
+	to := &dbFlags{DB: c.To, DBMaxConns: 4, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createAlways, warn: warn}
 	dst, err := to.open(ctx, true)
 	if err != nil {
 		return fmt.Errorf("--to %s: %w", displayDB(c.To), err)

@@ -48,6 +48,18 @@ type dbFlags struct {
 	created bool
 	// memoryOK says whether --db memory: is allowed (serve only).
 	memoryOK bool
+	// warn, if set, tells the operator of a SQLite file whose mode let
+	// others read it (warnDB sets it to print on stderr, serve to log).
+	warn func(msg string)
+}
+
+// fileModeWarning is the warning of a database file whose mode let others
+// than its owner read or write it (sqlite.DB.OnFileMode).
+func fileModeWarning(path string, was fs.FileMode, err error) string {
+	if err != nil {
+		return fmt.Sprintf("%s is mode %04o: others than its owner may read it, and it holds webhook signing secrets; it could not be made %04o (%v): run chmod go-rwx on it", path, was, was&^0o077, err)
+	}
+	return fmt.Sprintf("%s was mode %04o: made it %04o (it holds webhook signing secrets: only its owner may read it)", path, was, was&^0o077)
 }
 
 // memoryDB is the --db value of an in-memory SQLite database (serve's
@@ -190,6 +202,9 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 	db.WALAutocheckpoint = f.walAutocheckpoint
 	db.OnCommit = f.onCommit
 	db.TracerProvider = f.tracerProvider
+	if warn := f.warn; warn != nil {
+		db.OnFileMode = func(path string, was fs.FileMode, err error) { warn(fileModeWarning(path, was, err)) }
+	}
 	return db, nil
 }
 

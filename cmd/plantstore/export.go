@@ -33,7 +33,8 @@ type exportLine struct {
 // exportCmd is `plantstore export`.
 type exportCmd struct {
 	dbFlags
-	To    string `name:"to" default:"-" placeholder:"FILE" help:"Where to write the JSON lines: a file (written beside it first, then renamed into place, so it is whole or absent) or - for stdout."`
+	To    string `name:"to" default:"-" placeholder:"FILE" help:"Where to write the JSON lines: a new file (written beside it first, mode 0600, then renamed into place, so it is whole or absent) or - for stdout."`
+	Force bool   `name:"force" help:"Replace --to if it exists (never a SQLite database, nor a file a process has open as one)."`
 	Owner string `name:"owner" help:"Only this owner's plants (default: every owner's)."`
 }
 
@@ -41,6 +42,11 @@ type exportCmd struct {
 func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	if isMemory(c.DB) {
 		return usagef("--db memory: is a database in a serve process's memory: export cannot reach it")
+	}
+	if c.To != "-" {
+		if err := checkOutput(c.To, c.Force); err != nil {
+			return err
+		}
 	}
 	warnDB(e, &c.dbFlags)
 	db, err := c.open(ctx, false)
@@ -80,7 +86,7 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	if c.To == "-" {
 		err = write(e.stdout)
 	} else {
-		_, err = writeFileAtomic(c.To, true, write)
+		_, err = writeFileAtomic(c.To, c.Force, write)
 	}
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ type restoreCmd struct {
 
 // Help is the long help of restore.
 func (c *restoreCmd) Help() string {
-	return `Restores a SQLite database from a plantstore backup archive. The database is written to a temporary file beside --db and checked against the manifest (size, SHA-256, PRAGMA integrity_check, schema version not newer than this plantstore, the row count of every table) before it replaces anything; then the -wal and -shm files of the database replaced are removed (they belong to it) and the file is renamed into place, fsynced. A database that a plantstore server or command (or any SQLite program in WAL mode) has open is never replaced: stop the server first. An existing database is replaced only with --force. Exit 0: restored; 1: refused or failed (--db untouched); 2: usage.`
+	return `Restores a SQLite database from a plantstore backup archive. The database is written to a temporary file beside --db and checked against the manifest (size, SHA-256, PRAGMA integrity_check, schema version not newer than this plantstore, the row count of every table) before it replaces anything; then the -wal and -shm files of the database replaced are removed (they belong to it) and the file is renamed into place (mode 0600, with the owner of the file replaced), fsynced. A database that a plantstore server or command (or any SQLite program in WAL mode) has open is never replaced: stop the server first. An existing database is replaced only with --force. Exit 0: restored; 1: refused or failed (--db untouched); 2: usage.`
 }
 
 // Run restores the archive.
@@ -98,11 +98,14 @@ func (c *restoreCmd) Run(ctx context.Context, e *env) error {
 	if err := checkRestored(m, report); err != nil {
 		return fmt.Errorf("restore: %s: %w; %s is untouched", name, err, c.DB)
 	}
+	// The restored file is its owner's alone, like every database file
+	// (sqlite.FileMode: it holds webhook signing secrets), whatever the
+	// umask, and it gets the owner of the one it replaces, so the server's
+	// user can open it (when allowed: restore run as root, or as that user).
+	if err := os.Chmod(tmp.Name(), sqlite.FileMode); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
 	if fi, err := os.Stat(c.DB); err == nil {
-		// The restored file gets the mode and owner of the one it replaces,
-		// so the server's user can open it (the owner only when allowed:
-		// restore run as root, or as that user).
-		os.Chmod(tmp.Name(), fi.Mode().Perm())
 		keepOwner(tmp.Name(), fi)
 	}
 	if err := sqlite.ReplaceFile(tmp.Name(), c.DB); err != nil {

@@ -157,9 +157,11 @@ func (f *dbFlags) ignored(set map[string]bool) []string {
 }
 
 // warnDB prints a warning on stderr for each database setting that does
-// not apply (the commands other than serve, which logs them).
+// not apply (the commands other than serve, which logs them), and makes
+// the database's file mode warnings go there too.
 func warnDB(e *env, f *dbFlags) {
 	for _, w := range f.ignored(e.set) {
 		fmt.Fprintf(e.stderr, "plantstore: warning: %s\n", w)
 	}
+	f.warn = func(msg string) { fmt.Fprintf(e.stderr, "plantstore: warning: %s\n", msg) }
 }

@@ -46,8 +46,8 @@ type serveCmd struct {
 	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook deliveries in flight at once per process. One owner gets at most a quarter of them (at least 1), so that its hanging receivers cannot hold them all; its pings count against that share too."`
 	WebhookInFlight     int           `name:"webhook-max-in-flight" env:"PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT" default:"2" help:"Webhook deliveries in flight at once to one subscription, counted over every replica. Pings (POST /webhooks/{id}/ping) count too, with this replica's pings in flight: past it, or past the owner's share of --webhook-concurrency, a ping answers 429 (error 42903)."`
 	WebhookMaxSubs      int           `name:"webhook-max-subscriptions" env:"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS" default:"16" help:"Webhook subscriptions one owner may have, disabled ones included (1..1000); past it POST /webhooks answers 409 (error 40902). It also bounds the deliveries one plant create writes."`
-	WebhookTimeout      time.Duration `env:"PLANTSTORE_WEBHOOK_TIMEOUT" default:"15s" help:"Time limit of one webhook delivery attempt."`
-	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day)."`
+	WebhookTimeout      time.Duration `env:"PLANTSTORE_WEBHOOK_TIMEOUT" default:"15s" help:"Time limit of one webhook delivery attempt (at most 1h)."`
+	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day). At most 1h."`
 	WebhookDisableAfter time.Duration `env:"PLANTSTORE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a subscription whose delivery attempts have all failed for longer than this, at its next failed attempt (GET /webhooks/{id} then shows disabled_reason failing). 0: never (a 410 still disables it)."`
 	WebhookRetention    time.Duration `env:"PLANTSTORE_WEBHOOK_RETENTION" default:"720h" help:"How long delivery history is kept: attempts and finished deliveries older than this are deleted, 500 rows a statement, a pass a minute. 0 keeps everything."`
 	EventRetention      time.Duration `env:"PLANTSTORE_EVENT_RETENTION" default:"720h" help:"How long events (GET /events, the event stream) are kept: older ones are deleted in the background, 500 a statement, a pass a minute; a client resuming after a gap this long misses the ones deleted (the next seq is higher than its cursor plus one). 0 keeps everything."`
@@ -111,6 +111,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	c.walAutocheckpoint = walAutocheckpoint(c.WALAutocheckpoint)
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
+	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
 	registry := plantstorehttp.NewRegistry()
 	c.onCommit = plantstorehttp.CommitObserver(registry)
 	tracing, err := c.newTracing(ctx)

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 )
 
@@ -85,7 +86,7 @@ type webhooksRecoverCmd struct {
 	clientFlags
 	formatFlag
 	ID    string `arg:"" help:"Id of the subscription (whk_...)."`
-	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h)."`
+	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h); neither in the future nor before 1970. A recover re-queues each failed delivery once, whatever its since."`
 }
 
 // Run re-queues the failed deliveries and prints how many.
@@ -98,6 +99,8 @@ func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	// As a time (a duration resolved here), which servers older than the
+	// duration form of the API take too.
 	r, err := cl.RecoverWebhook(ctx, c.ID, since)
 	if err != nil {
 		return err
@@ -111,16 +114,17 @@ func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
 	return tw.Flush()
 }
 
-// parseSince reads --since: an RFC 3339 time, or a positive duration
-// before now.
+// parseSince reads --since as the server does (plantstore.ParseSince and
+// CheckSince, at this machine's now), so that a bad one is a usage error.
 func parseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	since, err := plantstore.ParseSince(s, now)
+	if err == nil {
+		err = plantstore.CheckSince(since, now)
 	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
+	if err != nil {
+		return time.Time{}, usagef("--since %q: %v", s, err)
 	}
-	return time.Time{}, usagef("--since %q: want an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (24h)", s)
+	return since, nil
 }
 
 type webhooksPingCmd struct {

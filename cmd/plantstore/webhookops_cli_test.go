@@ -71,6 +71,11 @@ func TestWebhookOpsCLI(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^SINCE +REQUEUED\n` + regexp.QuoteMeta(since) + ` +0$`).MatchString(r.stdout) {
 		t.Errorf("recover again --format table =\n%s", r.stdout)
 	}
+	// A duration, and another since: nothing more (a delivery is re-queued
+	// by a recover once).
+	if run("webhooks", "recover", w.ID, "--since", "2h").ok(t).decode(t, &rec); rec.Requeued != 0 || !rec.Since.Before(time.Now().Add(-time.Hour)) {
+		t.Errorf("recover --since 2h = %+v, want 0 re-queued since about 2 h ago", rec)
+	}
 	waitFor(t, 20*time.Second, "the recovered delivery", func() bool {
 		var ok []client.Delivery
 		run("webhooks", "deliveries", w.ID, "--state", "succeeded").ok(t).decode(t, &ok)
@@ -112,6 +117,10 @@ func TestWebhookOpsCLI(t *testing.T) {
 		{"update", w.ID, "--enable", "--disable"},
 		{"update", w.ID, "--types", "plant.created", "--untyped"},
 		{"recover", w.ID, "--since", "yesterday"},
+		{"recover", w.ID, "--since", "9999-12-31T00:00:00Z"}, // in the future (and past SQLite's int64 nanoseconds)
+		{"recover", w.ID, "--since", "1969-12-31T23:59:59Z"},
+		{"recover", w.ID, "--since", "500000h"}, // before 1970
+		{"recover", w.ID, "--since", "-1h"},
 		{"recover", w.ID},
 		{"resend", w.ID},
 		{"deliveries", w.ID, "--state", "lost"},

@@ -4070,7 +4070,7 @@ func (s *RecoverRequest) Encode(e *jx.Encoder) {
 func (s *RecoverRequest) encodeFields(e *jx.Encoder) {
 	{
 		e.FieldStart("since")
-		json.EncodeDateTime(e, s.Since)
+		e.Str(s.Since)
 	}
 }
 
@@ -4090,8 +4090,8 @@ func (s *RecoverRequest) Decode(d *jx.Decoder) error {
 		case "since":
 			requiredBitSet[0] |= 1 << 0
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
-				s.Since = v
+				v, err := d.Str()
+				s.Since = string(v)
 				if err != nil {
 					return err
 				}

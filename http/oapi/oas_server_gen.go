@@ -204,10 +204,17 @@ type Handler interface {
 	//
 	// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
 	// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
-	// the background, with the same `webhook-id` each. It is idempotent per `since`: a delivery is
-	// re-queued at most once by recovers with the same `since` (calling it twice, as a retry after a lost
-	// answer does, re-queues nothing more, even for deliveries that failed again); a recover with another
-	// `since` re-queues it again. The answer says how many deliveries were re-queued.
+	// the background, with the same `webhook-id` each. `since` is an RFC 3339 time
+	// (`2026-01-03T09:00:00Z`) or a duration before now (`24h`, `90m`, `1h30m`: Go syntax, positive), cut
+	// to the whole second (which can only take in more deliveries); it may be neither in the future nor
+	// before 1970-01-01T00:00:00Z (400, error 40002, naming `since` and what it must be).
+	//
+	// Each failed delivery is re-queued by a recover once, whatever `since` says: a later recover skips it
+	// (calling it again, as a retry after a lost answer does, or with another `since`, re-queues nothing
+	// more, even for deliveries that failed again), until the delivery is resent
+	// (`POST /webhooks/{id}/deliveries/{delivery_id}/resend`, which makes it recoverable again) or the
+	// subscription is re-enabled (`PATCH /webhooks/{id}` `{"enabled": true}`, a fresh start for all its
+	// deliveries). The answer says how many deliveries this call re-queued.
 	//
 	// POST /webhooks/{id}/recover
 	RecoverWebhook(ctx context.Context, req *RecoverRequest, params RecoverWebhookParams) (RecoverWebhookRes, error)
@@ -217,7 +224,8 @@ type Handler interface {
 	// later retry): the same message, with the same `webhook-id`, so a receiver that already has it can
 	// drop it. The attempt is made by the dispatcher in the background; its outcome appears in
 	// `GET /webhooks/{id}/deliveries`. A delivery being attempted right now is left to that attempt. The
-	// delivery id is the `webhook_id` of its attempts.
+	// delivery id is the `webhook_id` of its attempts. A resent delivery is recoverable again
+	// (`POST /webhooks/{id}/recover` re-queues a failed delivery once).
 	//
 	// POST /webhooks/{id}/deliveries/{delivery_id}/resend
 	ResendWebhookDelivery(ctx context.Context, params ResendWebhookDeliveryParams) (ResendWebhookDeliveryRes, error)
