@@ -52,9 +52,13 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	w.Write(okBody)
 }
 
-// handleMetrics handles the "GET /metrics" route (Prometheus text format).
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+// metricsHandler is the metrics listener's handler (MetricsAddr): it
+// handles the "GET /metrics" route (Prometheus text format) and answers
+// 404 to every other path. The API listener has no /metrics.
+func (s *Server) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	return s.recoverPanics(mux)
 }
 
 // handleOpenAPI handles the "GET /openapi.json" route: the contract, whose

@@ -31,6 +31,7 @@ type serveCmd struct {
 	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
 	WALAutocheckpoint   int           `name:"sqlite-wal-autocheckpoint" env:"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT" default:"1000" placeholder:"PAGES" help:"SQLite: checkpoint the WAL into the database file after a commit that leaves this many pages (4 KiB each) or more in it (PRAGMA wal_autocheckpoint). 0: never: the WAL then grows until another process checkpoints it. With Litestream keep the default (measured: docs/deployment.md)."`
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
+	MetricsAddr         string        `name:"metrics-addr" env:"PLANTSTORE_METRICS_ADDR" default:"127.0.0.1:9464" placeholder:"ADDR" help:"Serve GET /metrics (Prometheus text format, no token) on this address, a listener of its own; the API listener (--addr) answers /metrics with 404. Loopback by default; the container image sets :9464 so that a scraper on its network reaches it. Empty (--metrics-addr=) or off: no metrics listener."`
 	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of the document served at /openapi.json (an absolute http(s) URL without query or fragment, e.g. https://api.example.com, behind a proxy). Default: relative (/), the server that served the document."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
 	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin and print it once on stderr."`
@@ -194,7 +195,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		s.TracerProvider = tracing.provider
 	}
 	s.PublicURL = c.PublicURL
+	s.MetricsAddr = c.metricsAddr()
 	if err := s.Open(); err != nil {
+		if errors.Is(err, plantstorehttp.ErrMetricsListen) {
+			return failedSetting("metrics-addr", "PLANTSTORE_METRICS_ADDR", "%v: give a free address, or --metrics-addr= (PLANTSTORE_METRICS_ADDR=off) to serve no metrics", err)
+		}
 		return err
 	}
 	if c.DebugAddr != "" {
@@ -208,7 +213,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if isMemory(c.DB) {
 		durability = "none (memory)"
 	}
-	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", durability)
+	metrics := "off"
+	if s.MetricsURL() != "" {
+		metrics = s.MetricsURL() + "/metrics"
+	}
+	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "metrics", metrics, "db", displayDB(c.DB), "durability", durability)
 	logHandler.Flush()
 
 	<-ctx.Done()
@@ -224,6 +233,15 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	// the database closes after committing what was queued, and the last
 	// log lines are flushed.
 	return nil
+}
+
+// metricsAddr is --metrics-addr: "" and "off" (for the environment, where
+// an empty variable is an unset one) turn the metrics listener off.
+func (c *serveCmd) metricsAddr() string {
+	if strings.EqualFold(strings.TrimSpace(c.MetricsAddr), "off") {
+		return ""
+	}
+	return c.MetricsAddr
 }
 
 // oidcDiscoveryTimeout bounds OIDC discovery and the first JWKS fetch at start.
