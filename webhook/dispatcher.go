@@ -459,6 +459,15 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	var retryAfter time.Duration
 	haveRetryAfter := false
 	switch {
+	case err != nil && errors.Is(err, ErrForbiddenAddress):
+		// The receiver's name resolved to an address deliveries may not
+		// reach (no connection was made): every retry would be refused the
+		// same way, so the delivery fails now. Like any failed attempt it
+		// counts toward the subscription's failing streak
+		// (--webhook-disable-after); recover re-queues it once the name
+		// is fixed.
+		r.State, r.Error = plantstore.DeliveryFailed, unwrapURLError(err)+": "+AllowPrivateHint
+		return r
 	case err != nil:
 		r.Error = unwrapURLError(err)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:

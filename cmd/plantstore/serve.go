@@ -42,7 +42,7 @@ type serveCmd struct {
 	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
 	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications (401s) per minute allowed to each client IP, with a burst of 20; past it, that IP's requests with a missing or bad token get 429 (valid tokens still work). The IP is the TCP peer, X-Forwarded-For is not trusted: behind a proxy all clients share one. 0: no limit."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
-	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses (refused by default, checked on the resolved address at connect time)."`
+	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses. Without it they are refused: POST and PATCH /webhooks answer 400 (error 40002) to a URL whose host is such an address, localhost or a name under .localhost, and an attempt whose host name resolves to one fails at once, not retried (checked on the resolved address at connect time)."`
 	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook deliveries in flight at once per process. One owner gets at most a quarter of them (at least 1), so that its hanging receivers cannot hold them all."`
 	WebhookInFlight     int           `name:"webhook-max-in-flight" env:"PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT" default:"2" help:"Webhook deliveries in flight at once to one subscription, counted over every replica."`
 	WebhookMaxSubs      int           `name:"webhook-max-subscriptions" env:"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS" default:"16" help:"Webhook subscriptions one owner may have, disabled ones included (1..1000); past it POST /webhooks answers 409 (error 40902). It also bounds the deliveries one plant create writes."`
@@ -153,6 +153,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
 		Ping:                dispatcher.Ping,
+		CheckWebhookURL:     c.checkWebhookURL(),
 	})
 	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
 	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
@@ -233,6 +234,16 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	// the database closes after committing what was queued, and the last
 	// log lines are flushed.
 	return nil
+}
+
+// checkWebhookURL is the check of subscription URLs: those the dispatcher
+// would refuse to connect to are refused at the API, unless
+// --webhook-allow-private lets deliveries reach them.
+func (c *serveCmd) checkWebhookURL() func(string) error {
+	if c.WebhookAllowPrivate {
+		return nil
+	}
+	return webhook.CheckURL
 }
 
 // metricsAddr is --metrics-addr: "" and "off" (for the environment, where

@@ -25,7 +25,11 @@ func (UnimplementedHandler) AddPlant(ctx context.Context, req *NewPlant) (r AddP
 // CreateWebhook implements createWebhook operation.
 //
 // Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
-// answer carries the signing secret, shown only here and by rotate-secret.
+// answer carries the signing secret, shown only here and by rotate-secret. A `url` whose host is not a
+// globally reachable address (loopback, private, link-local, ...; an IPv4 shorthand such as
+// `2130706433` included) or is `localhost` (or a name under `.localhost`) is refused with 400 (error
+// 40002) whose message names `--webhook-allow-private`, unless the server runs with it; other names
+// are checked once resolved, at delivery time.
 //
 // POST /webhooks
 func (UnimplementedHandler) CreateWebhook(ctx context.Context, req *NewWebhook) (r CreateWebhookRes, _ error) {
@@ -198,12 +202,13 @@ func (UnimplementedHandler) PingWebhook(ctx context.Context, params PingWebhookP
 
 // RecoverWebhook implements recoverWebhook operation.
 //
-// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
-// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
-// the background, with the same `webhook-id` each. It is idempotent per `since`: a delivery is
-// re-queued at most once by recovers with the same `since` (calling it twice, as a retry after a lost
-// answer does, re-queues nothing more, even for deliveries that failed again); a recover with another
-// `since` re-queues it again. The answer says how many deliveries were re-queued.
+// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, its host name
+// resolved to an address deliveries may not reach, or failed while the subscription was disabled) and
+// was created at or after `since`; the dispatcher attempts them in the background, with the same
+// `webhook-id` each. It is idempotent per `since`: a delivery is re-queued at most once by recovers
+// with the same `since` (calling it twice, as a retry after a lost answer does, re-queues nothing
+// more, even for deliveries that failed again); a recover with another `since` re-queues it again. The
+// answer says how many deliveries were re-queued.
 //
 // POST /webhooks/{id}/recover
 func (UnimplementedHandler) RecoverWebhook(ctx context.Context, req *RecoverRequest, params RecoverWebhookParams) (r RecoverWebhookRes, _ error) {
