@@ -23,6 +23,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/http/oapi"
+	"github.com/plantstore/plantstore/internal/outage"
 )
 
 // Server timeouts and limits. Every http.Server timeout is set, so a slow or
@@ -130,7 +131,8 @@ type Server struct {
 	// request (tracing.go); nil: no tracing, at no cost.
 	TracerProvider trace.TracerProvider
 
-	opsAllow map[string]string // the operational paths' Allow values, for CORS preflights
+	opsAllow      map[string]string // the operational paths' Allow values, for CORS preflights
+	readyFailures *outage.Log       // /readyz probes that found the storage failing
 
 	ln            net.Listener
 	server        *http.Server
@@ -194,6 +196,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
 	s.streams.init(s.Registry)
+	s.readyFailures = outage.New(s.logger(), slog.LevelWarn, "readyz: storage does not answer")
 	cors, err := newCORSPolicy(s.CORSOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("http: %w", err)
