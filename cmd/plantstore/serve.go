@@ -210,15 +210,12 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 		defer stop()
 	}
-	durability := c.Durability
-	if isMemory(c.DB) {
-		durability = "none (memory)"
-	}
 	metrics := "off"
 	if s.MetricsURL() != "" {
 		metrics = s.MetricsURL() + "/metrics"
 	}
-	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "metrics", metrics, "db", displayDB(c.DB), "durability", durability)
+	logger.Info("plantstore serving", append([]any{"addr", c.Addr, "url", s.URL(), "metrics", metrics, "db", displayDB(c.DB)},
+		c.backendSettings()...)...)
 	logHandler.Flush()
 
 	<-ctx.Done()
@@ -234,6 +231,22 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	// the database closes after committing what was queued, and the last
 	// log lines are flushed.
 	return nil
+}
+
+// backendSettings are the start-up log's attributes of the backend --db
+// selects: its name and the settings that apply to it, and only those (a
+// SQLite setting is not shown on PostgreSQL, nor the reverse).
+func (c *serveCmd) backendSettings() []any {
+	switch {
+	case isPostgres(c.DB):
+		return []any{"backend", "postgres", "db_max_conns", c.DBMaxConns, "db_statement_timeout", c.DBStatementTimeout.String(),
+			"db_timeout", c.DBTimeout.String()}
+	case isMemory(c.DB):
+		// No file, no WAL: durability and checkpoints do not apply.
+		return []any{"backend", "memory", "db_timeout", c.DBTimeout.String()}
+	}
+	return []any{"backend", "sqlite", "durability", c.Durability, "sqlite_wal_autocheckpoint", c.WALAutocheckpoint,
+		"db_timeout", c.DBTimeout.String()}
 }
 
 // checkWebhookURL is the check of subscription URLs: those the dispatcher
