@@ -25,10 +25,15 @@ COPY --from=build /out/plantstore /usr/local/bin/plantstore
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
 WORKDIR /data
+# /metrics has a listener of its own (the API's answers it with 404): on all
+# of the container's interfaces here, so that a scraper on the container
+# network reaches it; publish 9464 to nothing public (compose.yaml binds it
+# to the host's loopback). PLANTSTORE_METRICS_ADDR=off turns it off.
 ENV PLANTSTORE_ADDR=:8080 \
+    PLANTSTORE_METRICS_ADDR=:9464 \
     PLANTSTORE_DB=/data/plantstore.db
 VOLUME ["/data"]
-EXPOSE 8080
+EXPOSE 8080 9464
 # No curl in the image: the binary probes itself (GET /healthz, exit 0 or 1).
 # Orchestrators: liveness GET /healthz, readiness GET /readyz on port 8080.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \

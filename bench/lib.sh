@@ -178,19 +178,23 @@ pg_postmaster() { head -1 "$PG_DATA/postmaster.pid"; }
 
 # start_plantstore DB [DURABILITY]: serve plantstore on DB pinned to
 # SERVER_CPU, with --durability DURABILITY (default: $DURABILITY, else full);
-# sets SERVER_PID, SERVER_URL, SERVER_KIND.
+# sets SERVER_PID, SERVER_URL, METRICS_URL (its /metrics, a listener of its
+# own), SERVER_KIND.
 start_plantstore() {
-  local db=$1 durability=${2:-${DURABILITY:-full}} port
+  local db=$1 durability=${2:-${DURABILITY:-full}} port mport
   port=$(free_port)
+  mport=$(free_port)
   local create=()
   [[ $db == postgres://* ]] || create=(--create-db) # a fresh SQLite file (issue 12: never implicit)
-  taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --db "$db" "${create[@]}" \
+  taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --metrics-addr "127.0.0.1:$mport" \
+    --db "$db" "${create[@]}" \
     --rate-limit 0 --bootstrap-token "$TOKEN" --durability "$durability" ${SERVE_ARGS:-} \
     >>"$TMP/plantstore-$port.log" 2>&1 &
   SERVER_PID=$!
   SERVER_KIND=plantstore
   PIDS+=("$SERVER_PID")
   SERVER_URL="http://127.0.0.1:$port"
+  METRICS_URL="http://127.0.0.1:$mport/metrics"
   wait_http "$SERVER_URL/healthz" "$SERVER_PID" ||
     { tail -20 "$TMP/plantstore-$port.log" >&2; die "plantstore did not start"; }
 }
@@ -309,7 +313,7 @@ run_wrk() {
 # server_counters prints the server's cumulative counters, space-separated:
 #   mallocs batch_writes_sum batch_writes_count
 # mallocs: heap allocations since the process started (plantstore's
-# go_memstats_mallocs_total from /metrics; the baseline's /debug/mallocs, the
+# go_memstats_mallocs_total from /metrics (METRICS_URL); the baseline's /debug/mallocs, the
 # same sum of runtime/metrics /gc/heap/allocs:objects and
 # /gc/heap/tiny/allocs:objects). batch_writes_*: plantstore's group-commit
 # histogram plantstore_store_batch_writes. "-" for what the server lacks.
@@ -317,7 +321,7 @@ server_counters() {
   local body
   case ${SERVER_KIND:-} in
   plantstore)
-    body=$(curl -sf -m 10 "$SERVER_URL/metrics") || { echo "- - -"; return; }
+    body=$(curl -sf -m 10 "$METRICS_URL") || { echo "- - -"; return; }
     awk '
       $1 == "go_memstats_mallocs_total" { m = $2 }
       $1 == "plantstore_store_batch_writes_sum" { s = $2 }

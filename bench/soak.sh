@@ -53,7 +53,7 @@ post_plants "$SERVER_URL" 1 100
 
 # metrics prints "goroutines requests non2xx fivexx" from /metrics.
 metrics() {
-  curl -s -m 5 "$SERVER_URL/metrics" | awk '
+  curl -s -m 5 "$METRICS_URL" | awk '
     /^go_goroutines / { g = $2 }
     /^plantstore_http_requests_total\{/ {
       n = $NF + 0; req += n

@@ -344,7 +344,7 @@ func TestTokenCache(t *testing.T) {
 		mustError(t, ts.Get(t, secret, "/plants"), 401, plantstore.CodeTokenInvalid)
 	})
 	t.Run("Metrics", func(t *testing.T) {
-		body := string(ts.Get(t, "", "/metrics").Body)
+		body := string(ts.Metrics(t).Body)
 		for _, want := range []string{`plantstore_token_cache_total{result="hit"}`, `plantstore_token_cache_total{result="miss"}`} {
 			if !strings.Contains(body, want) {
 				t.Fatalf("metrics lack %s", want)

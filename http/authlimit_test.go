@@ -111,7 +111,7 @@ func TestAuthFailureLimit(t *testing.T) {
 		mustError(t, send(t, bad[1].header), 429, plantstore.CodeRateLimited)
 	})
 	t.Run("Metrics", func(t *testing.T) {
-		body := string(ts.Get(t, "", "/metrics").Body)
+		body := string(ts.Metrics(t).Body)
 		for metric, want := range map[string]int{
 			`plantstore_auth_failures_total{answer="401"}`: 5, // 3 + 127.0.0.2 + after the refill
 			`plantstore_auth_failures_total{answer="429"}`: 5, // 4 + after the refill
@@ -134,7 +134,7 @@ func TestAuthFailureLimit_Off(t *testing.T) {
 	for range 50 {
 		mustError(t, ts.Get(t, "", "/plants"), 401, plantstore.CodeTokenMissing)
 	}
-	if body := string(ts.Get(t, "", "/metrics").Body); !strings.Contains(body, `plantstore_auth_failures_total{answer="401"} 50`) {
+	if body := string(ts.Metrics(t).Body); !strings.Contains(body, `plantstore_auth_failures_total{answer="401"} 50`) {
 		t.Fatalf("metrics:\n%s", body)
 	}
 }

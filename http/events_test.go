@@ -156,7 +156,7 @@ func TestListEvents(t *testing.T) {
 
 	t.Run("Metric", func(t *testing.T) {
 		// alice's five and bob's one (OtherOwner), counted after commit.
-		body := string(ts.Get(t, "", "/metrics").Body)
+		body := string(ts.Metrics(t).Body)
 		for _, want := range []string{
 			`plantstore_events_written_total{type="plant.created"} 4`,
 			`plantstore_events_written_total{type="plant.updated"} 1`,

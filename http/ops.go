@@ -38,23 +38,29 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 
 // handleReadyz handles the "GET /readyz" route: the storage can serve
 // reads and writes now (Storage.Ping; docs/observability.md says what each
-// backend checks).
+// backend checks). Probes come every few seconds: failing ones are logged
+// as an outage (once when they start failing, once when one succeeds).
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.Storage.Ping(ctx); err != nil {
-		s.logger().WarnContext(r.Context(), "readyz: storage does not answer", "request_id", RequestID(r.Context()), "err", err)
+		s.readyFailures.Fail(r.Context(), err, "request_id", RequestID(r.Context()))
 		s.Error(w, r, plantstore.Errorf(plantstore.CodeStorageUnavailable, "storage is not available"))
 		return
 	}
+	s.readyFailures.OK(r.Context())
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Write(okBody)
 }
 
-// handleMetrics handles the "GET /metrics" route (Prometheus text format).
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+// metricsHandler is the metrics listener's handler (MetricsAddr): it
+// handles the "GET /metrics" route (Prometheus text format) and answers
+// 404 to every other path. The API listener has no /metrics.
+func (s *Server) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	return s.recoverPanics(mux)
 }
 
 // handleOpenAPI handles the "GET /openapi.json" route: the contract, whose

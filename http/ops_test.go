@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -43,7 +47,7 @@ func TestMetrics(t *testing.T) {
 	ts.Get(t, tok, "/plants/1")
 	ts.Get(t, tok, "/plants/2")
 	ts.Get(t, tok, "/no/such/route")
-	resp := ts.Get(t, "", "/metrics")
+	resp := ts.Metrics(t)
 	if resp.Status != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("%d %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
@@ -60,6 +64,96 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+}
+
+// TestMetricsListener: /metrics is served on the metrics listener alone
+// (MetricsAddr); the API listener answers it with the contract's 404, and
+// keeps /healthz and /readyz. The metrics listener has the API's timeouts
+// and stops with the server.
+func TestMetricsListener(t *testing.T) {
+	ts := MustOpenServer(t, func(ts *TestServer) {
+		ts.ReadHeaderTimeout = 300 * time.Millisecond
+	})
+	if ts.MetricsURL() == "" || ts.MetricsURL() == ts.URL {
+		t.Fatalf("MetricsURL = %q, want a listener of its own (API %s)", ts.MetricsURL(), ts.URL)
+	}
+	for _, method := range []string{"GET", "HEAD"} {
+		resp := ts.Do(t, Request{Method: method, Path: "/metrics"})
+		if method == "HEAD" {
+			if resp.Status != 404 {
+				t.Errorf("HEAD /metrics on the API listener: %d, want 404", resp.Status)
+			}
+			continue
+		}
+		mustError(t, resp, 404, plantstore.CodeNoRoute)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if resp := ts.Get(t, "", path); resp.Status != 200 {
+			t.Errorf("GET %s on the API listener: %d, want 200", path, resp.Status)
+		}
+	}
+	if resp := ts.Metrics(t); resp.Status != 200 || !bytes.Contains(resp.Body, []byte("plantstore_http_requests_total")) {
+		t.Fatalf("GET /metrics on the metrics listener: %d\n%s", resp.Status, resp.Body)
+	}
+	// The metrics listener serves nothing else: not the API, not the ops
+	// paths.
+	for _, path := range []string{"/healthz", "/plants", "/openapi.json", "/"} {
+		resp, err := http.Get(ts.MetricsURL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("GET %s on the metrics listener: %d, want 404", path, resp.StatusCode)
+		}
+	}
+	if resp, err := http.Post(ts.MetricsURL()+"/metrics", "text/plain", nil); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != 405 {
+		t.Errorf("POST /metrics on the metrics listener: %d, want 405", resp.StatusCode)
+	}
+
+	// A client that never finishes its request header is cut off after
+	// ReadHeaderTimeout, as on the API listener.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.MetricsURL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatalf("the metrics listener kept a stalled request open: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("stalled request closed after %v, want about ReadHeaderTimeout (300ms)", took)
+	}
+
+	// Close stops the metrics listener too.
+	metricsURL := ts.MetricsURL()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ts.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 2 * time.Second}
+	if resp, err := client.Get(metricsURL + "/metrics"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET /metrics after Close: %d, want a refused connection", resp.StatusCode)
+	}
+}
+
+// TestMetricsListenerOff: without MetricsAddr there is no metrics
+// listener, and the API listener still answers /metrics with 404.
+func TestMetricsListenerOff(t *testing.T) {
+	ts := MustOpenServer(t, func(ts *TestServer) { ts.MetricsAddr = "" })
+	if got := ts.MetricsURL(); got != "" {
+		t.Fatalf("MetricsURL = %q, want none", got)
+	}
+	mustError(t, ts.Get(t, "", "/metrics"), 404, plantstore.CodeNoRoute)
 }
 
 func TestOpenAPIServed(t *testing.T) {

@@ -125,7 +125,7 @@ func TestMetricLabels(t *testing.T) {
 		}
 		wg.Wait()
 		counts[tt.want] += n
-		body := string(ts.Get(t, "", "/metrics").Body)
+		body := string(ts.Metrics(t).Body)
 		if want := "plantstore_http_requests_total{" + tt.want + "} " + fmt.Sprint(counts[tt.want]); !strings.Contains(body, want+"\n") {
 			t.Errorf("%s %s: metrics lack %s; have:\n%s", tt.r.Method, tt.r.Path, want, grepLines(body, "plantstore_http_requests_total"))
 		}

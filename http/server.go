@@ -1,7 +1,8 @@
 // Package http is the service's HTTP transport: the generated OpenAPI server
 // (package oapi) with the handlers, bearer authentication, the one error
-// mapper, and the operational endpoints (/healthz, /readyz, /metrics,
-// /openapi.json, /docs); the browser console (/console) when one is set.
+// mapper, and the operational endpoints (/healthz, /readyz, /openapi.json,
+// /docs); /metrics has a listener of its own (MetricsAddr); the browser
+// console (/console) when one is set.
 package http
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/http/oapi"
+	"github.com/plantstore/plantstore/internal/outage"
 )
 
 // Server timeouts and limits. Every http.Server timeout is set, so a slow or
@@ -34,6 +36,10 @@ const (
 	IdleTimeout       = 120 * time.Second
 	MaxHeaderBytes    = 16 << 10 // larger headers get 431
 )
+
+// ErrMetricsListen is wrapped by the error of Open when it cannot listen on
+// MetricsAddr (the API listener is closed again).
+var ErrMetricsListen = errors.New("http: listen for metrics")
 
 // Pinger reports whether the storage answers.
 type Pinger interface {
@@ -106,9 +112,17 @@ type Server struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 
-	// Registry receives the server's metrics and is served at /metrics; nil:
-	// a new registry with the Go and process collectors.
+	// Registry receives the server's metrics and is served at /metrics on
+	// MetricsAddr; nil: a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
+
+	// MetricsAddr, if set, is the address of a listener of its own that
+	// serves GET /metrics (Prometheus text format, no token) and nothing
+	// else, with the same timeouts as the API's; Open listens on it and
+	// Close stops it. The API listener answers /metrics with 404, so that
+	// publishing the API does not publish the metrics. Empty: no metrics
+	// listener (Registry is filled all the same).
+	MetricsAddr string
 
 	// PublicURL, if set, is the servers entry of the document at
 	// /openapi.json (an absolute http(s) URL, see CheckPublicURL); empty:
@@ -132,14 +146,17 @@ type Server struct {
 	// only.
 	Console http.Handler
 
-	opsAllow map[string]string // the operational paths' Allow values, for CORS preflights
+	opsAllow      map[string]string // the operational paths' Allow values, for CORS preflights
+	readyFailures *outage.Log       // /readyz probes that found the storage failing
 
-	ln      net.Listener
-	server  *http.Server
-	api     *oapi.Server
-	handler http.Handler
-	metrics *metrics
-	access  *accessLog
+	ln            net.Listener
+	server        *http.Server
+	metricsLn     net.Listener // nil: no metrics listener
+	metricsServer *http.Server
+	api           *oapi.Server
+	handler       http.Handler
+	metrics       *metrics
+	access        *accessLog
 
 	limiters  limiterTable // each token's request bucket, by token id
 	authFails authFailures
@@ -194,6 +211,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
 	s.streams.init(s.Registry)
+	s.readyFailures = outage.New(s.logger(), slog.LevelWarn, "readyz: storage does not answer")
 	cors, err := newCORSPolicy(s.CORSOrigins)
 	if err != nil {
 		return nil, fmt.Errorf("http: %w", err)
@@ -221,16 +239,44 @@ func (s *Server) Open() error {
 	if err != nil {
 		return fmt.Errorf("http: listen: %w", err)
 	}
+	if s.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("%w: %w", ErrMetricsListen, err)
+		}
+		s.metricsLn = mln
+		s.metricsServer = s.newHTTPServer(s.metricsHandler())
+	}
 	s.ln = &onceCloseListener{Listener: ln}
 	s.conns = make(map[net.Conn]http.ConnState)
-	s.server = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if s.draining.Load() {
-				w.Header().Set("Connection", "close")
+	s.server = s.newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	}))
+	s.server.ConnState = s.trackConn
+	go func() {
+		if err := s.server.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !s.draining.Load() {
+			s.logger().Error("http: serve", "err", err)
+		}
+	}()
+	if s.metricsServer != nil {
+		go func() {
+			if err := s.metricsServer.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger().Error("http: serve metrics", "err", err)
 			}
-			h.ServeHTTP(w, r)
-		}),
-		ConnState:         s.trackConn,
+		}()
+	}
+	return nil
+}
+
+// newHTTPServer returns an http.Server of h with every timeout set (the
+// API's and the metrics listener's alike).
+func (s *Server) newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: orDefault(s.ReadHeaderTimeout, ReadHeaderTimeout),
 		ReadTimeout:       orDefault(s.ReadTimeout, ReadTimeout),
 		WriteTimeout:      orDefault(s.WriteTimeout, WriteTimeout),
@@ -238,12 +284,6 @@ func (s *Server) Open() error {
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.logger().Handler(), slog.LevelWarn),
 	}
-	go func() {
-		if err := s.server.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !s.draining.Load() {
-			s.logger().Error("http: serve", "err", err)
-		}
-	}()
-	return nil
 }
 
 // orDefault returns d, or def when d is zero.
@@ -257,7 +297,22 @@ func orDefault(d, def time.Duration) time.Duration {
 // URL returns the base URL the server listens on, with a loopback host
 // when it listens on all interfaces.
 func (s *Server) URL() string {
-	addr := s.ln.Addr().(*net.TCPAddr)
+	return baseURL(s.ln.Addr().(*net.TCPAddr))
+}
+
+// MetricsURL returns the base URL of the metrics listener (GET
+// MetricsURL()+"/metrics"), with a loopback host when it listens on all
+// interfaces, or "" when there is none (MetricsAddr empty).
+func (s *Server) MetricsURL() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return baseURL(s.metricsLn.Addr().(*net.TCPAddr))
+}
+
+// baseURL is http://host:port of addr, with a loopback host for an
+// unspecified address.
+func baseURL(addr *net.TCPAddr) string {
 	host := addr.IP.String()
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
@@ -278,7 +333,8 @@ const drainIdle = 500 * time.Millisecond
 // not processed. So Close first stops accepting, answers every request with
 // Connection: close, and waits (at most drainIdle) until every connection
 // has closed or started a request since, so that busy clients learn to
-// close theirs; then Shutdown.
+// close theirs; then Shutdown. The metrics listener stops last, so that a
+// scrape during the drain still answers.
 func (s *Server) Close(ctx context.Context) error {
 	if s.server == nil {
 		return nil
@@ -297,6 +353,12 @@ func (s *Server) Close(ctx context.Context) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	err := s.server.Shutdown(ctx)
+	if s.metricsServer != nil {
+		if merr := s.metricsServer.Shutdown(ctx); merr != nil {
+			s.metricsServer.Close()
+			err = errors.Join(err, merr)
+		}
+	}
 	// The requests have been answered (or ctx ended): write their log
 	// lines; a request still running logs its line at once when it ends.
 	s.access.close()
@@ -369,7 +431,6 @@ func (s *Server) route() http.Handler {
 	ops := map[string]*route{
 		"/healthz":                  {h: s.handleHealthz, allow: "GET, HEAD"},
 		"/readyz":                   {h: s.handleReadyz, allow: "GET, HEAD"},
-		"/metrics":                  {h: s.handleMetrics, allow: "GET, HEAD"},
 		"/openapi.json":             {h: s.handleOpenAPI, allow: "GET, HEAD"},
 		"/docs":                     {h: s.handleDocs, allow: "GET, HEAD"},
 		"/docs/":                    {h: s.handleDocs, allow: "GET, HEAD"},

@@ -73,6 +73,7 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	tb.Helper()
 	ts := &TestServer{Server: plantstorehttp.NewServer(), logs: &syncBuffer{}}
 	ts.Addr = "127.0.0.1:0"
+	ts.MetricsAddr = "127.0.0.1:0"
 	ts.Logger = slog.New(slog.NewJSONHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, c := range configure {
 		c(ts)
@@ -216,6 +217,24 @@ func (ts *TestServer) Post(tb testing.TB, token, body string) *Response {
 func (ts *TestServer) Get(tb testing.TB, token, path string) *Response {
 	tb.Helper()
 	return ts.Do(tb, Request{Method: "GET", Path: path, Token: token})
+}
+
+// Metrics scrapes GET /metrics on the metrics listener (MetricsAddr).
+func (ts *TestServer) Metrics(tb testing.TB) *Response {
+	tb.Helper()
+	if ts.MetricsURL() == "" {
+		tb.Fatal("the server has no metrics listener")
+	}
+	resp, err := http.Get(ts.MetricsURL() + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
 // apiError is the contract's Error body.

@@ -311,7 +311,7 @@ func TestWebhookOperations(t *testing.T) {
 	})
 
 	t.Run("ResendMetric", func(t *testing.T) {
-		resp := ts.Do(t, Request{Method: "GET", Path: "/metrics"})
+		resp := ts.Metrics(t)
 		for _, want := range []string{`plantstore_webhook_resends_total{operation="resend"} 1`, `plantstore_webhook_resends_total{operation="recover"} 2`} {
 			if !strings.Contains(string(resp.Body), want) {
 				t.Errorf("/metrics lacks %s", want)

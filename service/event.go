@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/outage"
 	"github.com/plantstore/plantstore/internal/prune"
 )
 
@@ -78,18 +79,23 @@ func (s *EventService) PruneEventsPass(ctx context.Context, retention time.Durat
 // RunPruner prunes the events older than retention off the request path:
 // a pass (PruneEventsPass, EventPruneBatch rows a statement) at once and
 // then every EventPruneInterval (or retention, if shorter), until ctx ends.
-// A failed pass is logged and tried again at the next. retention 0 keeps
-// everything: it returns at once.
+// A failed pass is tried again at the next; failing passes are logged as
+// an outage (internal/outage): when they start and when they end.
+// retention 0 keeps everything: it returns at once.
 func (s *EventService) RunPruner(ctx context.Context, retention time.Duration, logger *slog.Logger) {
 	if retention <= 0 {
 		return
 	}
+	failures := outage.New(logger, slog.LevelWarn, "events: prune")
 	prune.Loop(ctx, min(EventPruneInterval, retention), func(ctx context.Context) {
 		n, err := s.PruneEventsPass(ctx, retention, EventPruneBatch, eventPrunePause)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			logger.Warn("events: prune", "err", err, "deleted", n)
-		case n > 0:
+			failures.Fail(ctx, err, "deleted", n)
+		case err == nil:
+			failures.OK(ctx)
+		}
+		if n > 0 {
 			logger.Info("events: pruned", "events", n, "retention", retention)
 		}
 	})

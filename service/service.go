@@ -42,6 +42,12 @@ type Config struct {
 	// Ping makes the attempt of POST /webhooks/{id}/ping (the dispatcher's
 	// client); nil: pings fail with an internal error.
 	Ping plantstore.Pinger
+	// CheckWebhookURL, if set, refuses a subscription URL (POST /webhooks,
+	// PATCH /webhooks/{id} with a url) that deliveries could never reach,
+	// with an error whose message says why in a phrase that follows "url: "
+	// in the 400 (40002). cmd wires webhook.CheckURL unless
+	// --webhook-allow-private; nil: every URL ValidateWebhookURL accepts.
+	CheckWebhookURL func(url string) error
 	// OnEvent, if set, is told the type of every event written, after its
 	// commit (the events-written counter).
 	OnEvent func(typ string)
@@ -84,8 +90,9 @@ func New(b Backend, c Config) *Services {
 		Notifier: events,
 		Plants:   &PlantService{store: b, now: now, notify: notify, events: events, onEvent: c.OnEvent},
 		Tokens:   &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache},
-		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Ping, notify: notify},
-		Outbox:   &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},
+		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Ping, notify: notify,
+			checkURL: c.CheckWebhookURL},
+		Outbox: &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},
 	}
 }
 

@@ -18,6 +18,8 @@ type WebhookService struct {
 	max    int // subscriptions per owner
 	ping   plantstore.Pinger
 	notify func() // wakes the dispatcher after a resend or recover
+	// checkURL refuses URLs deliveries could never reach (Config.CheckWebhookURL); nil: none.
+	checkURL func(url string) error
 
 	mu   sync.Mutex
 	last uint64 // the last id issued, as a number: ids of one process increase
@@ -34,6 +36,9 @@ const idTries = 4
 func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, description string, types ...string) (*plantstore.Subscription, error) {
 	sub, err := plantstore.NewSubscription(owner, url, description, s.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := s.reachable("NewWebhook", url); err != nil {
 		return nil, err
 	}
 	if sub.Types, err = plantstore.NormalizeEventTypes(types); err != nil {
@@ -56,6 +61,19 @@ func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, des
 		return nil, storeError("create webhook", err)
 	}
 	return sub, nil
+}
+
+// reachable refuses (400 40002, in the schema's name) a URL that
+// deliveries could never reach, as checkURL says.
+func (s *WebhookService) reachable(schema, url string) error {
+	if s.checkURL == nil {
+		return nil
+	}
+	if err := s.checkURL(url); err != nil {
+		return &plantstore.Error{Code: plantstore.CodeInvalidBody, Err: err,
+			Message: fmt.Sprintf("invalid %s: url: %v", schema, err)}
+	}
+	return nil
 }
 
 // newID returns a fresh subscription id for a subscription created at now

@@ -18,6 +18,9 @@ func (s *WebhookService) UpdateSubscription(ctx context.Context, owner, id strin
 		if err := plantstore.ValidateWebhookURL(*u.URL); err != nil {
 			return nil, nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid WebhookPatch: %s", trimPrefix(err, "invalid NewWebhook: "))
 		}
+		if err := s.reachable("WebhookPatch", *u.URL); err != nil {
+			return nil, nil, err
+		}
 	}
 	if u.Description != nil && len([]rune(*u.Description)) > plantstore.MaxWebhookDescriptionLength {
 		return nil, nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid WebhookPatch: description: must have at most %d characters", plantstore.MaxWebhookDescriptionLength)

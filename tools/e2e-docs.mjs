@@ -50,7 +50,7 @@ try {
   execFileSync('go', ['build', '-o', bin, './cmd/plantstore'], { cwd: root, stdio: 'inherit' });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--db', join(tmp, 'plantstore.db'), '--create-db', '--no-bootstrap-admin'],
+  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--metrics-addr=', '--db', join(tmp, 'plantstore.db'), '--create-db', '--no-bootstrap-admin'],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, HOME: tmp } });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(url, server, 10000);

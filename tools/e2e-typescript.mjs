@@ -75,7 +75,7 @@ try {
   const url = `http://127.0.0.1:${port}`;
   const db = join(tmp, 'plantstore.db');
   const env = { PATH: process.env.PATH, HOME: tmp };
-  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--db', db, '--create-db', '--no-bootstrap-admin'],
+  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--metrics-addr=', '--db', db, '--create-db', '--no-bootstrap-admin'],
     { stdio: ['ignore', 'ignore', 'pipe'], env });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(url, server, 10000);

@@ -3,6 +3,8 @@ package webhook
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 )
 
 // Which destinations a delivery may connect to: only globally reachable
@@ -169,4 +171,49 @@ func forbiddenReason(a netip.Addr) string {
 		return ""
 	}
 	return fmt.Sprintf("not globally reachable: %s (%s, %s)", b.name, b.prefix, b.ref)
+}
+
+// parseIPv4Shorthand reads host as inet_aton(3) and the WHATWG URL
+// standard do: one to four parts separated by dots (a trailing dot
+// allowed), each decimal, octal (a leading 0) or hexadecimal (0x), the last
+// part filling the bytes the others leave (127.1 is 127.0.0.1, 2130706433
+// too). It reports false for anything else, dotted-quad decimal included
+// (netip.ParseAddr reads that).
+func parseIPv4Shorthand(host string) (netip.Addr, bool) {
+	parts := strings.Split(strings.TrimSuffix(host, "."), ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		base := 10
+		switch {
+		case len(p) > 2 && (p[:2] == "0x" || p[:2] == "0X"):
+			p, base = p[2:], 16
+		case len(p) > 1 && p[0] == '0':
+			p, base = p[1:], 8
+		}
+		if p == "" || p[0] == '+' || p[0] == '-' {
+			return netip.Addr{}, false
+		}
+		n, err := strconv.ParseUint(p, base, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		nums[i] = n
+	}
+	last := len(nums) - 1
+	for _, n := range nums[:last] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+	}
+	if nums[last] >= 1<<(8*(4-last)) {
+		return netip.Addr{}, false
+	}
+	v := nums[last]
+	for i, n := range nums[:last] {
+		v |= n << (8 * (3 - i))
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -37,6 +39,10 @@ type ClientOptions struct {
 	// Timeout bounds one request, response body included; 0 means
 	// DefaultAttemptTimeout.
 	Timeout time.Duration
+	// Resolver resolves receivers' host names; nil: net.DefaultResolver.
+	// The address check runs on what it returns (tests map a name to
+	// loopback with one, internal/dnstest).
+	Resolver *net.Resolver
 }
 
 // NewClient returns the HTTP client deliveries are sent with. Unless
@@ -53,7 +59,7 @@ func NewClient(opts ClientOptions) *http.Client {
 	if timeout <= 0 {
 		timeout = DefaultAttemptTimeout
 	}
-	dialer := &net.Dialer{Timeout: min(timeout, ConnectTimeout), KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: min(timeout, ConnectTimeout), KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
 	if !opts.AllowPrivate {
 		dialer.Control = control
 	}
@@ -94,6 +100,53 @@ func checkAddress(address string) error {
 	}
 	return nil
 }
+
+// AllowPrivateHint ends the message of an address or URL refused for
+// not being globally reachable: the setting that allows it.
+const AllowPrivateHint = "deliveries there are refused unless the server runs with --webhook-allow-private"
+
+// CheckURL refuses, with an error wrapping ErrForbiddenAddress, a webhook
+// URL that a client of NewClient without AllowPrivate could never deliver
+// to, as far as the URL alone tells: a host that is a literal IP address the
+// dialer refuses (forbiddenReason; an IPv4 address in a shorthand that
+// resolvers and browsers read as one, such as 2130706433 or 127.1,
+// included), and localhost or a name under .localhost (RFC 6761: loopback).
+// Any other name is judged after its resolution, at connect time. It makes
+// no connection and no DNS lookup; a URL it cannot parse is left to
+// plantstore.ValidateWebhookURL (nil). The error's message says why, in a
+// phrase that fits after "url: ", and ends with AllowPrivateHint.
+func CheckURL(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	host := u.Hostname()
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return &urlError{fmt.Sprintf("%s is a loopback name (RFC 6761): %s", host, AllowPrivateHint)}
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		var ok bool
+		if a, ok = parseIPv4Shorthand(name); !ok {
+			return nil // a name
+		}
+	}
+	why := forbiddenReason(a)
+	switch {
+	case why == "":
+		return nil
+	case a.String() != host:
+		return &urlError{fmt.Sprintf("%s is %s, which is %s: %s", host, a, why, AllowPrivateHint)}
+	}
+	return &urlError{fmt.Sprintf("%s is %s: %s", host, why, AllowPrivateHint)}
+}
+
+// urlError is CheckURL's error: its message, and ErrForbiddenAddress.
+type urlError struct{ msg string }
+
+func (e *urlError) Error() string { return e.msg }
+func (e *urlError) Unwrap() error { return ErrForbiddenAddress }
 
 // limitTransport cuts every response body at limit bytes.
 type limitTransport struct {

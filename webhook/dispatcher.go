@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/outage"
 	"github.com/plantstore/plantstore/internal/prune"
 )
 
@@ -244,6 +245,9 @@ type dispatch struct {
 	poll                      time.Duration
 	schedule                  []time.Duration
 	jitter                    func(time.Duration) time.Duration
+	// The outages of the periodic storage calls: each logs a line when it
+	// starts failing and one when it succeeds again, not one per attempt.
+	claims, records, stats, prunes *outage.Log
 }
 
 func (d *Dispatcher) settings() (*dispatch, error) {
@@ -263,6 +267,10 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.claims = outage.New(s.log, slog.LevelError, "webhook: claim tasks")
+	s.records = outage.New(s.log, slog.LevelError, "webhook: record attempt")
+	s.stats = outage.New(s.log, slog.LevelWarn, "webhook: outbox stats")
+	s.prunes = outage.New(s.log, slog.LevelWarn, "webhook: prune delivery history")
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -304,7 +312,8 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 // delivering. When ctx ends Run stops claiming, waits for the attempts in
 // flight (each bounded by AttemptTimeout) to finish and be recorded, and
 // returns nil. It returns an error only for an invalid configuration.
-// Failures to claim or record are logged and retried; a task whose attempt
+// Failures to claim or record are logged (once when they start and once
+// when they end, internal/outage) and retried; a task whose attempt
 // could not be recorded is claimed again once its lease expires (at least
 // once delivery).
 func (d *Dispatcher) Run(ctx context.Context) error {
@@ -353,8 +362,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		tasks, err := s.outbox.ClaimTasks(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
 			PerSubscription: s.perSubscription, PerOwner: s.perOwner, Busy: d.pings.busy()})
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("webhook: claim tasks", "err", err)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.claims.Fail(ctx, err)
+		case err == nil:
+			s.claims.OK(ctx)
 		}
 		if len(tasks) > n {
 			s.log.Error("webhook: claim returned more tasks than asked; the extra ones wait for their lease to expire",
@@ -391,8 +403,9 @@ func (s *dispatch) refreshStats(ctx context.Context) {
 		pending, oldest, err := s.outbox.OutboxStats(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			s.log.Warn("webhook: outbox stats", "err", err)
+			s.stats.Fail(ctx, err)
 		case err == nil:
+			s.stats.OK(ctx)
 			s.metrics.queueDepth.Set(float64(pending))
 			age := 0.0
 			if !oldest.IsZero() {
@@ -417,8 +430,11 @@ func (s *dispatch) prune(ctx context.Context) {
 		total, err := prune.Pass(ctx, PruneBatch, pruneBatchPause, func(ctx context.Context, limit int) (int, error) {
 			return s.outbox.PruneOutbox(ctx, before, limit)
 		})
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("webhook: prune delivery history", "err", err)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.prunes.Fail(ctx, err, "deleted", total)
+		case err == nil:
+			s.prunes.OK(ctx)
 		}
 		if total > 0 {
 			s.log.Info("webhook: pruned delivery history", "rows", total, "before", before)
@@ -464,8 +480,10 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 	cctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
 	if err := s.outbox.CompleteTask(cctx, t, r); err != nil {
-		s.log.Error("webhook: record attempt", "message_id", t.MessageID,
-			"subscription_id", t.SubscriptionID, "err", err)
+		// The delivery is claimed again once its lease expires.
+		s.records.Fail(ctx, err, "message_id", t.MessageID, "subscription_id", t.SubscriptionID)
+	} else {
+		s.records.OK(ctx)
 	}
 }
 
@@ -542,6 +560,15 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	var retryAfter time.Duration
 	haveRetryAfter := false
 	switch {
+	case err != nil && errors.Is(err, ErrForbiddenAddress):
+		// The receiver's name resolved to an address deliveries may not
+		// reach (no connection was made): every retry would be refused the
+		// same way, so the delivery fails now. Like any failed attempt it
+		// counts toward the subscription's failing streak
+		// (--webhook-disable-after); recover re-queues it once the name
+		// is fixed.
+		r.State, r.Error = plantstore.DeliveryFailed, unwrapURLError(err)+": "+AllowPrivateHint
+		return r
 	case err != nil:
 		r.Error = unwrapURLError(err)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/dnstest"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -579,14 +581,75 @@ func TestDispatcherRefusesPrivateTargetsByDefault(t *testing.T) {
 	d.Client = nil // the default client: private addresses refused
 	stop, _ := start(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_ssrf")) >= 1 })
+	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
 	stop()
-	r := o.results("msg_ssrf")[0]
-	if r.State != plantstore.DeliveryPending || r.StatusCode != 0 ||
-		!strings.Contains(r.Error, "forbidden address") || strings.Contains(r.Error, srv.URL) {
-		t.Errorf("result = %+v, want pending with a forbidden-address error (without the URL)", r)
+	results := o.results("msg_ssrf")
+	r := results[0]
+	// Refused before connecting, and not retried: every retry would be
+	// refused the same way.
+	if len(results) != 1 || r.State != plantstore.DeliveryFailed || r.NextAttemptAt != nil || r.StatusCode != 0 ||
+		!strings.Contains(r.Error, "forbidden address") || !strings.Contains(r.Error, "--webhook-allow-private") ||
+		strings.Contains(r.Error, srv.URL) {
+		t.Errorf("results = %+v, want one, failed, with a forbidden-address error naming --webhook-allow-private (without the URL)", results)
 	}
 	if n := conns.Load(); n != 0 {
 		t.Errorf("receiver saw %d connections, want 0", n)
+	}
+}
+
+// TestDispatcherRefusesNameResolvingToPrivate: a receiver's name that
+// resolves to a forbidden address (here a test resolver maps it to
+// 127.0.0.1; no DNS query leaves the process) is refused at connect time:
+// the attempt is recorded with that reason and not retried, and the
+// receiver sees no connection. The same client with AllowPrivate reaches
+// the receiver through that name, so the refusal is the address check's.
+func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	resolver := dnstest.New(map[string]netip.Addr{"receiver.test": netip.MustParseAddr("127.0.0.1")})
+	url := fmt.Sprintf("http://receiver.test:%d/hook", srv.Listener.Addr().(*net.TCPAddr).Port)
+
+	o := newMemOutbox()
+	o.add(task("msg_name", url, newSecret(t)))
+	d := newDispatcher(o, nil)
+	d.Client = webhook.NewClient(webhook.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	stop, _ := start(t, d)
+	waitFor(t, "the attempt", func() bool { return len(o.results("msg_name")) >= 1 })
+	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
+	stop()
+	results := o.results("msg_name")
+	if r := results[0]; len(results) != 1 || r.State != plantstore.DeliveryFailed || r.NextAttemptAt != nil ||
+		!strings.Contains(r.Error, "forbidden address: 127.0.0.1 is not globally reachable") ||
+		!strings.Contains(r.Error, "--webhook-allow-private") {
+		t.Errorf("results = %+v, want one, failed, saying 127.0.0.1 is a forbidden address", results)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("receiver saw %d connections, want 0", n)
+	}
+	if resolver.Queries() == 0 {
+		t.Error("the name was not resolved by the test resolver")
+	}
+
+	// Control: with private addresses allowed, the name reaches the receiver.
+	o = newMemOutbox()
+	o.add(task("msg_allowed", url, newSecret(t)))
+	d = newDispatcher(o, nil)
+	d.Client = webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	stop, _ = start(t, d)
+	waitFor(t, "the delivery", func() bool { return len(o.results("msg_allowed")) >= 1 })
+	stop()
+	if r := o.results("msg_allowed")[0]; r.State != plantstore.DeliverySucceeded {
+		t.Errorf("with AllowPrivate: %+v, want delivered", r)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("receiver saw %d connections, want 1", n)
 	}
 }
 

@@ -51,7 +51,7 @@ func main() {
 	cfg := filepath.Join(dir, "litestream.yml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("dbs:\n  - path: %s\n    monitor-interval: %s\n    replicas:\n      - type: file\n        path: %s\n        sync-interval: %s\n", db, *monInt, filepath.Join(dir, "replica"), *syncInt)), 0o644)
 	secret := "experiment-token-0123456789abcdef0123"
-	serve := exec.Command(*plantstore, "serve", "--db", db, "--create-db", "--addr", addr,
+	serve := exec.Command(*plantstore, "serve", "--db", db, "--create-db", "--addr", addr, "--metrics-addr=",
 		"--bootstrap-token", secret, "--rate-limit", "0", "--sqlite-wal-autocheckpoint", *autockpt)
 	serve.Stderr, _ = os.Create(filepath.Join(dir, "serve.log"))
 	if err := serve.Start(); err != nil {

@@ -42,7 +42,11 @@ type Invoker interface {
 	// CreateWebhook invokes createWebhook operation.
 	//
 	// Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
-	// answer carries the signing secret, shown only here and by rotate-secret.
+	// answer carries the signing secret, shown only here and by rotate-secret. A `url` whose host is not a
+	// globally reachable address (loopback, private, link-local, ...; an IPv4 shorthand such as
+	// `2130706433` included) or is `localhost` (or a name under `.localhost`) is refused with 400 (error
+	// 40002) whose message names `--webhook-allow-private`, unless the server runs with it; other names
+	// are checked once resolved, at delivery time.
 	//
 	// POST /webhooks
 	CreateWebhook(ctx context.Context, request *NewWebhook) (CreateWebhookRes, error)
@@ -216,12 +220,13 @@ type Invoker interface {
 	PingWebhook(ctx context.Context, params PingWebhookParams) (PingWebhookRes, error)
 	// RecoverWebhook invokes recoverWebhook operation.
 	//
-	// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
-	// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
-	// the background, with the same `webhook-id` each. `since` is an RFC 3339 time
-	// (`2026-01-03T09:00:00Z`) or a duration before now (`24h`, `90m`, `1h30m`: Go syntax, positive), cut
-	// to the whole second (which can only take in more deliveries); it may be neither in the future nor
-	// before 1970-01-01T00:00:00Z (400, error 40002, naming `since` and what it must be).
+	// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, its host name
+	// resolved to an address deliveries may not reach, or failed while the subscription was disabled) and
+	// was created at or after `since`; the dispatcher attempts them in the background, with the same
+	// `webhook-id` each. `since` is an RFC 3339 time (`2026-01-03T09:00:00Z`) or a duration before now
+	// (`24h`, `90m`, `1h30m`: Go syntax, positive), cut to the whole second (which can only take in more
+	// deliveries); it may be neither in the future nor before 1970-01-01T00:00:00Z (400, error 40002,
+	// naming `since` and what it must be).
 	//
 	// Each failed delivery is re-queued by a recover once, whatever `since` says: a later recover skips it
 	// (calling it again, as a retry after a lost answer does, or with another `since`, re-queues nothing
@@ -526,7 +531,11 @@ func (c *Client) sendCreateToken(ctx context.Context, request *NewToken) (res Cr
 // CreateWebhook invokes createWebhook operation.
 //
 // Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`. The
-// answer carries the signing secret, shown only here and by rotate-secret.
+// answer carries the signing secret, shown only here and by rotate-secret. A `url` whose host is not a
+// globally reachable address (loopback, private, link-local, ...; an IPv4 shorthand such as
+// `2130706433` included) or is `localhost` (or a name under `.localhost`) is refused with 400 (error
+// 40002) whose message names `--webhook-allow-private`, unless the server runs with it; other names
+// are checked once resolved, at delivery time.
 //
 // POST /webhooks
 func (c *Client) CreateWebhook(ctx context.Context, request *NewWebhook) (CreateWebhookRes, error) {
@@ -3070,12 +3079,13 @@ func (c *Client) sendPingWebhook(ctx context.Context, params PingWebhookParams) 
 
 // RecoverWebhook invokes recoverWebhook operation.
 //
-// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or failed while
-// the subscription was disabled) and was created at or after `since`; the dispatcher attempts them in
-// the background, with the same `webhook-id` each. `since` is an RFC 3339 time
-// (`2026-01-03T09:00:00Z`) or a duration before now (`24h`, `90m`, `1h30m`: Go syntax, positive), cut
-// to the whole second (which can only take in more deliveries); it may be neither in the future nor
-// before 1970-01-01T00:00:00Z (400, error 40002, naming `since` and what it must be).
+// Re-queues every delivery of the subscription that failed (retries exhausted, a 410, its host name
+// resolved to an address deliveries may not reach, or failed while the subscription was disabled) and
+// was created at or after `since`; the dispatcher attempts them in the background, with the same
+// `webhook-id` each. `since` is an RFC 3339 time (`2026-01-03T09:00:00Z`) or a duration before now
+// (`24h`, `90m`, `1h30m`: Go syntax, positive), cut to the whole second (which can only take in more
+// deliveries); it may be neither in the future nor before 1970-01-01T00:00:00Z (400, error 40002,
+// naming `since` and what it must be).
 //
 // Each failed delivery is re-queued by a recover once, whatever `since` says: a later recover skips it
 // (calling it again, as a retry after a lost answer does, or with another `since`, re-queues nothing

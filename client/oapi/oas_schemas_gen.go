@@ -2463,7 +2463,9 @@ func (s *NewToken) SetTTL(val OptInt64) {
 
 // Ref: #/components/schemas/NewWebhook
 type NewWebhook struct {
-	// Absolute http:// or https:// URL that receives the deliveries.
+	// Absolute http:// or https:// URL that receives the deliveries; its host must be a globally reachable
+	// address or a name, not `localhost`, unless the server runs with `--webhook-allow-private` (else 400,
+	// error 40002).
 	URL         url.URL   `json:"url"`
 	Description OptString `json:"description"`
 	// The event types this subscription receives, each as a `PlantEvent` envelope (the `plantEvent`
@@ -5109,7 +5111,9 @@ func (*WebhookHeaders) updateWebhookRes() {}
 // keeps its value. Any member other than these is refused.
 // Ref: #/components/schemas/WebhookPatch
 type WebhookPatch struct {
-	// Absolute http:// or https:// URL that receives the deliveries.
+	// Absolute http:// or https:// URL that receives the deliveries; its host must be a globally reachable
+	// address or a name, not `localhost`, unless the server runs with `--webhook-allow-private` (else 400,
+	// error 40002).
 	URL OptURI `json:"url"`
 	// The new description, or `null` to clear it.
 	Description OptNilString `json:"description"`

@@ -27,13 +27,20 @@ import (
 func TestCopyToPostgres(t *testing.T) {
 	const bulk = 100_000
 	db := tempDBPath(t)
-	// Without --webhook-allow-private the SQLite server refuses to connect
-	// to the loopback receiver: its deliveries stay pending.
-	s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0", "--webhook-first-retry", "100ms")
+	since := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
+	// alice subscribes a loopback receiver, on a server that allows it;
+	// then the SQLite server runs without --webhook-allow-private: each of
+	// her deliveries fails at once, without a connection (refused
+	// address); on PostgreSQL they are recovered and delivered.
+	s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0", "--webhook-allow-private")
 	alice := webhookToken(t, db, "alice")
 	bob := strings.TrimSpace(runBinary(t, "token", "create", "--owner", "bob", "--db", db, "--scope", "plants:read"))
 	rcv := newReceiver(t)
-	_, secret := subscribe(t, s, alice, rcv.URL+"/hook")
+	hookID, secret := subscribe(t, s, alice, rcv.URL+"/hook")
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	s = startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0")
 	for id := 1; id <= 3; id++ {
 		if status, _, body := do(t, testClient, "POST", s.url+"/plants", alice, fmt.Sprintf(`{"id":%d,"name":"Fern %d"}`, id, id)); status != 200 {
 			t.Fatalf("create: %d %s", status, body)
@@ -94,8 +101,12 @@ func TestCopyToPostgres(t *testing.T) {
 	if status != 200 || strings.Count(string(body), `"id"`) != 4 {
 		t.Fatalf("alice's plants on PostgreSQL: %d %s", status, body)
 	}
-	// The pending deliveries, one per plant of alice's, arrive signed with
-	// the subscription's secret.
+	// The deliveries the SQLite server refused, one per plant of alice's,
+	// are recovered, and arrive signed with the subscription's secret.
+	status, _, body = do(t, testClient, "POST", ps.url+"/webhooks/"+hookID+"/recover", alice, `{"since":"`+since+`"}`)
+	if status != 202 || !strings.Contains(string(body), `"requeued":4`) {
+		t.Fatalf("recover on PostgreSQL: %d %s, want 202 with 4 re-queued", status, body)
+	}
 	waitFor(t, 30*time.Second, "the 4 pending deliveries", func() bool { return len(rcv.got()) >= 4 })
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +115,14 @@ func TestComposeFile(t *testing.T) {
 	if len(ps.Ports) == 0 || !strings.HasSuffix(ps.Ports[0], ":8080") {
 		t.Errorf("plantstore ports = %v, want 8080 published", ps.Ports)
 	}
+	// Metrics: a listener of their own, reachable on the compose network,
+	// published on the host's loopback only.
+	if got, want := ps.Environment["PLANTSTORE_METRICS_ADDR"], ":9464"; got != want {
+		t.Errorf("PLANTSTORE_METRICS_ADDR = %q, want %q (a scraper on the network reaches it)", got, want)
+	}
+	if !slices.Contains(ps.Ports, "127.0.0.1:9464:9464") {
+		t.Errorf("plantstore ports = %v, want the metrics port 9464 published on 127.0.0.1 only", ps.Ports)
+	}
 }
 
 func TestDockerfile(t *testing.T) {
@@ -156,7 +165,10 @@ func TestDockerfile(t *testing.T) {
 	}
 	has(`^COPY --from=build /out/plantstore /usr/local/bin/plantstore$`)
 	has(`^USER 65532:65532$`)
-	has(`^EXPOSE 8080$`)
+	has(`^EXPOSE 8080 9464$`)
+	// The metrics listener on the container's interfaces, so that a scraper
+	// reaches it (the default, loopback, would be unreachable).
+	has(`^ENV .*PLANTSTORE_METRICS_ADDR=:9464( |$)`)
 	hc := has(`^HEALTHCHECK .*CMD \["/usr/local/bin/plantstore", "healthcheck"`)
 	if !strings.Contains(hc, "/healthz") {
 		t.Errorf("HEALTHCHECK does not probe /healthz: %s", hc)
@@ -185,6 +197,7 @@ func TestSystemdUnit(t *testing.T) {
 		"DynamicUser=yes", "StateDirectory=plantstore", "NoNewPrivileges=yes",
 		"ProtectSystem=strict", "PrivateTmp=yes", "Restart=on-failure", "EnvironmentFile=",
 		"KillSignal=SIGTERM",
+		"Environment=PLANTSTORE_METRICS_ADDR=127.0.0.1:9464", // metrics on loopback, apart from the API
 	} {
 		if !strings.Contains(unit, "\n"+want) {
 			t.Errorf("the unit lacks %s", want)
@@ -262,7 +275,7 @@ func TestObservabilityDoc(t *testing.T) {
 	const secret = "observability-doc-test-token-0123456789"
 	s := startServer(t, tempDBPath(t), "--bootstrap-token", secret)
 	do(t, testClient, "POST", s.url+"/plants", secret, `{"id":1,"name":"Fern"}`)
-	status, _, body := do(t, testClient, "GET", s.url+"/metrics", "", "")
+	status, _, body := do(t, testClient, "GET", s.metricsURL+"/metrics", "", "")
 	if status != 200 {
 		t.Fatalf("GET /metrics: %d", status)
 	}

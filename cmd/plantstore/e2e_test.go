@@ -67,11 +67,12 @@ func (b *syncBuffer) String() string {
 
 // server is a running `plantstore serve` process.
 type server struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *syncBuffer
-	done   chan struct{} // closed when the process has exited
-	err    error         // Wait's result, set before done is closed
+	cmd        *exec.Cmd
+	url        string
+	metricsURL string // the metrics listener's base URL (launchServer only)
+	stderr     *syncBuffer
+	done       chan struct{} // closed when the process has exited
+	err        error         // Wait's result, set before done is closed
 }
 
 // freePort returns a port on 127.0.0.1 that was free a moment ago.
@@ -265,7 +266,7 @@ func TestServeBootstrap(t *testing.T) {
 		secret := strings.Repeat("e", 40)
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		cmd := exec.Command(binary, "serve")
-		cmd.Env = []string{"PLANTSTORE_ADDR=" + addr, "PLANTSTORE_DB=" + db, "PLANTSTORE_BOOTSTRAP_TOKEN=" + secret}
+		cmd.Env = []string{"PLANTSTORE_ADDR=" + addr, "PLANTSTORE_DB=" + db, "PLANTSTORE_BOOTSTRAP_TOKEN=" + secret, "PLANTSTORE_METRICS_ADDR=off"}
 		s := &server{cmd: cmd, url: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 		cmd.Stderr = s.stderr
 		if err := cmd.Start(); err != nil {

@@ -80,7 +80,8 @@ func TestJWTOwners(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db := tempDBPath(t)
 			runBinary(t, "migrate", "--db", db) // creates the database: serve need not
-			args := append([]string{"--no-bootstrap-admin", "--rate-limit", "0"}, iss.flags(tt.flags...)...)
+			// --webhook-allow-private: the subscription below is to loopback.
+			args := append([]string{"--no-bootstrap-admin", "--rate-limit", "0", "--webhook-allow-private"}, iss.flags(tt.flags...)...)
 			s := startServer(t, db, args...)
 			admin := webhookToken(t, db, "admin")
 			if status, _, body := do(t, testClient, "POST", s.url+"/plants", admin, `{"id":1,"name":"Admin's Fern"}`); status != http.StatusOK {

@@ -248,7 +248,7 @@ func TestLitestream(t *testing.T) {
 // plantstore_sqlite_last_checkpoint_timestamp_seconds on s's /metrics.
 func walMetrics(t *testing.T, s *server) (bytes, lastCheckpoint float64) {
 	t.Helper()
-	status, _, body := do(t, testClient, "GET", s.url+"/metrics", "", "")
+	status, _, body := do(t, testClient, "GET", s.metricsURL+"/metrics", "", "")
 	if status != http.StatusOK {
 		t.Fatalf("GET /metrics: status %d", status)
 	}

@@ -37,7 +37,12 @@ type result struct {
 func runCLI(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	getenv := func(k string) string { return env[k] }
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok || k != "PLANTSTORE_METRICS_ADDR" {
+			return v
+		}
+		return "127.0.0.1:0" // never the default metrics address: servers run in parallel
+	}
 	err := run(context.Background(), args, getenv, &stdout, &stderr)
 	return result{err, stdout.String(), stderr.String()}
 }
@@ -604,14 +609,14 @@ func TestRunServe(t *testing.T) {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", path}, func(string) string { return "" }, stdout, stderr)
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--db", path}, func(string) string { return "" }, stdout, stderr)
 	}()
 
-	urlRE := regexp.MustCompile(`"msg":"plantstore serving".*"url":"(http://127\.0\.0\.1:[0-9]+)"`)
-	var base string
+	urlRE := regexp.MustCompile(`"msg":"plantstore serving".*"url":"(http://127\.0\.0\.1:[0-9]+)","metrics":"(http://127\.0\.0\.1:[0-9]+/metrics)"`)
+	var base, metrics string
 	for deadline := time.Now().Add(10 * time.Second); base == ""; {
 		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
+			base, metrics = m[1], m[2]
 			break
 		}
 		select {
@@ -642,6 +647,13 @@ func TestRunServe(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]any{"id": float64(5), "name": "Monstera", "tag": "big"}, got); diff != "" {
 		t.Fatalf("POST /plants body (-want +got):\n%s", diff)
+	}
+	// /metrics is on the metrics listener, not on the API's.
+	if status, _, body := do(t, testClient, "GET", metrics, "", ""); status != 200 || !strings.Contains(string(body), `plantstore_http_requests_total{code="200",method="POST",route="/plants"} 1`) {
+		t.Fatalf("GET %s: %d\n%s", metrics, status, body)
+	}
+	if status, _, body := do(t, testClient, "GET", base+"/metrics", "", ""); status != 404 || errorCode(body) != 40402 {
+		t.Fatalf("GET /metrics on the API listener: %d %s, want the contract's 404", status, body)
 	}
 
 	cancel()

@@ -28,9 +28,11 @@ import (
 func launchServer(t *testing.T, name, db string, args ...string) *server {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// Never the default metrics address: servers run in parallel.
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(binary, append([]string{"serve", "--addr", addr, "--db", db}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	s := &server{cmd: cmd, url: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PLANTSTORE_METRICS_ADDR=" + metricsAddr}
+	s := &server{cmd: cmd, url: "http://" + addr, metricsURL: "http://" + metricsAddr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {

@@ -25,7 +25,10 @@ import (
 func TestPostgresReadOnly(t *testing.T) {
 	const secret = "read-only-database-token-0123456789abcdef"
 	db := pgtest.NewDatabase(t)
-	s := launchServer(t, "plantstore serve", db, "--db-timeout", "3s", "--bootstrap-token", secret, "--rate-limit", "0")
+	// --log-level debug: failing /readyz probes are logged as an outage,
+	// the first one at warning level and the next ones at debug level.
+	s := launchServer(t, "plantstore serve", db, "--db-timeout", "3s", "--bootstrap-token", secret, "--rate-limit", "0",
+		"--log-level", "debug")
 	s.waitReady(t)
 	admin := pgAdmin(t, db)
 	mustCreate(t, s, secret, 1)
@@ -103,7 +106,9 @@ func loggedError(t *testing.T, s *server, msg string, r response) string {
 				RequestID string `json:"request_id"`
 				Err       string `json:"err"`
 			}
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == msg && l.RequestID == id {
+			// msg, or msg's outage lines ("msg: outage started", "msg:
+			// failed again").
+			if json.Unmarshal([]byte(line), &l) == nil && (l.Msg == msg || strings.HasPrefix(l.Msg, msg+": ")) && l.RequestID == id {
 				found = l.Err
 				return true
 			}

@@ -32,6 +32,7 @@ type serveCmd struct {
 	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
 	WALAutocheckpoint   int           `name:"sqlite-wal-autocheckpoint" env:"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT" default:"1000" placeholder:"PAGES" help:"SQLite: checkpoint the WAL into the database file after a commit that leaves this many pages (4 KiB each) or more in it (PRAGMA wal_autocheckpoint). 0: never: the WAL then grows until another process checkpoints it. With Litestream keep the default (measured: docs/deployment.md)."`
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
+	MetricsAddr         string        `name:"metrics-addr" env:"PLANTSTORE_METRICS_ADDR" default:"127.0.0.1:9464" placeholder:"ADDR" help:"Serve GET /metrics (Prometheus text format, no token) on this address, a listener of its own; the API listener (--addr) answers /metrics with 404. Loopback by default; the container image sets :9464 so that a scraper on its network reaches it. Empty (--metrics-addr=) or off: no metrics listener."`
 	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of the document served at /openapi.json (an absolute http(s) URL without query or fragment, e.g. https://api.example.com, behind a proxy). Default: relative (/), the server that served the document."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
 	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin with every scope (${scopes}) and print it once on stderr."`
@@ -42,7 +43,7 @@ type serveCmd struct {
 	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
 	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications (401s) per minute allowed to each client IP, with a burst of 20; past it, that IP's requests with a missing or bad token get 429 (valid tokens still work). The IP is the TCP peer, X-Forwarded-For is not trusted: behind a proxy all clients share one. 0: no limit."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
-	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses (refused by default, checked on the resolved address at connect time)."`
+	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses. Without it they are refused: POST and PATCH /webhooks answer 400 (error 40002) to a URL whose host is such an address, localhost or a name under .localhost, and an attempt whose host name resolves to one fails at once, not retried (checked on the resolved address at connect time)."`
 	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook deliveries in flight at once per process. One owner gets at most a quarter of them (at least 1), so that its hanging receivers cannot hold them all; its pings count against that share too."`
 	WebhookInFlight     int           `name:"webhook-max-in-flight" env:"PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT" default:"2" help:"Webhook deliveries in flight at once to one subscription, counted over every replica. Pings (POST /webhooks/{id}/ping) count too, with this replica's pings in flight: past it, or past the owner's share of --webhook-concurrency, a ping answers 429 (error 42903)."`
 	WebhookMaxSubs      int           `name:"webhook-max-subscriptions" env:"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS" default:"16" help:"Webhook subscriptions one owner may have, disabled ones included (1..1000); past it POST /webhooks answers 409 (error 40902). It also bounds the deliveries one plant create writes."`
@@ -161,6 +162,7 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
 		Ping:                dispatcher.Ping,
+		CheckWebhookURL:     c.checkWebhookURL(),
 	})
 	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
 	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
@@ -205,7 +207,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 	s.PublicURL = c.PublicURL
 	s.Console = consoleHandler
+	s.MetricsAddr = c.metricsAddr()
 	if err := s.Open(); err != nil {
+		if errors.Is(err, plantstorehttp.ErrMetricsListen) {
+			return failedSetting("metrics-addr", "PLANTSTORE_METRICS_ADDR", "%v: give a free address, or --metrics-addr= (PLANTSTORE_METRICS_ADDR=off) to serve no metrics", err)
+		}
 		return err
 	}
 	if c.DebugAddr != "" {
@@ -215,11 +221,12 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		}
 		defer stop()
 	}
-	durability := c.Durability
-	if isMemory(c.DB) {
-		durability = "none (memory)"
+	metrics := "off"
+	if s.MetricsURL() != "" {
+		metrics = s.MetricsURL() + "/metrics"
 	}
-	logger.Info("plantstore serving", "addr", c.Addr, "url", s.URL(), "db", displayDB(c.DB), "durability", durability)
+	logger.Info("plantstore serving", append([]any{"addr", c.Addr, "url", s.URL(), "metrics", metrics, "db", displayDB(c.DB)},
+		c.backendSettings()...)...)
 	logHandler.Flush()
 
 	<-ctx.Done()
@@ -235,6 +242,41 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	// the database closes after committing what was queued, and the last
 	// log lines are flushed.
 	return nil
+}
+
+// backendSettings are the start-up log's attributes of the backend --db
+// selects: its name and the settings that apply to it, and only those (a
+// SQLite setting is not shown on PostgreSQL, nor the reverse).
+func (c *serveCmd) backendSettings() []any {
+	switch {
+	case isPostgres(c.DB):
+		return []any{"backend", "postgres", "db_max_conns", c.DBMaxConns, "db_statement_timeout", c.DBStatementTimeout.String(),
+			"db_timeout", c.DBTimeout.String()}
+	case isMemory(c.DB):
+		// No file, no WAL: durability and checkpoints do not apply.
+		return []any{"backend", "memory", "db_timeout", c.DBTimeout.String()}
+	}
+	return []any{"backend", "sqlite", "durability", c.Durability, "sqlite_wal_autocheckpoint", c.WALAutocheckpoint,
+		"db_timeout", c.DBTimeout.String()}
+}
+
+// checkWebhookURL is the check of subscription URLs: those the dispatcher
+// would refuse to connect to are refused at the API, unless
+// --webhook-allow-private lets deliveries reach them.
+func (c *serveCmd) checkWebhookURL() func(string) error {
+	if c.WebhookAllowPrivate {
+		return nil
+	}
+	return webhook.CheckURL
+}
+
+// metricsAddr is --metrics-addr: "" and "off" (for the environment, where
+// an empty variable is an unset one) turn the metrics listener off.
+func (c *serveCmd) metricsAddr() string {
+	if strings.EqualFold(strings.TrimSpace(c.MetricsAddr), "off") {
+		return ""
+	}
+	return c.MetricsAddr
 }
 
 // oidcDiscoveryTimeout bounds OIDC discovery and the first JWKS fetch at start.

@@ -377,7 +377,8 @@ func refusedStart(t *testing.T, db string, args ...string) string {
 func binaryIn(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	// Never the default metrics address: servers run in parallel.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "PLANTSTORE_METRICS_ADDR=127.0.0.1:0"}
 	return cmd
 }
 
