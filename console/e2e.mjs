@@ -57,7 +57,7 @@ let port, base;
 
 async function startServer() {
   server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--db', db, '--create-db', '--bootstrap-token', token,
-    '--webhook-allow-private', '--webhook-first-retry', '1s', '--event-stream-heartbeat', '5s', '--rate-limit', '0'],
+    '--webhook-allow-private', '--webhook-first-retry', '1s', '--event-stream-heartbeat', '5s', '--rate-limit', '0', '--metrics-addr='],
   { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, HOME: tmp } });
   server.stderr.on('data', (d) => { stderr += d; });
   const deadline = Date.now() + 15_000;

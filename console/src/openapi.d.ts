@@ -90,6 +90,11 @@ export interface paths {
          * Subscribe a URL to new plants or plant events
          * @description Creates a subscription: every plant the token's owner creates from now on is POSTed to `url`.
          *     The answer carries the signing secret, shown only here and by rotate-secret.
+         *     A `url` whose host is not a globally reachable address (loopback, private, link-local, ...;
+         *     an IPv4 shorthand such as `2130706433` included) or is `localhost` (or a name under
+         *     `.localhost`) is refused with 400 (error 40002) whose message names
+         *     `--webhook-allow-private`, unless the server runs with it; other names are checked once
+         *     resolved, at delivery time.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -226,7 +231,8 @@ export interface paths {
          *     with a later retry): the same message, with the same `webhook-id`, so a receiver that
          *     already has it can drop it. The attempt is made by the dispatcher in the background; its
          *     outcome appears in `GET /webhooks/{id}/deliveries`. A delivery being attempted right now is
-         *     left to that attempt. The delivery id is the `webhook_id` of its attempts.
+         *     left to that attempt. The delivery id is the `webhook_id` of its attempts. A resent delivery
+         *     is recoverable again (`POST /webhooks/{id}/recover` re-queues a failed delivery once).
          */
         post: operations["resendWebhookDelivery"];
         delete?: never;
@@ -249,13 +255,21 @@ export interface paths {
         put?: never;
         /**
          * Re-queue the failed deliveries since a time
-         * @description Re-queues every delivery of the subscription that failed (retries exhausted, a 410, or
-         *     failed while the subscription was disabled) and was created at or after `since`; the
-         *     dispatcher attempts them in the background, with the same `webhook-id` each. It is
-         *     idempotent per `since`: a delivery is re-queued at most once by recovers with the same
-         *     `since` (calling it twice, as a retry after a lost answer does, re-queues nothing more, even
-         *     for deliveries that failed again); a recover with another `since` re-queues it again. The
-         *     answer says how many deliveries were re-queued.
+         * @description Re-queues every delivery of the subscription that failed (retries exhausted, a 410, its host
+         *     name resolved to an address deliveries may not reach, or failed while the subscription was
+         *     disabled) and was created at or after `since`; the
+         *     dispatcher attempts them in the background, with the same `webhook-id` each. `since` is an
+         *     RFC 3339 time (`2026-01-03T09:00:00Z`) or a duration before now (`24h`, `90m`, `1h30m`: Go
+         *     syntax, positive), cut to the whole second (which can only take in more deliveries); it may
+         *     be neither in the future nor before 1970-01-01T00:00:00Z (400, error 40002, naming `since`
+         *     and what it must be).
+         *
+         *     Each failed delivery is re-queued by a recover **once**, whatever `since` says: a later
+         *     recover skips it (calling it again, as a retry after a lost answer does, or with another
+         *     `since`, re-queues nothing more, even for deliveries that failed again), until the delivery
+         *     is resent (`POST /webhooks/{id}/deliveries/{delivery_id}/resend`, which makes it recoverable
+         *     again) or the subscription is re-enabled (`PATCH /webhooks/{id}` `{"enabled": true}`, a fresh
+         *     start for all its deliveries). The answer says how many deliveries this call re-queued.
          */
         post: operations["recoverWebhook"];
         delete?: never;
@@ -379,6 +393,108 @@ export interface paths {
          * @description The headers `GET /events/stream` would answer, without a body (and without waiting).
          */
         head: operations["headEventsStream"];
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List tokens
+         * @description The opaque bearer tokens of the token's owner (for a JWT caller, of its owner, in the
+         *     issuer's namespace), revoked and expired ones included, oldest first (by `created_at`, then
+         *     `id`), a page at a time (keyset pagination). When more follow, the `Link` header carries the
+         *     next page's URL (`rel="next"`). A token's secret is never shown again, nor its hash; `last4`
+         *     tells tokens apart. Scope `tokens:manage`.
+         */
+        get: operations["listTokens"];
+        put?: never;
+        /**
+         * Create a token
+         * @description Mints an opaque bearer token for the token's owner and answers it with its secret, shown
+         *     only here (only the secret's SHA-256 is stored). A token mints only what it holds: `scopes`
+         *     it has, and, when it expires itself, a `ttl` that ends by then; a token that expires cannot
+         *     mint one that never does. Past either, 403 with error 40301 and nothing is created. A token
+         *     that never expires may mint any `ttl` up to 100 years, or none. A JWT caller mints tokens
+         *     of its own owner (the issuer's namespace), with scopes its JWT carries and no expiry past
+         *     the JWT's `exp`. Scope `tokens:manage`.
+         */
+        post: operations["createToken"];
+        delete?: never;
+        options?: never;
+        /**
+         * Headers of a token list
+         * @description The headers `GET /tokens` would answer with the same query, without a body.
+         */
+        head: operations["headTokens"];
+        patch?: never;
+        trace?: never;
+    };
+    "/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Token id.
+                 * @example tok_0123456789abcdef
+                 */
+                id: components["parameters"]["TokenID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a token
+         * @description One token of the token's owner, with its state; neither its secret nor its hash. Scope `tokens:manage`.
+         */
+        get: operations["getToken"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a token
+         * @description Revokes the token and answers it as revoked. From then on it is refused (401, error
+         *     40102): at once by the server that answered, by the other replicas within their token
+         *     cache's lifetime (`--token-cache-ttl`, 2 seconds by default). A revoked token stays in the
+         *     list. Revoking a revoked token changes nothing and answers it the same (its first
+         *     `revoked_at`). A token may revoke itself. Scope `tokens:manage`.
+         */
+        delete: operations["revokeToken"];
+        options?: never;
+        /**
+         * Headers of a token
+         * @description The headers `GET /tokens/{id}` would answer, without a body.
+         */
+        head: operations["headToken"];
+        patch?: never;
+        trace?: never;
+    };
+    "/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the token is
+         * @description The caller as the service sees it: its owner, its scopes, whether it is an opaque token or
+         *     a JWT, the token's id (opaque tokens) and when it expires. Any valid token may ask, whatever
+         *     its scopes (none is needed): a client uses it to offer only what the token may do.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Headers of who the token is
+         * @description The headers `GET /me` would answer, without a body.
+         */
+        head: operations["headMe"];
         patch?: never;
         trace?: never;
     };
@@ -506,7 +622,7 @@ export interface components {
         NewWebhook: {
             /**
              * Format: uri
-             * @description Absolute http:// or https:// URL that receives the deliveries.
+             * @description Absolute http:// or https:// URL that receives the deliveries; its host must be a globally reachable address or a name, not `localhost`, unless the server runs with `--webhook-allow-private` (else 400, error 40002).
              */
             url: string;
             description?: string;
@@ -569,7 +685,10 @@ export interface components {
          *     }
          */
         WebhookWithSecret: components["schemas"]["Webhook"] & {
-            /** @description The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and rotate. */
+            /**
+             * @description The signing secret, `whsec_` and base64 (Standard Webhooks). Shown only on create and
+             *     rotate. The HMAC-SHA256 key is the base64-decoded part after `whsec_`, not the string.
+             */
             secret: string;
         };
         /**
@@ -629,7 +748,7 @@ export interface components {
         WebhookPatch: {
             /**
              * Format: uri
-             * @description Absolute http:// or https:// URL that receives the deliveries.
+             * @description Absolute http:// or https:// URL that receives the deliveries; its host must be a globally reachable address or a name, not `localhost`, unless the server runs with `--webhook-allow-private` (else 400, error 40002).
              */
             url?: string;
             /** @description The new description, or `null` to clear it. */
@@ -688,13 +807,17 @@ export interface components {
         };
         /**
          * @example {
-         *       "since": "2026-01-03T09:00:00Z"
+         *       "since": "24h"
          *     }
          */
         RecoverRequest: {
             /**
-             * Format: date-time
-             * @description Re-queue the failed deliveries created at or after this time.
+             * @description Re-queue the failed deliveries created at or after this time: an RFC 3339 time
+             *     (`2026-01-03T09:00:00Z`, any offset, fraction allowed) or a duration before now (Go
+             *     syntax, positive: `24h`, `90m`, `1h30m`). Neither in the future nor before
+             *     1970-01-01T00:00:00Z.
+             * @example 2026-01-03T09:00:00Z
+             * @example 24h
              */
             since: string;
         };
@@ -705,11 +828,14 @@ export interface components {
          *     }
          */
         Recovery: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description The `since` used, as a time (a duration resolved against the server's clock), to the second.
+             */
             since: string;
             /**
              * Format: int64
-             * @description How many failed deliveries this call re-queued (0 when a recover with this `since` already did).
+             * @description How many failed deliveries this call re-queued (0 when earlier recovers re-queued them all).
              */
             requeued: number;
         };
@@ -776,6 +902,127 @@ export interface components {
             created_at: string;
             /** @description The plant after the change; for `plant.deleted`, as it was. */
             data: components["schemas"]["Plant"];
+        };
+        /**
+         * @description A scope a token can carry: `plants:read` (`GET`/`HEAD` of plants and events),
+         *     `plants:write` (`POST`, `PATCH`, `DELETE` of plants), `webhooks:manage` (everything under
+         *     `/webhooks`), `tokens:manage` (everything under `/tokens`).
+         * @example plants:read
+         * @enum {string}
+         */
+        Scope: "plants:read" | "plants:write" | "webhooks:manage" | "tokens:manage";
+        /**
+         * @description A token to mint. Any member other than these is refused.
+         * @example {
+         *       "scopes": [
+         *         "plants:read"
+         *       ],
+         *       "ttl": 2592000
+         *     }
+         */
+        NewToken: {
+            /** @description The scopes of the new token, each one the calling token holds. */
+            scopes: components["schemas"]["Scope"][];
+            /**
+             * Format: int64
+             * @description Lifetime in seconds, from 1 to 3155760000 (100 years); it must end by the calling
+             *     token's own expiry, if it has one. Absent: the new token never expires (only a token
+             *     that never expires may mint one).
+             */
+            ttl?: number;
+        };
+        /**
+         * @description An opaque bearer token, without its secret (shown once, when it was created) or hash.
+         * @example {
+         *       "id": "tok_0123456789abcdef",
+         *       "scopes": [
+         *         "plants:read",
+         *         "plants:write"
+         *       ],
+         *       "created_at": "2026-01-02T15:04:05Z",
+         *       "expires_at": "2026-02-01T15:04:05Z",
+         *       "revoked_at": null,
+         *       "last4": "9f3a",
+         *       "status": "active"
+         *     }
+         */
+        Token: {
+            /** @description Token id, `tok_` and 16 hex digits; not secret. */
+            id: string;
+            /** @description The token's scopes, sorted. */
+            scopes: string[];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops working; `null` when it never expires.
+             */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it was revoked; `null` while it is not.
+             */
+            revoked_at: string | null;
+            /**
+             * @description The last four characters of the token's secret (of its checksum: they reveal nothing of
+             *     the rest), to tell tokens apart; `null` for tokens issued before they were kept and for
+             *     operator-supplied secrets (`--bootstrap-token`).
+             */
+            last4: string | null;
+            /**
+             * @description `revoked` once revoked, else `expired` once past `expires_at`, else `active`.
+             * @enum {string}
+             */
+            status: "active" | "revoked" | "expired";
+        };
+        /**
+         * @example {
+         *       "id": "tok_0123456789abcdef",
+         *       "scopes": [
+         *         "plants:read"
+         *       ],
+         *       "created_at": "2026-01-02T15:04:05Z",
+         *       "expires_at": "2026-02-01T15:04:05Z",
+         *       "revoked_at": null,
+         *       "last4": "9f3a",
+         *       "status": "active",
+         *       "secret": "pst_00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff7e2b9f3a"
+         *     }
+         */
+        TokenWithSecret: components["schemas"]["Token"] & {
+            /** @description The bearer token itself, `pst_` and 72 hex digits. Shown only in the answer to its creation. */
+            secret: string;
+        };
+        /**
+         * @description The caller, as `GET /me` answers it.
+         * @example {
+         *       "owner": "alice",
+         *       "kind": "token",
+         *       "token_id": "tok_0123456789abcdef",
+         *       "scopes": [
+         *         "plants:read",
+         *         "tokens:manage"
+         *       ],
+         *       "expires_at": null
+         *     }
+         */
+        Me: {
+            /** @description The owner whose plants, subscriptions and tokens the caller reaches; a JWT's is in its issuer's namespace (`jwt:<issuer>#<subject>` by default). */
+            owner: string;
+            /**
+             * @description `token` for an opaque token (`pst_...`), `jwt` for a JWT.
+             * @enum {string}
+             */
+            kind: "token" | "jwt";
+            /** @description The opaque token's id (`tok_...`); `null` for a JWT. */
+            token_id: string | null;
+            /** @description The caller's scopes (a JWT's as it carries them, those this service does not know included). */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description When the token stops working (a JWT's `exp`); `null` when it never expires.
+             */
+            expires_at: string | null;
         };
         /**
          * @example {
@@ -879,6 +1126,21 @@ export interface components {
                  * @example {
                  *       "error": 40403,
                  *       "message": "webhook whk_0123456789abcdef not found"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No token with this id belongs to the token's owner (error 40405). */
+        TokenNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": 40405,
+                 *       "message": "token tok_0123456789abcdef not found"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1094,6 +1356,21 @@ export interface components {
          * @example 7
          */
         StreamAfter: number;
+        /**
+         * @description Token id.
+         * @example tok_0123456789abcdef
+         */
+        TokenID: string;
+        /**
+         * @description The max number of tokens to return (1..1000, default 100).
+         * @example 100
+         */
+        TokensLimit: number;
+        /**
+         * @description Only the tokens listed after this one (exclusive), the id of one of the owner's tokens; used by the next link.
+         * @example tok_0123456789abcdef
+         */
+        TokensAfter: string;
     };
     requestBodies: never;
     headers: {
@@ -2634,15 +2911,438 @@ export interface operations {
             };
         };
     };
+    listTokens: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The max number of tokens to return (1..1000, default 100).
+                 * @example 100
+                 */
+                limit?: components["parameters"]["TokensLimit"];
+                /**
+                 * @description Only the tokens listed after this one (exclusive), the id of one of the owner's tokens; used by the next link.
+                 * @example tok_0123456789abcdef
+                 */
+                after?: components["parameters"]["TokensAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Tokens */
+            200: {
+                headers: {
+                    /** @description RFC 8288 link to the next page, `</tokens?after=...&limit=...>; rel="next"`; absent on the last page. */
+                    Link?: string;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Token"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewToken"];
+            };
+        };
+        responses: {
+            /** @description Token created; its secret is in the answer, and nowhere else. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description The token lacks `tokens:manage`, or asks for more than it holds: a scope it lacks, or
+             *     an expiry later than its own (error 40301).
+             */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description `Bearer realm="plantstore", error="insufficient_scope", scope="tokens:manage"` when the token lacks `tokens:manage`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 40301,
+                     *       "message": "this token expires at 2026-01-02T15:04:05Z: a token it mints cannot outlive it (a ttl of at most 3600 seconds)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    headTokens: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The max number of tokens to return (1..1000, default 100).
+                 * @example 100
+                 */
+                limit?: components["parameters"]["TokensLimit"];
+                /**
+                 * @description Only the tokens listed after this one (exclusive), the id of one of the owner's tokens; used by the next link.
+                 * @example tok_0123456789abcdef
+                 */
+                after?: components["parameters"]["TokensAfter"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The GET's headers, no body. */
+            200: {
+                headers: {
+                    /** @description RFC 8288 link to the next page, `</tokens?after=...&limit=...>; rel="next"`; absent on the last page. */
+                    Link?: string;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input, as for GET (no body on HEAD). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No bearer token, or an unknown, expired or revoked one, as for GET (no body on HEAD). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope, as for GET (no body on HEAD). */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests, as for GET (no body on HEAD). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Internal error (no body on HEAD). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The storage cannot serve now (no body on HEAD). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Token id.
+                 * @example tok_0123456789abcdef
+                 */
+                id: components["parameters"]["TokenID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Token */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Token"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TokenNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Token id.
+                 * @example tok_0123456789abcdef
+                 */
+                id: components["parameters"]["TokenID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token, revoked */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "tok_0123456789abcdef",
+                     *       "scopes": [
+                     *         "plants:read"
+                     *       ],
+                     *       "created_at": "2026-01-02T15:04:05Z",
+                     *       "expires_at": "2026-02-01T15:04:05Z",
+                     *       "revoked_at": "2026-01-03T09:00:00Z",
+                     *       "last4": "9f3a",
+                     *       "status": "revoked"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Token"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TokenNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    headToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Token id.
+                 * @example tok_0123456789abcdef
+                 */
+                id: components["parameters"]["TokenID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The GET's headers, no body. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input, as for GET (no body on HEAD). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No bearer token, or an unknown, expired or revoked one, as for GET (no body on HEAD). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope, as for GET (no body on HEAD). */
+            403: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No token with this id belongs to the token's owner, as for GET (no body on HEAD). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests, as for GET (no body on HEAD). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Internal error (no body on HEAD). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The storage cannot serve now (no body on HEAD). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    headMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The GET's headers, no body. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No bearer token, or an unknown, expired or revoked one, as for GET (no body on HEAD). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests, as for GET (no body on HEAD). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Internal error (no body on HEAD). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The storage cannot serve now (no body on HEAD). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     newPlantWebhook: {
         parameters: {
             query?: never;
             header: {
                 /** @description The message id, the same on every retry of this delivery (use it to de-duplicate). */
                 "webhook-id": string;
-                /** @description Unix seconds when this attempt was signed. */
+                /** @description Unix seconds when this attempt was signed; refuse one more than 5 minutes away from your clock. */
                 "webhook-timestamp": number;
-                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `id.timestamp.body`, one per valid secret. */
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>`,
+                 *     one per valid secret (two during a rotation). The HMAC key is the base64-decoded part of the
+                 *     secret after `whsec_`. Accept the delivery when any `v1` entry equals your own signature.
+                 */
                 "webhook-signature": string;
             };
             path?: never;
@@ -2676,9 +3376,13 @@ export interface operations {
             header: {
                 /** @description The message id, the same on every retry of this delivery (use it to de-duplicate). */
                 "webhook-id": string;
-                /** @description Unix seconds when this attempt was signed. */
+                /** @description Unix seconds when this attempt was signed; refuse one more than 5 minutes away from your clock. */
                 "webhook-timestamp": number;
-                /** @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `id.timestamp.body`, one per valid secret. */
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures of `<webhook-id>.<webhook-timestamp>.<body>`,
+                 *     one per valid secret (two during a rotation). The HMAC key is the base64-decoded part of the
+                 *     secret after `whsec_`. Accept the delivery when any `v1` entry equals your own signature.
+                 */
                 "webhook-signature": string;
             };
             path?: never;
