@@ -158,7 +158,10 @@ type PlantStore interface {
 	// while its name and tag are expect's, atomically, and returns
 	// ErrChanged (writing nothing) when they are not. With ev non-nil it
 	// writes the plant.updated event (Data: the plant as stored) as
-	// DeletePlant does.
+	// DeletePlant does. A patch that leaves the plant's name and tag as
+	// they are writes nothing, neither the row nor the event (ev.Seq stays
+	// 0), and returns the plant: decided in the write's transaction, so
+	// atomically with and without expect.
 	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant, ev *Event) (*Plant, error)
 	// DeletePlantIf deletes the owner's plant only while its name and tag
 	// are expect's, atomically: ErrChanged (deleting nothing) when they are
