@@ -323,7 +323,7 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 	for _, r := range results {
 		counts[r.outcome]++
 		if r.outcome >= outcomeConflicted && r.outcome <= outcomeFailed && counts[r.outcome] <= maxListed {
-			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, r.detail)
+			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, textColumn(r.detail))
 		}
 	}
 	for o := outcomeConflicted; o <= outcomeFailed; o++ {
