@@ -56,6 +56,29 @@ func TestMatchETag(t *testing.T) {
 		{`"abc`, false, false},
 		{``, false, false},
 		{`"x", *`, false, false}, // * only alone
+		// Parsed whole and strictly (issue 21): a list with any
+		// malformed member names nothing, not even a tag before it.
+		{`"abc"junk`, false, false},
+		{`"abc"x, "abc"`, false, false},
+		{`"abc", junk`, false, false},
+		{`"abc", "x`, false, false},
+		{`"abc", "x" "y"`, false, false},
+		{`"abc", W/x`, false, false},
+		{`"abc", w/"x"`, false, false},
+		{"\"abc\", \"a b\"", false, false},   // space is not etagc
+		{"\"abc\", \"a\x01\"", false, false}, // nor a control
+		{"\"abc\", \"a\x7f\"", false, false}, // nor DEL
+		{`"abc"W/"x"`, false, false},
+		{`*, "abc"`, false, false},
+		{`"abc",*`, false, false},
+		{`**`, false, false},
+		// What the grammar allows still matches.
+		{"\t\"abc\"\t", true, true},
+		{`, ,"abc",,`, true, true},            // empty list elements
+		{`"x" , "abc" `, true, true},          // OWS around commas
+		{"\"x\xff!#~\", \"abc\"", true, true}, // obs-text and the edges of etagc
+		{`"", "abc"`, true, true},             // an empty opaque tag
+		{`,`, false, false},                   // an empty list
 	} {
 		if got := plantstore.MatchETag(tt.list, e, false); got != tt.strong {
 			t.Errorf("MatchETag(%q, strong) = %v, want %v", tt.list, got, tt.strong)

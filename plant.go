@@ -158,7 +158,10 @@ type PlantStore interface {
 	// while its name and tag are expect's, atomically, and returns
 	// ErrChanged (writing nothing) when they are not. With ev non-nil it
 	// writes the plant.updated event (Data: the plant as stored) as
-	// DeletePlant does.
+	// DeletePlant does. A patch that leaves the plant's name and tag as
+	// they are writes nothing, neither the row nor the event (ev.Seq stays
+	// 0), and returns the plant: decided in the write's transaction, so
+	// atomically with and without expect.
 	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant, ev *Event) (*Plant, error)
 	// DeletePlantIf deletes the owner's plant only while its name and tag
 	// are expect's, atomically: ErrChanged (deleting nothing) when they are
@@ -242,39 +245,67 @@ func (p *Plant) ETag() string {
 }
 
 // MatchETag reports whether list, the value of an If-Match or If-None-Match
-// header (RFC 9110 §13.1), names etag (a quoted strong tag): "*" names any;
-// otherwise one of its comma-separated entity tags must equal etag. With
-// weak false (strong comparison, for If-Match) a weak tag (W/"...") never
-// matches; with weak true (If-None-Match) its opaque part is compared. A
-// list that does not parse matches nothing from its first fault on.
+// header (RFC 9110 §13.1: "*" or #entity-tag), names etag (a quoted strong
+// tag): "*" alone names any; otherwise one of its entity tags must equal
+// etag. With weak false (strong comparison, for If-Match) a weak tag
+// (W/"...") never matches; with weak true (If-None-Match) its opaque part is
+// compared.
+//
+// The list is parsed whole and strictly: entity tags (W/ optional, then
+// etagc characters, %x21 / %x23-7E / %x80-FF, between double quotes)
+// separated by commas with optional spaces and tabs around them (empty
+// elements are allowed, RFC 9110 §5.6.1). A value that is not such a list,
+// such as junk after a tag (`"abc"x`), two tags without a comma, a quote
+// that does not close or a character outside etagc, names nothing, whatever
+// it lists before or after the fault. RFC 9110 §13.2 then evaluates the
+// precondition as for a list with no matching tag: If-Match is false (412)
+// and If-None-Match true (the full answer), as Go's net/http and nginx do for
+// a value they cannot read; a 400 would refuse what the RFC asks to
+// evaluate.
 func MatchETag(list, etag string, weak bool) bool {
-	s := strings.TrimSpace(list)
+	s := strings.Trim(list, " \t")
 	if s == "*" {
 		return true
 	}
-	for {
-		s = strings.TrimLeft(s, " \t,")
-		if s == "" {
-			return false
-		}
-		isWeak := strings.HasPrefix(s, "W/")
-		if isWeak {
-			s = s[2:]
-		}
-		if !strings.HasPrefix(s, `"`) {
-			return false
-		}
-		end := strings.IndexByte(s[1:], '"')
-		if end < 0 {
-			return false
-		}
-		tag := s[:end+2]
-		s = strings.TrimLeft(s[end+2:], " \t")
-		if tag == etag && (weak || !isWeak) {
-			return true
-		}
-		if s != "" && s[0] != ',' {
-			return false
+	matched, afterTag := false, false
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t':
+			i++
+		case c == ',':
+			afterTag = false
+			i++
+		case afterTag:
+			return false // junk after a tag, or two tags without a comma
+		default:
+			isWeak := strings.HasPrefix(s[i:], "W/")
+			if isWeak {
+				i += 2
+			}
+			if i == len(s) || s[i] != '"' {
+				return false
+			}
+			end := i + 1
+			for end < len(s) && s[end] != '"' {
+				if !isETagChar(s[end]) {
+					return false
+				}
+				end++
+			}
+			if end == len(s) {
+				return false // the quote does not close
+			}
+			if s[i:end+1] == etag && (weak || !isWeak) {
+				matched = true
+			}
+			i, afterTag = end+1, true
 		}
 	}
+	return matched
+}
+
+// isETagChar reports whether c is an etagc of RFC 9110 §8.8.3: any visible
+// character but the double quote, or obs-text.
+func isETagChar(c byte) bool {
+	return c == 0x21 || 0x23 <= c && c <= 0x7e || c >= 0x80
 }

@@ -1,15 +1,13 @@
 package http
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/jsonvalue"
 )
 
 // prepareBody readies a request body for the generated decoder:
@@ -19,7 +17,7 @@ import (
 //   - then it must be at most plantstore.MaxBodyBytes (else 413), valid UTF-8
 //     and one well-formed JSON value with nothing after it (else 400 40001),
 //     with no U+0000 in a string, no key twice in an object and no lone
-//     surrogate escape (else 400 40002, see checkValues).
+//     surrogate escape (else 400 40002, see jsonvalue.CheckValues).
 //
 // The generated decoder then checks the value against the schema.
 func (s *Server) prepareBody(w http.ResponseWriter, r *http.Request) {
@@ -119,20 +117,25 @@ func (b *checkedBody) load() error {
 	return err
 }
 
-// checkBody checks a whole request body: it must be valid UTF-8 and one
-// well-formed JSON value (else 400 40001), and that value must not hold
-// what no operation takes although JSON allows it (else 400 40002, see
-// checkValues).
+// checkBody checks a whole request body with jsonvalue.Check (the checks
+// the import commands' plant lines go through too): it must be valid UTF-8
+// and one well-formed JSON value (else 400 40001), and that value must not
+// hold what no operation takes although JSON allows it (a
+// *jsonvalue.ValueError, 400 40002 naming the operation's schema: see
+// requestError).
 func checkBody(data []byte) error {
+	err := jsonvalue.Check(data)
 	switch {
-	case len(bytes.TrimSpace(data)) == 0:
+	case err == nil:
+		return nil
+	case errors.Is(err, jsonvalue.ErrEmpty):
 		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
-	case !utf8.Valid(data):
+	case errors.Is(err, jsonvalue.ErrNotUTF8):
 		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid UTF-8")
-	case !json.Valid(data):
-		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid JSON (or has data after the JSON value)")
+	case errors.Is(err, jsonvalue.ErrNotJSON):
+		return &plantstore.Error{Code: plantstore.CodeMalformedJSON, Message: "request body is not valid JSON (or has data after the JSON value)", Err: err}
 	}
-	return checkValues(data)
+	return err
 }
 
 func isMaxBytesError(err error) bool {

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -328,4 +329,82 @@ func TestHead(t *testing.T) {
 	if link := ts.Do(t, Request{Method: "HEAD", Path: "/plants?limit=2", Token: tok}).Header.Get("Link"); !strings.Contains(link, `rel="next"`) {
 		t.Fatalf("HEAD /plants?limit=2: Link = %q, want the next page", link)
 	}
+}
+
+// TestIfMatch_Strict: If-Match and If-None-Match are parsed whole (RFC
+// 9110 entity-tag lists): junk after the current ETag, or a malformed
+// member anywhere in the list, matches nothing, so PATCH and DELETE answer
+// 412 and change nothing, and GET answers the plant, not 304. Field lines
+// sent separately are one list; an If-Match with no tag matches nothing.
+func TestIfMatch_Strict(t *testing.T) {
+	ts := MustOpenServer(t)
+	alice := ts.Token(t, "alice")
+	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
+	etag := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+
+	for _, value := range []string{
+		etag + "junk",
+		etag + `"`,
+		etag + " junk",
+		etag + ", junk",
+		etag + ` "other"`,
+		`junk, ` + etag,
+		etag + `, "unclosed`,
+		etag + `, "a b"`,
+		"W/" + etag + "x",
+		"*x",
+	} {
+		t.Run(value, func(t *testing.T) {
+			h := map[string]string{"If-Match": value}
+			mustError(t, ts.patch(t, alice, 1, `{"name":"Lost update"}`, h), 412, plantstore.CodePreconditionFailed)
+			mustError(t, ts.Do(t, Request{Method: "DELETE", Path: "/plants/1", Token: alice, Header: h}), 412, plantstore.CodePreconditionFailed)
+			resp := ts.Do(t, Request{Method: "GET", Path: "/plants/1", Token: alice, Header: map[string]string{"If-None-Match": value}})
+			mustPlant(t, resp, `{"id":1,"name":"Fern","tag":"green"}`)
+		})
+	}
+
+	// Raw requests: headers the test client's map cannot send.
+	send := func(method string, header http.Header, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+"/plants/1", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		req.Header.Set("Authorization", "Bearer "+alice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	t.Run("TwoLines", func(t *testing.T) {
+		// One list: a junk line spoils it, whichever line comes first.
+		for _, lines := range [][]string{{etag, "junk"}, {"junk", etag}} {
+			if got := send("PATCH", http.Header{"If-Match": lines}, `{"name":"Lost update"}`); got != 412 {
+				t.Errorf("PATCH If-Match %q: %d, want 412", lines, got)
+			}
+			if got := send("GET", http.Header{"If-None-Match": lines}, ""); got != 200 {
+				t.Errorf("GET If-None-Match %q: %d, want 200", lines, got)
+			}
+		}
+		// A well-formed list over two lines matches.
+		if got := send("GET", http.Header{"If-None-Match": {`"other"`, etag}}, ""); got != 304 {
+			t.Errorf("GET If-None-Match over two lines: %d, want 304", got)
+		}
+	})
+	t.Run("Empty", func(t *testing.T) {
+		for _, method := range []string{"PATCH", "DELETE"} {
+			if got := send(method, http.Header{"If-Match": {""}}, `{"name":"Lost update"}`); got != 412 {
+				t.Errorf("%s with an empty If-Match: %d, want 412", method, got)
+			}
+		}
+		if got := send("PATCH", http.Header{"If-Match": {""}}, `{}`); got != 412 {
+			t.Errorf("PATCH {} with an empty If-Match: %d, want 412", got)
+		}
+	})
+	mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+	// And the well-formed list still matches.
+	mustPlant(t, ts.patch(t, alice, 1, `{"name":"Moss"}`, map[string]string{"If-Match": `"x", ` + etag + ` ,`}), `{"id":1,"name":"Moss","tag":"green"}`)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ogen-go/ogen/validate"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/jsonvalue"
 )
 
 // HTTPError is an error answer, in the style of tailscale's tsweb: what the
@@ -187,7 +188,7 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 		return internalError(fmt.Errorf("http: no request body schema for operation %q: %w", e.OperationID(), e.Err))
 	}
 	var (
-		value *bodyValueError
+		value *jsonvalue.ValueError
 		valid *validate.Error
 		body  *ogenerrors.DecodeBodyError
 	)

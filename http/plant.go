@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/http/oapi"
@@ -92,7 +93,15 @@ func (h *handler) UpdatePlant(ctx context.Context, req oapi.UpdatePlantReq, para
 			upd.Tag = &tag
 		}
 	}
-	p, err := h.s.PlantService.UpdatePlant(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, upd, params.IfMatch.Or(""))
+	ifMatch, conditional := params.IfMatch.Get()
+	if conditional && strings.Trim(ifMatch, " \t") == "" {
+		// An If-Match that lists no entity tag can match no plant: 412,
+		// as for DELETE (a client whose ETag variable was empty must not
+		// overwrite). The service reads "" as no If-Match; "," is the
+		// same empty list, written so that it does not.
+		ifMatch = ","
+	}
+	p, err := h.s.PlantService.UpdatePlant(ctx, plantstore.TokenFromContext(ctx).Owner, params.ID, upd, ifMatch)
 	if err != nil {
 		return nil, err
 	}

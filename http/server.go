@@ -477,6 +477,15 @@ func (s *Server) route() http.Handler {
 			s.writeError(w, r, newError(plantstore.CodeInvalidBody, "invalid query parameter %q: given more than once: send it once", name))
 			return
 		}
+		// If-Match and If-None-Match sent as several field lines are one
+		// list (RFC 9110 §5.3); the generated decoder would read the
+		// first line only, and a line with junk after it must spoil the
+		// whole list (plantstore.MatchETag).
+		for _, name := range [...]string{"If-Match", "If-None-Match"} {
+			if v := r.Header[name]; len(v) > 1 {
+				r.Header[name] = []string{strings.Join(v, ", ")}
+			}
+		}
 		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			s.prepareBody(w, r)
 			defer r.Body.(*checkedBody).release()

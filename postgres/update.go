@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,47 +17,82 @@ import (
 const (
 	// qUpdatePlant applies a merge patch: $3 the new name or NULL (keep),
 	// $4 whether to set the tag, $5 the new tag (NULL: none); with $6 false,
-	// only while the plant has name $7 and tag $8.
+	// only while the plant has name $7 and tag $8; and only when it changes
+	// the row: a patch that leaves name and tag as they are matches no row,
+	// so it writes nothing (see UpdatePlant).
 	qUpdatePlant = `UPDATE plants SET name = COALESCE($3::text, name), tag = CASE WHEN $4::boolean THEN $5::text ELSE tag END
 WHERE owner = $1 AND id = $2 AND ($6::boolean OR (name = $7::text AND tag IS NOT DISTINCT FROM $8::text))
+AND (name IS DISTINCT FROM COALESCE($3::text, name) OR ($4::boolean AND tag IS DISTINCT FROM $5::text))
 RETURNING name, tag, created_at`
+	// qLockPlant reads the plant's latest version and locks it until the
+	// transaction ends.
+	qLockPlant     = `SELECT name, tag, created_at FROM plants WHERE owner = $1 AND id = $2 FOR UPDATE`
 	qDeletePlantIf = `DELETE FROM plants WHERE owner = $1 AND id = $2 AND name = $3 AND tag IS NOT DISTINCT FROM $4::text
 RETURNING name, tag, created_at`
 )
 
 // UpdatePlant applies upd to the owner's plant id, only while it has
 // expect's name and tag when expect is set (else ErrChanged), and returns
-// the plant as stored; ErrNotFound when there is none.
+// the plant as stored; ErrNotFound when there is none. A patch that leaves
+// the plant's name and tag as they are writes nothing, neither the row nor
+// the event (ev.Seq stays 0).
+//
+// One transaction: the UPDATE changes the row only when the patch changes
+// it. When it matched no row, the row's latest version is read and locked
+// (FOR UPDATE), so the decision is made on a version no one can change
+// before the commit: no row is ErrNotFound, other content than expect's is
+// ErrChanged, a patch that changes nothing is the answer as it is; and a
+// version that a concurrent commit changed between the two statements so
+// that the patch would change it now is updated, under the lock.
 func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
 	var expName, expTag *string
 	if expect != nil {
 		expName, expTag = &expect.Name, expect.Tag
 	}
 	var p *plantstore.Plant
-	var err error
-	if ev == nil {
-		p, err = queryOne(ctx, db, func(row pgx.CollectableRow) (*plantstore.Plant, error) {
-			return scanPlant(row, owner, id)
-		}, qUpdatePlant, owner, id, upd.Name, upd.SetTag, upd.Tag, expect == nil, expName, expTag)
-		err = db.wrote(err)
-	} else {
-		err = db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
-			var err error
-			p, err = scanPlant(tx.QueryRow(ctx, qUpdatePlant, owner, id, upd.Name, upd.SetTag, upd.Tag, expect == nil, expName, expTag), owner, id)
-			if err != nil {
+	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		p = nil
+		if ev != nil {
+			ev.Seq, ev.Deliveries = 0, 0
+		}
+		for attempt := 0; ; attempt++ {
+			updated, err := scanPlant(tx.QueryRow(ctx, qUpdatePlant, owner, id, upd.Name, upd.SetTag, upd.Tag, expect == nil, expName, expTag), owner, id)
+			if err == nil {
+				p = updated
+				if ev == nil {
+					return nil
+				}
+				ev.SetPlant(p)
+				return writeEvent(ctx, tx, owner, ev)
+			}
+			if !errors.Is(err, plantstore.ErrNotFound) {
 				return err
 			}
-			ev.SetPlant(p)
-			return writeEvent(ctx, tx, owner, ev)
-		})
-	}
-	if errors.Is(err, plantstore.ErrNotFound) && expect != nil {
-		err = db.changedOrMissing(ctx, owner, id)
-	}
+			cur, err := scanPlant(tx.QueryRow(ctx, qLockPlant, owner, id), owner, id)
+			switch {
+			case err != nil:
+				return err // ErrNotFound: no such plant
+			case expect != nil && !sameNameAndTag(cur, expect):
+				return plantstore.ErrChanged
+			case upd.Apply(cur).SameContent(cur):
+				p = cur // nothing to change: nothing written
+				return nil
+			case attempt > 0:
+				return fmt.Errorf("the locked plant did not take the patch")
+			}
+			// Changed between the two statements, and locked now: the
+			// UPDATE matches it.
+		}
+	})
 	if err != nil {
 		return nil, wrap("update plant", err)
 	}
 	return p, nil
+}
+
+// sameNameAndTag reports whether p and q have the same name and tag.
+func sameNameAndTag(p, q *plantstore.Plant) bool {
+	return p.Name == q.Name && (p.Tag == nil) == (q.Tag == nil) && (p.Tag == nil || *p.Tag == *q.Tag)
 }
 
 // DeletePlantIf deletes the owner's plant id only while it has expect's

@@ -164,7 +164,9 @@ func (s *PlantService) DeletePlantIf(ctx context.Context, owner string, id int64
 // holds. With ifMatch the plant is read, its ETag checked (412 when no
 // listed tag matches), and the store applies upd only while the plant still
 // has the content read (412 when it changed in between). A patch that
-// changes nothing writes nothing. A change writes a plant.updated event
+// changes nothing writes nothing, with or without ifMatch: no row, no
+// event, no delivery (the store decides it in the write's transaction, so
+// that without ifMatch too it is atomic). A change writes a plant.updated event
 // (typed subscriptions that name it get it; untyped ones announce new plants
 // only). A replay of the plant's create with its old content is then a
 // conflict, 409, like any create of a taken id with other content.

@@ -14,20 +14,27 @@ import (
 // writes.
 const (
 	// qUpdatePlant applies a merge patch: ?1 the new name or NULL (keep),
-	// ?2 whether to set the tag, ?3 the new tag (NULL: none).
+	// ?2 whether to set the tag, ?3 the new tag (NULL: none); only when it
+	// changes the row: a patch that leaves name and tag as they are
+	// matches no row, so it writes nothing (updateOutcome tells why).
 	qUpdatePlant = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
-WHERE owner = ?4 AND id = ?5 RETURNING owner, id, name, tag, created_at`
+WHERE owner = ?4 AND id = ?5 AND (name IS NOT COALESCE(?1, name) OR (?2 AND tag IS NOT ?3))
+RETURNING owner, id, name, tag, created_at`
 	// qUpdatePlantIf is qUpdatePlant while the plant has name ?6 and tag ?7.
 	qUpdatePlantIf = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
-WHERE owner = ?4 AND id = ?5 AND name = ?6 AND tag IS ?7 RETURNING owner, id, name, tag, created_at`
+WHERE owner = ?4 AND id = ?5 AND name = ?6 AND tag IS ?7 AND (name IS NOT COALESCE(?1, name) OR (?2 AND tag IS NOT ?3))
+RETURNING owner, id, name, tag, created_at`
 	qDeletePlantIf = `DELETE FROM plants WHERE owner = ? AND id = ? AND name = ? AND tag IS ? RETURNING owner, id, name, tag, created_at`
 	qPlantExists   = `SELECT 1 FROM plants WHERE owner = ? AND id = ?`
 )
 
 // UpdatePlant applies upd to the owner's plant id, only while it has
 // expect's name and tag when expect is set (else ErrChanged), and returns
-// the plant as stored; ErrNotFound when there is none. It joins the group
-// commit.
+// the plant as stored; ErrNotFound when there is none. A patch that leaves
+// the plant's name and tag as they are writes nothing, neither the row nor
+// the event (ev.Seq stays 0): the check is the statement's own, in the
+// write's transaction, so it is atomic with and without expect. It joins
+// the group commit.
 func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
 	var (
 		stored  *plantstore.Plant
@@ -35,6 +42,9 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 	)
 	err := db.update(ctx, "update plant", func(ctx context.Context, tx *Tx) error {
 		stored, outcome = nil, nil
+		if ev != nil {
+			ev.Seq, ev.Deliveries = 0, 0
+		}
 		var name, tag any
 		if upd.Name != nil {
 			name = *upd.Name
@@ -51,7 +61,7 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 		p, err := scanPlant(row)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			outcome, err = db.missingOrChanged(ctx, tx, owner, id, expect != nil)
+			stored, outcome, err = db.updateOutcome(ctx, tx, owner, id, expect)
 			return wrap("update plant", err)
 		case err != nil:
 			return wrap("update plant", err)
@@ -70,6 +80,28 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 		return nil, outcome
 	}
 	return stored, nil
+}
+
+// updateOutcome tells why an update matched no row, in the write's
+// transaction (nothing changed in between): no plant (ErrNotFound); with
+// expect, a plant of other content (ErrChanged); otherwise the patch
+// leaves the plant as it is, which is returned.
+func (db *DB) updateOutcome(ctx context.Context, tx *Tx, owner string, id int64, expect *plantstore.Plant) (unchanged *plantstore.Plant, outcome, err error) {
+	cur, err := scanPlant(tx.queryRow(ctx, qFindPlant, owner, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, plantstore.ErrNotFound, nil
+	case err != nil:
+		return nil, nil, err
+	case expect != nil && !sameNameAndTag(cur, expect):
+		return nil, plantstore.ErrChanged, nil
+	}
+	return cur, nil, nil
+}
+
+// sameNameAndTag reports whether p and q have the same name and tag.
+func sameNameAndTag(p, q *plantstore.Plant) bool {
+	return p.Name == q.Name && (p.Tag == nil) == (q.Tag == nil) && (p.Tag == nil || *p.Tag == *q.Tag)
 }
 
 // DeletePlantIf deletes the owner's plant id only while it has expect's

@@ -56,6 +56,53 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 	t.Run("Nothing", func(t *testing.T) {
 		update(t, plantstore.PlantUpdate{}, nil, &cur)
 	})
+	// A patch that leaves name and tag as they are writes nothing: not
+	// the row, not the event, with or without the expected plant (issue
+	// 21: without If-Match it wrote a plant.updated event each time).
+	t.Run("NoChange", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			upd    plantstore.PlantUpdate
+			expect bool
+		}{
+			{"SameName", plantstore.PlantUpdate{Name: ptr(cur.Name)}, false},
+			{"SameTag", plantstore.PlantUpdate{SetTag: true, Tag: cur.Tag}, false},
+			{"SameBoth", plantstore.PlantUpdate{Name: ptr(cur.Name), SetTag: true, Tag: cur.Tag}, false},
+			{"SameBothExpected", plantstore.PlantUpdate{Name: ptr(cur.Name), SetTag: true, Tag: cur.Tag}, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var expect *plantstore.Plant
+				if tc.expect {
+					expect = &cur
+				}
+				ev := updateEvent(t, 1)
+				got, err := b.UpdatePlant(ctx, "alice", 1, tc.upd, expect, ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(&cur, got, equateTime); diff != "" {
+					t.Fatalf("UpdatePlant answered (-want +got):\n%s", diff)
+				}
+				if ev.Seq != 0 || ev.Deliveries != 0 {
+					t.Fatalf("an event was written: seq %d, %d deliveries", ev.Seq, ev.Deliveries)
+				}
+				events, err := b.ListEvents(ctx, plantstore.EventFilter{Owner: "alice", Limit: plantstore.MaxPageSize})
+				if err != nil || len(events) != 1 || events[0].Type != plantstore.EventPlantCreated {
+					t.Fatalf("%d events (%v); want the create's alone", len(events), err)
+				}
+				check(t, &cur)
+			})
+		}
+		// A tag given, none stored (and the other way round) is a change.
+		ev := updateEvent(t, 1)
+		cur.Tag = ptr("")
+		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("")}, nil, &cur)
+		cur.Tag = nil
+		if _, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{SetTag: true}, nil, ev); err != nil || ev.Seq == 0 {
+			t.Fatalf("removing an empty tag: seq %d, %v; want an event", ev.Seq, err)
+		}
+		check(t, &cur)
+	})
 	t.Run("Expected", func(t *testing.T) {
 		expect := cur
 		cur.Name, cur.Tag = "Fern", nil
@@ -105,6 +152,18 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 		checkIs(t, "FindPlant after DeletePlantIf", err, plantstore.ErrNotFound)
 		checkIs(t, "DeletePlantIf again", b.DeletePlantIf(ctx, "alice", 1, &cur, nil), plantstore.ErrNotFound)
 	})
+}
+
+// updateEvent returns a plant.updated event of plant id, as the service
+// makes it.
+func updateEvent(t *testing.T, id int64) *plantstore.Event {
+	t.Helper()
+	msgID, err := plantstore.NewMessageID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &plantstore.Event{MessageID: msgID, PlantID: id, CreatedAt: fixedNow, Type: plantstore.EventPlantUpdated,
+		EventID: "evt_" + strings.TrimPrefix(msgID, "msg_")}
 }
 
 // testUpdatePlant: PlantService.UpdatePlant and DeletePlantIf, the rules of
@@ -196,6 +255,56 @@ func testUpdatePlant(t *testing.T, bs Backends) {
 		p, _ := svc.Plants.FindPlantByID(t.Context(), "alice", 1)
 		if want := string(rune('A' + won)); p.Name != want {
 			t.Fatalf("name %q, want the winner's %q", p.Name, want)
+		}
+	})
+	// A PATCH that changes nothing writes nothing, with or without
+	// If-Match: no plant.updated event, no typed delivery (issue 21).
+	t.Run("NoChangeWritesNothing", func(t *testing.T) {
+		b, svc := open(t, bs, service.Config{})
+		ctx := t.Context()
+		sub, err := plantstore.NewSubscription("alice", "http://127.0.0.1:9/hooks/alice", "", fixedNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub.Types = []string{plantstore.EventPlantUpdated}
+		if err := b.InsertSubscription(ctx, sub, plantstore.MaxMaxSubscriptions); err != nil {
+			t.Fatal(err)
+		}
+		p := mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green")})
+		etag := p.ETag()
+		for _, tc := range []struct {
+			upd     plantstore.PlantUpdate
+			ifMatch string
+		}{
+			{plantstore.PlantUpdate{Name: ptr("Fern")}, ""},
+			{plantstore.PlantUpdate{SetTag: true, Tag: ptr("green")}, ""},
+			{plantstore.PlantUpdate{Name: ptr("Fern"), SetTag: true, Tag: ptr("green")}, ""},
+			{plantstore.PlantUpdate{Name: ptr("Fern"), SetTag: true, Tag: ptr("green")}, "*"},
+			{plantstore.PlantUpdate{Name: ptr("Fern")}, etag},
+			{plantstore.PlantUpdate{}, ""},
+		} {
+			got, err := svc.Plants.UpdatePlant(ctx, "alice", 1, tc.upd, tc.ifMatch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(p, got, equateTime); diff != "" {
+				t.Fatalf("%+v, If-Match %q: answered (-want +got):\n%s", tc.upd, tc.ifMatch, diff)
+			}
+		}
+		events, _, err := svc.Events.FindEvents(ctx, plantstore.EventFilter{Owner: "alice"})
+		if err != nil || len(events) != 1 || events[0].Type != plantstore.EventPlantCreated {
+			t.Fatalf("%d events (%v); want the create's alone", len(events), err)
+		}
+		if pending, _ := storeOutboxStats(t, b); pending != 0 {
+			t.Fatalf("%d pending deliveries after patches that change nothing, want 0", pending)
+		}
+		// A change is written, with its typed delivery.
+		if _, err := svc.Plants.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Moss")}, ""); err != nil {
+			t.Fatal(err)
+		}
+		events, _, _ = svc.Events.FindEvents(ctx, plantstore.EventFilter{Owner: "alice"})
+		if pending, _ := storeOutboxStats(t, b); len(events) != 2 || pending != 1 {
+			t.Fatalf("after a change: %d events, %d pending deliveries; want 2 and 1", len(events), pending)
 		}
 	})
 	// A change sends no webhook delivery: deliveries announce new plants.

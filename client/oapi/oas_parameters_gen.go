@@ -5,7 +5,8 @@ package oapi
 // DeletePlantParams is parameters of deletePlant operation.
 type DeletePlantParams struct {
 	// Change only if the plant's current `ETag` is one of these (comma-separated, strong comparison; `*`:
-	// any existing plant); else 412 (error 41201) and nothing changes.
+	// any existing plant); else 412 (error 41201) and nothing changes. A value that is not an RFC 9110
+	// entity-tag list (such as junk after a tag) matches nothing: 412.
 	IfMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
@@ -20,7 +21,8 @@ type DeleteWebhookParams struct {
 // GetPlantParams is parameters of getPlant operation.
 type GetPlantParams struct {
 	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
-	// comparison; `*`: any existing plant).
+	// comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list matches
+	// nothing: the plant is answered.
 	IfNoneMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
@@ -61,7 +63,8 @@ type HeadEventsStreamParams struct {
 // HeadPlantParams is parameters of headPlant operation.
 type HeadPlantParams struct {
 	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
-	// comparison; `*`: any existing plant).
+	// comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list matches
+	// nothing: the plant is answered.
 	IfNoneMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
@@ -212,7 +215,8 @@ type StreamEventsParams struct {
 // UpdatePlantParams is parameters of updatePlant operation.
 type UpdatePlantParams struct {
 	// Change only if the plant's current `ETag` is one of these (comma-separated, strong comparison; `*`:
-	// any existing plant); else 412 (error 41201) and nothing changes.
+	// any existing plant); else 412 (error 41201) and nothing changes. A value that is not an RFC 9110
+	// entity-tag list (such as junk after a tag) matches nothing: 412.
 	IfMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64

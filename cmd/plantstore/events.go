@@ -69,14 +69,15 @@ func (c *eventsListCmd) Run(ctx context.Context, e *env) error {
 	return tw.Flush()
 }
 
-// writeEventRow writes an event as a tab-separated row.
+// writeEventRow writes an event as a tab-separated row, its strings
+// through textColumn.
 func writeEventRow(w io.Writer, ev client.Event) {
 	tag := ""
 	if ev.Data.Tag != nil {
 		tag = *ev.Data.Tag
 	}
-	fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", ev.Seq, ev.Type, ev.CreatedAt.Format(time.RFC3339Nano),
-		ev.Data.ID, ev.Data.Name, tag, ev.ID)
+	fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", ev.Seq, textColumn(ev.Type), ev.CreatedAt.Format(time.RFC3339Nano),
+		ev.Data.ID, textColumn(ev.Data.Name), textColumn(tag), textColumn(ev.ID))
 }
 
 type eventsTailCmd struct {

@@ -2,17 +2,16 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/plantlines"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -95,20 +94,13 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	return nil
 }
 
-// importCmd is `plantstore import`.
+// importCmd is `plantstore import`. It reads lines with the one reader of
+// plant lines (plantlines), as plants import and serve --seed do.
 type importCmd struct {
 	dbFlags
 	From  string `name:"from" default:"-" placeholder:"FILE" help:"JSON lines to read (plantstore export's format): a file, or - for stdin."`
 	Owner string `name:"owner" help:"Owner of the lines that have no \"owner\" (NewPlant lines); a line's own owner always wins."`
 	Batch int    `name:"batch" default:"1000" help:"Plants per transaction (1..10000)."`
-}
-
-// importLine is a line as read: pointers tell a missing member.
-type importLine struct {
-	Owner *string         `json:"owner"`
-	ID    json.RawMessage `json:"id"`
-	Name  *string         `json:"name"`
-	Tag   *string         `json:"tag"`
 }
 
 // Run checks every line first, so that a bad line anywhere loads nothing,
@@ -212,78 +204,32 @@ func (c *importCmd) input(e *env) (f *os.File, cleanup func(), err error) {
 	return f, cleanup, nil
 }
 
-// maxLine bounds one line of input.
-const maxLine = 1 << 20
-
-// scan parses r's lines, calling each (if set) with every plant, and returns
-// how many plants there were. The first bad line stops it with an error
-// naming its number. Blank lines are skipped.
+// scan reads r's plant lines (plantlines: the checks of the API's
+// NewPlant, with each line's owner), calling each (if set) with every
+// plant, and returns how many there were. The first bad line stops it with
+// an error naming its number. Blank lines are skipped.
 func (c *importCmd) scan(r io.Reader, each func(*plantstore.Plant) error) (int, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	n, lineNo := 0, 0
-	for sc.Scan() {
-		lineNo++
-		text := bytes.TrimSpace(sc.Bytes())
-		if lineNo == 1 {
-			text = bytes.TrimPrefix(text, []byte("\ufeff"))
+	lr := plantlines.NewReader(r, plantlines.Options{Format: plantlines.JSONLines, Owners: true, DefaultOwner: c.Owner})
+	n := 0
+	for {
+		l, err := lr.Read()
+		if err == io.EOF {
+			return n, nil
 		}
-		if len(text) == 0 {
-			continue
-		}
-		p, err := c.parse(text)
 		if err != nil {
-			return n, fmt.Errorf("line %d: %v", lineNo, err)
+			return n, err
+		}
+		if errors.Is(l.Err, plantlines.ErrNoOwner) {
+			return n, fmt.Errorf(`line %d: no "owner" (give one on the line, or --owner)`, l.Number)
+		}
+		if l.Err != nil {
+			return n, fmt.Errorf("line %d: %v", l.Number, l.Err)
 		}
 		n++
 		if each != nil {
-			if err := each(p); err != nil {
+			if err := each(l.Plant); err != nil {
 				return n, err
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return n, fmt.Errorf("line %d: %w", lineNo+1, err)
-	}
-	return n, nil
-}
-
-// parse reads one line: a JSON object with id and name, owner unless --owner
-// gives it, tag optional (null: none); any other member is refused.
-func (c *importCmd) parse(text []byte) (*plantstore.Plant, error) {
-	var l importLine
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return nil, fmt.Errorf("not a plant object: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("more than one JSON value on the line")
-	}
-	p := &plantstore.Plant{Owner: c.Owner}
-	if l.Owner != nil {
-		p.Owner = *l.Owner
-	}
-	if p.Owner == "" {
-		return nil, errors.New(`no "owner" (give one on the line, or --owner)`)
-	}
-	if err := plantstore.ValidateOwner(p.Owner); err != nil {
-		return nil, fmt.Errorf("owner: %s", describe(err))
-	}
-	if l.ID == nil {
-		return nil, errors.New(`no "id"`)
-	}
-	id, err := strconv.ParseInt(string(l.ID), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf(`"id" must be an integer of 64 bits, not %s`, l.ID)
-	}
-	p.ID = id
-	if l.Name == nil {
-		return nil, errors.New(`no "name"`)
-	}
-	p.Name, p.Tag = *l.Name, l.Tag
-	if err := p.Validate(); err != nil {
-		return nil, errors.New(describe(err))
-	}
-	return p, nil
 }

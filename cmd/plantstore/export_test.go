@@ -26,7 +26,7 @@ func TestExportImport(t *testing.T) {
 	db := migrated(t)
 	in := writeFile(t, "in.jsonl", "\ufeff"+`{"owner":"bob","id":2,"name":"Ivy","tag":"climbing"}`+"\n\n"+
 		`{"id":1,"name":"<Fern> & co"}`+"\n"+
-		`{"owner":"alice","id":-9223372036854775808,"name":"Min","tag":null}`+"\n"+
+		`{"owner":"alice","id":-9223372036854775808,"name":"Min","note":"ignored, as POST /plants ignores it"}`+"\n"+
 		`{"owner":"bob","id":1,"name":"Cactus"}`+"\n")
 	r := mustRun(t, "import", "--db", db, "--from", in, "--owner", "alice")
 	if !strings.Contains(r.stderr, "imported 4 plants of 4") {
@@ -67,17 +67,25 @@ func TestExportImport(t *testing.T) {
 }
 
 // TestImportBadLine: a bad line anywhere stores nothing, and the error names
-// its line.
+// its line. A line is checked as POST /plants checks a body (plantlines):
+// invalid UTF-8, a key twice, a lone surrogate, "ID" for id are refused as
+// the API refuses them.
 func TestImportBadLine(t *testing.T) {
 	for _, tt := range []struct{ name, line, msg string }{
-		{"NoOwner", `{"id":3,"name":"x"}`, `line 3: no "owner"`},
-		{"UnknownMember", `{"owner":"a","id":3,"name":"x","tga":"y"}`, `line 3: not a plant object: json: unknown field "tga"`},
-		{"FractionalID", `{"owner":"a","id":3.0,"name":"x"}`, `line 3: "id" must be an integer`},
-		{"NoName", `{"owner":"a","id":3}`, `line 3: no "name"`},
-		{"EmptyName", `{"owner":"a","id":3,"name":""}`, `line 3: invalid NewPlant: name`},
-		{"NotJSON", `{"owner":"a",`, `line 3: not a plant object`},
-		{"TwoValues", `{"owner":"a","id":3,"name":"x"} {}`, `line 3: more than one JSON value`},
-		{"BadOwner", `{"owner":"a\u0001","id":3,"name":"x"}`, `line 3: owner:`},
+		{"NoOwner", `{"id":3,"name":"x"}`, `line 3: no "owner" (give one on the line, or --owner)`},
+		{"UpperOwner", `{"Owner":"a","id":3,"name":"x"}`, `line 3: no "owner"`},
+		{"UpperID", `{"owner":"a","ID":3,"name":"x"}`, `line 3: id: required`},
+		{"FractionalID", `{"owner":"a","id":3.0,"name":"x"}`, `line 3: id: must be an integer`},
+		{"NoName", `{"owner":"a","id":3}`, `line 3: name: required`},
+		{"EmptyName", `{"owner":"a","id":3,"name":""}`, `line 3: name: must have at least 1 character`},
+		{"NullTag", `{"owner":"a","id":3,"name":"x","tag":null}`, `line 3: tag: must be a string`},
+		{"NotJSON", `{"owner":"a",`, `line 3: not valid JSON`},
+		{"TwoValues", `{"owner":"a","id":3,"name":"x"} {}`, `line 3: not valid JSON (or more than one JSON value)`},
+		{"BadOwner", `{"owner":"a\u0001","id":3,"name":"x"}`, `line 3: owner must have printable characters only`},
+		{"InvalidUTF8", "{\"owner\":\"a\",\"id\":3,\"name\":\"x\xff\"}", `line 3: not valid UTF-8`},
+		{"DuplicateKey", `{"owner":"a","id":3,"name":"x","id":4}`, `line 3: duplicate key "id"`},
+		{"DuplicateOwner", `{"owner":"a","owner":"b","id":3,"name":"x"}`, `line 3: duplicate key "owner"`},
+		{"LoneSurrogate", `{"owner":"a","id":3,"name":"\udfff"}`, `line 3: name: must not contain a lone surrogate`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			db := migrated(t)

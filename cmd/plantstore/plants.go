@@ -51,7 +51,7 @@ type formatFlag struct {
 }
 
 // print writes plants as a JSON value (one must be an object, else an array)
-// or as a table.
+// or as a table (names and tags through textColumn).
 func (f formatFlag) print(w io.Writer, plants []client.Plant, one bool) error {
 	if f.Format == "table" {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -61,7 +61,7 @@ func (f formatFlag) print(w io.Writer, plants []client.Plant, one bool) error {
 			if p.Tag != nil {
 				tag = *p.Tag
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.ID, p.Name, tag)
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.ID, textColumn(p.Name), textColumn(tag))
 		}
 		return tw.Flush()
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/plantlines"
 )
 
 type plantsImportCmd struct {
@@ -42,6 +43,14 @@ func (c *plantsImportCmd) Help() string {
 (tag optional; the input may also hold one JSON array), or CSV with a
 header naming the columns id, name and optionally tag (an empty tag is none).
 The format comes from the extension, else from the first byte (stdin too).
+A JSON line must be a body POST /plants takes: valid UTF-8, no key twice,
+no lone surrogate escape, members named exactly id, name and tag (others
+are ignored, as the API ignores them), id an int64, name and tag strings
+(leave tag out for none; null is refused), within the limits.
+
+Every line is checked before anything is sent: when any line is invalid,
+nothing is sent, the invalid lines are listed (all of them with --rejects)
+and the command exits 1; fix them and import again.
 
 Counts at the end:
   created     the server answered 200. Its create answer does not say whether
@@ -51,12 +60,14 @@ Counts at the end:
               it was not sent.
   conflicted  the plant exists with a different name or tag (409, or the GET
               of --resume).
-  invalid     rejected locally (not JSON, no id, empty or too long name or
-              tag, ...) or answered 400; the first few line numbers are shown.
+  invalid     not a plant the API takes (not JSON, no id, empty or too long name or
+              tag, ...: then nothing is sent), or answered 400; the first few
+              line numbers are shown.
   failed      shown only when not 0: the server or network failed after
               retries (429 answers are retried after Retry-After).
   not sent    shown only when not 0: the import was interrupted (SIGINT,
-              SIGTERM) before these lines were sent.
+              SIGTERM) before these lines were sent, or an invalid line stopped
+              it before anything was sent.
 
 --rejects FILE lists every conflicted, invalid and failed line with its
 reason, one JSON object a line.
@@ -120,7 +131,7 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("plants import: %w", err)
 	}
-	items, err := parseInput(data, c.File, c.InputFormat)
+	items, err := plantlines.ReadAll(data, plantlines.Options{Format: c.InputFormat, Name: c.File})
 	if err != nil {
 		return fmt.Errorf("plants import: %s: %w", c.File, err)
 	}
@@ -130,6 +141,26 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 			return fmt.Errorf("plants import: --rejects: %w", err)
 		}
 		defer rejects.Close()
+	}
+	if invalid := c.invalidLines(items); invalid != nil {
+		// Like plantstore import and serve --seed: a file with a bad line
+		// stores nothing, so that fixing it and importing again is the
+		// whole recovery.
+		if rejects != nil {
+			if err := writeRejects(rejects, items, invalid); err != nil {
+				return fmt.Errorf("plants import: --rejects: %w", err)
+			}
+		}
+		n := 0
+		for _, r := range invalid {
+			if r.outcome == outcomeInvalid {
+				n++
+			}
+		}
+		if err := c.report(e.stdout, invalid); err != nil && !errors.As(err, &exit) {
+			return err
+		}
+		return fmt.Errorf("plants import: nothing sent: %d invalid lines (each must be a plant POST /plants would take); fix them and import again", n)
 	}
 
 	var bar *progressbar.ProgressBar
@@ -161,7 +192,7 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 
 	results := make([]importResult, len(items))
 	for i, it := range items {
-		results[i] = importResult{line: it.line, outcome: outcomeNotSent}
+		results[i] = importResult{line: it.Number, outcome: outcomeNotSent}
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -209,6 +240,26 @@ feed:
 	return err
 }
 
+// invalidLines returns, when any item is invalid, the results of an import
+// that sends nothing: the invalid items with their reason, the others not
+// sent; nil when every item is a plant.
+func (c *plantsImportCmd) invalidLines(items []plantlines.Line) []importResult {
+	var results []importResult
+	for i, it := range items {
+		if it.Err == nil {
+			continue
+		}
+		if results == nil {
+			results = make([]importResult, len(items))
+			for j, it := range items {
+				results[j] = importResult{line: it.Number, outcome: outcomeNotSent}
+			}
+		}
+		results[i].outcome, results[i].detail = outcomeInvalid, it.Err.Error()
+	}
+	return results
+}
+
 // readInterruptible reads r to its end, or until ctx ends (Ctrl-C while a
 // terminal is the input): then the exit status of the interrupt.
 func readInterruptible(ctx context.Context, r io.Reader) ([]byte, error) {
@@ -249,14 +300,14 @@ type rejectJSON struct {
 
 // writeRejects writes every conflicted, invalid and failed line, in input
 // order, as JSON lines.
-func writeRejects(f *os.File, items []importItem, results []importResult) error {
+func writeRejects(f *os.File, items []plantlines.Line, results []importResult) error {
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
 	for i, r := range results {
 		if r.outcome < outcomeConflicted || r.outcome > outcomeFailed {
 			continue
 		}
-		if err := enc.Encode(rejectJSON{Line: r.line, Outcome: outcomeNames[r.outcome], Error: r.detail, Input: items[i].input}); err != nil {
+		if err := enc.Encode(rejectJSON{Line: r.line, Outcome: outcomeNames[r.outcome], Error: r.detail, Input: items[i].Text}); err != nil {
 			return err
 		}
 	}
@@ -272,7 +323,7 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 	for _, r := range results {
 		counts[r.outcome]++
 		if r.outcome >= outcomeConflicted && r.outcome <= outcomeFailed && counts[r.outcome] <= maxListed {
-			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, r.detail)
+			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, textColumn(r.detail))
 		}
 	}
 	for o := outcomeConflicted; o <= outcomeFailed; o++ {
@@ -299,13 +350,9 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 // importOne creates one plant: with --resume it GETs it first. Its
 // requests run on ctx; once stop ends, an attempt that failed is not
 // retried.
-func (c *plantsImportCmd) importOne(ctx, stop context.Context, cl *client.Client, it importItem) importResult {
-	res := importResult{line: it.line}
-	if it.plant == nil {
-		res.outcome, res.detail = outcomeInvalid, it.err
-		return res
-	}
-	p := it.plant
+func (c *plantsImportCmd) importOne(ctx, stop context.Context, cl *client.Client, it plantlines.Line) importResult {
+	res := importResult{line: it.Number}
+	p := it.Plant
 	if c.Resume {
 		var stored *client.Plant
 		err := c.retry(stop, func() (err error) {

@@ -199,12 +199,22 @@ func TestPlantsUsage(t *testing.T) {
 	}
 }
 
-// The import files: 6 valid plants, 1 that conflicts with the stored plant
-// 100, and invalid lines.
+// The import files: 6 valid plants and 1 that conflicts with the stored
+// plant 100; the Bad ones have invalid lines too, so nothing of them is
+// sent.
 var (
 	longName = strings.Repeat("n", 300)
 
 	importJSONL = `{"id": 1, "name": "Aloe", "tag": "succulent"}
+{"id": 2, "name": "Basil"}
+{"id": 3, "name": "Cactus", "color": "ignored, as POST /plants ignores it"}
+
+{"id": 100, "name": "Other"}
+{"id": 6, "name": "Dill", "tag": "herb"}
+{"id": 7, "name": "Elm"}
+{"id": 9, "name": "Ginkgo"}
+`
+	importJSONLBad = `{"id": 1, "name": "Aloe", "tag": "succulent"}
 {"id": 2, "name": "Basil"}
 {"id": 3, "name": "Cactus", "tag": null}
 this is not json
@@ -217,11 +227,21 @@ this is not json
 {"id": 7, "name": "Elm"}
 {"id": 8, "name": "Fig", "tag": "` + strings.Repeat("t", 65) + `"}
 {"id": 9, "name": "Ginkgo"}
-`
-	// JSON lines numbers of the invalid lines, in order.
-	importJSONLInvalid = []int{4, 6, 7, 9, 12}
+{"ID": 10, "name": "Hosta"}
+{"id": 11, "name": "Iris", "name": "Ivy"}
+{"id": 12, "name": "J\ud800"}
+` + "{\"id\": 13, \"name\": \"K\xffale\"}\n"
 
 	importCSV = `id,name,tag
+1,Aloe,succulent
+2,Basil,
+3,Cactus,
+100,Other,
+6,Dill,herb
+7,Elm,
+9,Ginkgo,
+`
+	importCSVBad = `id,name,tag
 1,Aloe,succulent
 2,Basil,
 3,Cactus,
@@ -267,40 +287,26 @@ func TestPlantsImport(t *testing.T) {
 	}{
 		{
 			name: "JSONL", file: "plants.jsonl", content: importJSONL,
-			wantSummary: "created 6, replayed 0, conflicted 1, invalid 5",
-			wantResume:  "created 0, replayed 6, conflicted 1, invalid 5",
-			wantLines: []string{
-				"conflicted: line 8: ",
-				"invalid: line 4: not a JSON plant object",
-				"invalid: line 6: name: must have at least 1 character",
-				"invalid: line 7: name: must have at most 256 characters",
-				"invalid: line 9: id is missing",
-				"invalid: line 12: tag: must have at most 64 characters",
-			},
-			wantStored: wantStored,
+			wantSummary: "created 6, replayed 0, conflicted 1, invalid 0",
+			wantResume:  "created 0, replayed 6, conflicted 1, invalid 0",
+			wantLines:   []string{"conflicted: line 5: "},
+			wantStored:  wantStored,
 		},
 		{
 			name: "CSV", file: "plants.csv", content: importCSV,
-			wantSummary: "created 5, replayed 0, conflicted 1, invalid 4",
-			wantResume:  "created 0, replayed 5, conflicted 1, invalid 4",
-			wantLines: []string{
-				"conflicted: line 8: ",
-				`invalid: line 5: id "x" is not an int64`,
-				"invalid: line 6: name: must have at least 1 character",
-				"invalid: line 7: name: must have at most 256 characters",
-				"invalid: line 11: not CSV",
-			},
-			wantStored: []client.Plant{wantStored[0], wantStored[1], wantStored[2], wantStored[3], wantStored[4], wantStored[6]},
+			wantSummary: "created 6, replayed 0, conflicted 1, invalid 0",
+			wantResume:  "created 0, replayed 6, conflicted 1, invalid 0",
+			wantLines:   []string{"conflicted: line 5: "},
+			wantStored:  wantStored,
 		},
 		{
 			name: "JSON array by flag", file: "plants.txt",
-			content: "[\n" + `{"id": 1, "name": "Aloe", "tag": "succulent"},` + "\n\n" + `  {"id": 2, "name": ""}, {"id": 100, "name": "Original"}` + "\n]\n",
+			content: "[\n" + `{"id": 1, "name": "Aloe", "tag": "succulent"},` + "\n\n" + `  {"id": 100, "name": "Original"}` + "\n]\n",
 			args:    []string{"--input-format", "jsonl", "--concurrency", "1"},
 			// Plant 100 is stored identically: without --resume the
 			// server's 200 cannot tell, so it counts as created.
-			wantSummary: "created 2, replayed 0, conflicted 0, invalid 1",
-			wantResume:  "created 0, replayed 2, conflicted 0, invalid 1",
-			wantLines:   []string{"invalid: line 4: name: must have at least 1 character"},
+			wantSummary: "created 2, replayed 0, conflicted 0, invalid 0",
+			wantResume:  "created 0, replayed 2, conflicted 0, invalid 0",
 			wantStored:  []client.Plant{wantStored[0], wantStored[6]},
 		},
 	} {
@@ -335,6 +341,72 @@ func TestPlantsImport(t *testing.T) {
 			// Again with --resume: nothing is sent; what is stored is
 			// replayed.
 			check(ps.plants(t, append([]string{"import", path, "--resume"}, tt.args...)...), tt.wantResume)
+		})
+	}
+}
+
+// TestPlantsImportInvalid: a file with any line that is not a plant POST
+// /plants would take (the API's checks: UTF-8, duplicate keys, lone
+// surrogates, exact member names, types, limits) sends nothing: the report
+// names every invalid line (the first 5 of them), the command exits 1 with
+// a message saying so, and nothing is stored.
+func TestPlantsImportInvalid(t *testing.T) {
+	for _, tt := range []struct {
+		name, file, content string
+		wantLines           []string
+		wantSummary         string
+	}{
+		{
+			name: "JSONL", file: "plants.jsonl", content: importJSONLBad,
+			wantLines: []string{
+				"invalid: line 3: tag: must be a string (leave it out for no tag)",
+				"invalid: line 4: not valid JSON",
+				"invalid: line 6: name: must have at least 1 character",
+				"invalid: line 7: name: must have at most 256 characters",
+				"invalid: line 9: id: required",
+				"invalid: 5 more lines",
+			},
+			wantSummary: "created 0, replayed 0, conflicted 0, invalid 10, not sent 6",
+		},
+		{
+			name: "Strict", file: "plants.jsonl", content: `{"id": 1, "name": "Aloe"}` + "\n" + strings.Join(strings.Split(importJSONLBad, "\n")[13:], "\n"),
+			wantLines: []string{
+				"invalid: line 2: id: required",
+				`invalid: line 3: duplicate key "name"`,
+				`invalid: line 4: name: must not contain a lone surrogate`,
+				"invalid: line 5: not valid UTF-8",
+			},
+			wantSummary: "created 0, replayed 0, conflicted 0, invalid 4, not sent 1",
+		},
+		{
+			name: "CSV", file: "plants.csv", content: importCSVBad,
+			wantLines: []string{
+				`invalid: line 5: id: must be an integer from -9223372036854775808 to 9223372036854775807 (int64), not "x"`,
+				"invalid: line 6: name: must have at least 1 character",
+				"invalid: line 7: name: must have at most 256 characters",
+				"invalid: line 11: not CSV",
+			},
+			wantSummary: "created 0, replayed 0, conflicted 0, invalid 4, not sent 6",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ps := openPlantsServer(t)
+			mustSucceed(t, ps.plants(t, "create", "100", "Original"))
+			r := ps.plants(t, "import", writeFile(t, tt.file, tt.content))
+			if !strings.HasSuffix(r.stdout, tt.wantSummary+"\n") {
+				t.Errorf("summary:\n%s\nwant it to end with %q", r.stdout, tt.wantSummary)
+			}
+			for _, line := range tt.wantLines {
+				if !strings.Contains(r.stdout, line) {
+					t.Errorf("report lacks %q:\n%s", line, r.stdout)
+				}
+			}
+			if r.err == nil || exitStatus(r.err) != 1 || !strings.Contains(r.err.Error(), "nothing sent") {
+				t.Errorf("err = %v, want exit 1: nothing sent", r.err)
+			}
+			if diff := cmp.Diff([]client.Plant{{ID: 100, Name: "Original"}}, ps.stored(t)); diff != "" {
+				t.Errorf("stored (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/plantlines"
 )
 
 // seedOwner owns the plants of serve --seed: the owner of the bootstrap
@@ -21,8 +22,10 @@ type seedPlant struct {
 	plant *plantstore.Plant
 }
 
-// readSeed reads and checks the --seed file before anything starts: a line
-// that is not a valid plant is an error naming it.
+// readSeed reads and checks the --seed file before anything starts, with
+// the one reader of plant lines (plantlines, as plants import and import
+// read them): a line that is not a valid plant is an error naming it, and
+// nothing is seeded.
 func (c *serveCmd) readSeed() ([]seedPlant, error) {
 	if c.Seed == "" {
 		return nil, nil
@@ -31,31 +34,31 @@ func (c *serveCmd) readSeed() ([]seedPlant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--seed: %w", err)
 	}
-	items, err := parseInput(data, c.Seed, "auto")
+	items, err := plantlines.ReadAll(data, plantlines.Options{Format: plantlines.Auto, Name: c.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("--seed %s: %w", c.Seed, err)
 	}
 	plants := make([]seedPlant, 0, len(items))
 	invalid := 0
-	var first importItem
+	var first plantlines.Line
 	for _, it := range items {
-		if it.plant == nil {
+		if it.Err != nil {
 			if invalid == 0 {
 				first = it
 			}
 			invalid++
 			continue
 		}
-		p := *it.plant
+		p := *it.Plant
 		p.Owner = seedOwner
-		plants = append(plants, seedPlant{it.line, &p})
+		plants = append(plants, seedPlant{it.Number, &p})
 	}
 	if invalid > 0 {
 		more := ""
 		if invalid > 1 {
 			more = fmt.Sprintf(" (and %d more invalid lines; plantstore plants import --rejects FILE lists them all)", invalid-1)
 		}
-		return nil, fmt.Errorf("--seed %s: line %d: %s%s", c.Seed, first.line, first.err, more)
+		return nil, fmt.Errorf("--seed %s: line %d: %v%s", c.Seed, first.Number, first.Err, more)
 	}
 	return plants, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -79,7 +78,7 @@ func tokenCreated(t *plantstore.Token) string {
 	if t.ExpiresAt != nil {
 		expires = t.ExpiresAt.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("created %s for owner %s (scopes %s, expires %s)", t.ID, ownerColumn(t.Owner), strings.Join(t.Scopes, " "), expires)
+	return fmt.Sprintf("created %s for owner %s (scopes %s, expires %s)", t.ID, textColumn(t.Owner), strings.Join(t.Scopes, " "), expires)
 }
 
 type tokenListCmd struct {
@@ -127,7 +126,7 @@ func (c *tokenListCmd) Run(ctx context.Context, e *env) error {
 		if t.ExpiresAt != nil {
 			expires = t.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, ownerColumn(t.Owner), strings.Join(t.Scopes, ","),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", textColumn(t.ID), textColumn(t.Owner), textColumn(strings.Join(t.Scopes, ",")),
 			t.CreatedAt.Format(time.RFC3339), expires, t.Status(now))
 	}
 	return tw.Flush()
@@ -151,17 +150,6 @@ func (c *tokenRevokeCmd) Run(ctx context.Context, e *env) error {
 	}
 	fmt.Fprintf(e.stderr, "plantstore: revoked %s\n", c.ID)
 	return nil
-}
-
-// ownerColumn is an owner as the table of `token list` shows it: as it is
-// when it is a valid owner name, else quoted (Go syntax, escapes for what
-// is not printable), so that a name stored before owners were checked
-// cannot add or hide rows.
-func ownerColumn(owner string) string {
-	if plantstore.ValidateOwner(owner) == nil {
-		return owner
-	}
-	return strconv.Quote(owner)
 }
 
 // tokenService is the token service over db, for one command.

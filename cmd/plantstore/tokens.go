@@ -47,7 +47,7 @@ func (c *tokensListCmd) Run(ctx context.Context, e *env) error {
 			return err
 		}
 		if page.Next != nil && page.Next.After != "" {
-			fmt.Fprintf(e.stderr, "more tokens follow: --after %s (or --all)\n", ownerColumn(page.Next.After))
+			fmt.Fprintf(e.stderr, "more tokens follow: --after %s (or --all)\n", textColumn(page.Next.After))
 		}
 		return nil
 	}
@@ -134,7 +134,7 @@ func (c *tokensRevokeCmd) Run(ctx context.Context, e *env) error {
 
 // printTokens writes tokens as a JSON value (one must be an object, else an
 // array) or as a table; the SECRET column only when one has a secret
-// (create). Every string the server sent goes through ownerColumn, so a
+// (create). Every string the server sent goes through textColumn, so a
 // control character cannot forge or hide rows.
 func (f formatFlag) printTokens(w io.Writer, tokens []client.Token, one bool) error {
 	if f.Format != "table" {
@@ -162,12 +162,12 @@ func (f formatFlag) printTokens(w io.Writer, tokens []client.Token, one bool) er
 			expires = t.ExpiresAt.Format(time.RFC3339)
 		}
 		if t.Last4 != nil {
-			last4 = ownerColumn(*t.Last4)
+			last4 = textColumn(*t.Last4)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", ownerColumn(t.ID), ownerColumn(strings.Join(t.Scopes, ",")),
-			t.CreatedAt.Format(time.RFC3339), expires, ownerColumn(t.Status), last4)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", textColumn(t.ID), textColumn(strings.Join(t.Scopes, ",")),
+			t.CreatedAt.Format(time.RFC3339), expires, textColumn(t.Status), last4)
 		if secret {
-			fmt.Fprintf(tw, "\t%s", ownerColumn(t.Secret))
+			fmt.Fprintf(tw, "\t%s", textColumn(t.Secret))
 		}
 		fmt.Fprintln(tw)
 	}

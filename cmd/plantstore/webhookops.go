@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -47,7 +48,7 @@ func (c *webhooksUpdateCmd) Run(ctx context.Context, e *env) error {
 	}
 	if w.MissedSince != nil {
 		fmt.Fprintf(e.stderr, "re-enabled: re-queue what failed meanwhile with: plantstore webhooks recover %s --since %s\n",
-			w.ID, w.MissedSince.Format(time.RFC3339Nano))
+			textColumn(w.ID), w.MissedSince.Format(time.RFC3339Nano))
 	}
 	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
 }
@@ -78,7 +79,7 @@ func (c *webhooksResendCmd) Run(ctx context.Context, e *env) error {
 	if d.NextAttemptAt != nil {
 		next = d.NextAttemptAt.Format(time.RFC3339)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", d.MessageID, d.State, d.Attempts, d.CreatedAt.Format(time.RFC3339), next)
+	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", textColumn(d.MessageID), textColumn(d.State), d.Attempts, d.CreatedAt.Format(time.RFC3339), next)
 	return tw.Flush()
 }
 
@@ -148,20 +149,24 @@ func (c *webhooksPingCmd) Run(ctx context.Context, e *env) error {
 		if err := writeJSON(e.stdout, p); err != nil {
 			return err
 		}
-	} else {
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MESSAGE\tSUCCEEDED\tSTATUS\tDURATION\tERROR")
-		status := ""
-		if p.StatusCode != 0 {
-			status = fmt.Sprint(p.StatusCode)
-		}
-		fmt.Fprintf(tw, "%s\t%t\t%s\t%.1fms\t%s\n", p.MessageID, p.Succeeded, status, p.DurationMS, p.Error)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	} else if err := writePing(e.stdout, p); err != nil {
+		return err
 	}
 	if !p.Succeeded {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// writePing writes a ping's outcome as a table, its strings through
+// textColumn.
+func writePing(w io.Writer, p *client.PingResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MESSAGE\tSUCCEEDED\tSTATUS\tDURATION\tERROR")
+	status := ""
+	if p.StatusCode != 0 {
+		status = fmt.Sprint(p.StatusCode)
+	}
+	fmt.Fprintf(tw, "%s\t%t\t%s\t%.1fms\t%s\n", textColumn(p.MessageID), p.Succeeded, status, p.DurationMS, textColumn(p.Error))
+	return tw.Flush()
 }

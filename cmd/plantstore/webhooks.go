@@ -74,7 +74,7 @@ func (c *webhooksListCmd) Run(ctx context.Context, e *env) error {
 			return err
 		}
 		if page.Next != nil && page.Next.After != "" {
-			fmt.Fprintf(e.stderr, "more subscriptions follow: --after %s (or --all)\n", page.Next.After)
+			fmt.Fprintf(e.stderr, "more subscriptions follow: --after %s (or --all)\n", textColumn(page.Next.After))
 		}
 		return nil
 	}
@@ -174,7 +174,7 @@ func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
 		}
 		ds = page.Deliveries
 		if page.Next != nil && page.Next.After != "" {
-			defer fmt.Fprintf(e.stderr, "more attempts follow: --after %s (or --all)\n", page.Next.After)
+			defer fmt.Fprintf(e.stderr, "more attempts follow: --after %s (or --all)\n", textColumn(page.Next.After))
 		}
 	}
 	if c.Format != "table" {
@@ -183,7 +183,13 @@ func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
 		}
 		return writeJSON(e.stdout, ds)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	return writeDeliveries(e.stdout, ds)
+}
+
+// writeDeliveries writes delivery attempts as a table, their strings
+// through textColumn.
+func writeDeliveries(w io.Writer, ds []client.Delivery) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ATTEMPTED\tMESSAGE\tPLANT\tATTEMPT\tSTATE\tSTATUS\tDURATION\tNEXT\tERROR")
 	for _, d := range ds {
 		plant, status, next := "", "", ""
@@ -196,15 +202,15 @@ func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
 		if d.NextAttemptAt != nil {
 			next = d.NextAttemptAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.1fms\t%s\t%s\n", d.AttemptedAt.Format(time.RFC3339), d.MessageID,
-			plant, d.Attempt, d.State, status, d.DurationMS, next, d.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.1fms\t%s\t%s\n", d.AttemptedAt.Format(time.RFC3339), textColumn(d.MessageID),
+			plant, d.Attempt, textColumn(d.State), status, d.DurationMS, next, textColumn(d.Error))
 	}
 	return tw.Flush()
 }
 
 // printWebhooks writes subscriptions as a JSON value (one must be an object,
-// else an array) or as a table; the SECRET column only when one has a
-// secret (create, rotate-secret).
+// else an array) or as a table (its strings through textColumn); the
+// SECRET column only when one has a secret (create, rotate-secret).
 func (f formatFlag) printWebhooks(w io.Writer, hooks []client.Webhook, one bool) error {
 	if f.Format != "table" {
 		var v any = hooks
@@ -228,11 +234,11 @@ func (f formatFlag) printWebhooks(w io.Writer, hooks []client.Webhook, one bool)
 	for _, h := range hooks {
 		enabled := "yes"
 		if !h.Enabled {
-			enabled = "no (" + h.DisabledReason + ")"
+			enabled = "no (" + textColumn(h.DisabledReason) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", h.ID, h.URL, enabled, h.CreatedAt.Format(time.RFC3339), h.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", textColumn(h.ID), textColumn(h.URL), enabled, h.CreatedAt.Format(time.RFC3339), textColumn(h.Description))
 		if secret {
-			fmt.Fprintf(tw, "\t%s", h.Secret)
+			fmt.Fprintf(tw, "\t%s", textColumn(h.Secret))
 		}
 		fmt.Fprintln(tw)
 	}

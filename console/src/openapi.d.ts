@@ -63,7 +63,9 @@ export interface paths {
          * Change a plant
          * @description Changes a plant's `name` and/or `tag` with a JSON merge patch (RFC 7396): a member present
          *     sets that field (validated as in `NewPlant`), `"tag": null` removes the tag, a member left
-         *     out keeps its value; `{}` changes nothing and answers the plant. `id` cannot change, and
+         *     out keeps its value; `{}`, or a patch that leaves `name` and `tag` as they are, changes
+         *     nothing: it answers the plant and writes nothing (no `plant.updated` event, no delivery),
+         *     with or without `If-Match`. `id` cannot change, and
          *     any member other than `name` and `tag` is refused (400 40002). With `If-Match` the change
          *     is made only if the plant still has one of the listed `ETag`s (else 412 41201, nothing
          *     changed). A change sends no webhook delivery (deliveries announce new plants).
@@ -1298,13 +1300,15 @@ export interface components {
     parameters: {
         /**
          * @description Change only if the plant's current `ETag` is one of these (comma-separated, strong
-         *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes.
+         *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes. A value
+         *     that is not an RFC 9110 entity-tag list (such as junk after a tag) matches nothing: 412.
          * @example "253ccc9754bcf7df5480f914f58b1feb"
          */
         IfMatch: string;
         /**
          * @description Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated,
-         *     weak comparison; `*`: any existing plant).
+         *     weak comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list
+         *     matches nothing: the plant is answered.
          * @example "253ccc9754bcf7df5480f914f58b1feb"
          */
         IfNoneMatch: string;
@@ -1629,7 +1633,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated,
-                 *     weak comparison; `*`: any existing plant).
+                 *     weak comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list
+                 *     matches nothing: the plant is answered.
                  * @example "253ccc9754bcf7df5480f914f58b1feb"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1684,7 +1689,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Change only if the plant's current `ETag` is one of these (comma-separated, strong
-                 *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes.
+                 *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes. A value
+                 *     that is not an RFC 9110 entity-tag list (such as junk after a tag) matches nothing: 412.
                  * @example "253ccc9754bcf7df5480f914f58b1feb"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -1736,7 +1742,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated,
-                 *     weak comparison; `*`: any existing plant).
+                 *     weak comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list
+                 *     matches nothing: the plant is answered.
                  * @example "253ccc9754bcf7df5480f914f58b1feb"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1823,7 +1830,8 @@ export interface operations {
             header?: {
                 /**
                  * @description Change only if the plant's current `ETag` is one of these (comma-separated, strong
-                 *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes.
+                 *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes. A value
+                 *     that is not an RFC 9110 entity-tag list (such as junk after a tag) matches nothing: 412.
                  * @example "253ccc9754bcf7df5480f914f58b1feb"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];

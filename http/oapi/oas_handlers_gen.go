@@ -4063,10 +4063,11 @@ func (s *Server) handleStreamEventsRequest(args [0]string, argsEscaped bool, w h
 //
 // Changes a plant's `name` and/or `tag` with a JSON merge patch (RFC 7396): a member present sets that
 // field (validated as in `NewPlant`), `"tag": null` removes the tag, a member left out keeps its
-// value; `{}` changes nothing and answers the plant. `id` cannot change, and any member other than
-// `name` and `tag` is refused (400 40002). With `If-Match` the change is made only if the plant still
-// has one of the listed `ETag`s (else 412 41201, nothing changed). A change sends no webhook delivery
-// (deliveries announce new plants).
+// value; `{}`, or a patch that leaves `name` and `tag` as they are, changes nothing: it answers the
+// plant and writes nothing (no `plant.updated` event, no delivery), with or without `If-Match`. `id`
+// cannot change, and any member other than `name` and `tag` is refused (400 40002). With `If-Match`
+// the change is made only if the plant still has one of the listed `ETag`s (else 412 41201, nothing
+// changed). A change sends no webhook delivery (deliveries announce new plants).
 //
 // PATCH /plants/{id}
 func (s *Server) handleUpdatePlantRequest(args [1]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,8 @@ import (
 // DeletePlantParams is parameters of deletePlant operation.
 type DeletePlantParams struct {
 	// Change only if the plant's current `ETag` is one of these (comma-separated, strong comparison; `*`:
-	// any existing plant); else 412 (error 41201) and nothing changes.
+	// any existing plant); else 412 (error 41201) and nothing changes. A value that is not an RFC 9110
+	// entity-tag list (such as junk after a tag) matches nothing: 412.
 	IfMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
@@ -221,7 +222,8 @@ func decodeDeleteWebhookParams(args [1]string, argsEscaped bool, r *http.Request
 // GetPlantParams is parameters of getPlant operation.
 type GetPlantParams struct {
 	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
-	// comparison; `*`: any existing plant).
+	// comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list matches
+	// nothing: the plant is answered.
 	IfNoneMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
@@ -918,7 +920,8 @@ func decodeHeadEventsStreamParams(args [0]string, argsEscaped bool, r *http.Requ
 // HeadPlantParams is parameters of headPlant operation.
 type HeadPlantParams struct {
 	// Answer 304 without a body if the plant's current `ETag` is one of these (comma-separated, weak
-	// comparison; `*`: any existing plant).
+	// comparison; `*`: any existing plant). A value that is not an RFC 9110 entity-tag list matches
+	// nothing: the plant is answered.
 	IfNoneMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64
@@ -3791,7 +3794,8 @@ func decodeStreamEventsParams(args [0]string, argsEscaped bool, r *http.Request)
 // UpdatePlantParams is parameters of updatePlant operation.
 type UpdatePlantParams struct {
 	// Change only if the plant's current `ETag` is one of these (comma-separated, strong comparison; `*`:
-	// any existing plant); else 412 (error 41201) and nothing changes.
+	// any existing plant); else 412 (error 41201) and nothing changes. A value that is not an RFC 9110
+	// entity-tag list (such as junk after a tag) matches nothing: 412.
 	IfMatch OptString `json:",omitempty,omitzero"`
 	// ID of the plant.
 	ID int64

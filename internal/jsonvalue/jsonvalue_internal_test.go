@@ -1,4 +1,4 @@
-package http
+package jsonvalue
 
 import (
 	"bytes"
@@ -7,14 +7,12 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/plantstore/plantstore"
 )
 
-// TestCheckBodyValues runs checkBody over bodies that are well-formed JSON:
+// TestCheckValues runs Check over texts that are well-formed JSON:
 // U+0000, duplicate keys and lone surrogates are refused with where and
 // what; everything else JSON allows passes.
-func TestCheckBodyValues(t *testing.T) {
+func TestCheckValues(t *testing.T) {
 	wide := func(n int, dupAt int) string {
 		var b strings.Builder
 		b.WriteString("{")
@@ -43,8 +41,8 @@ func TestCheckBodyValues(t *testing.T) {
 		{"OKWideInWide", wide(20, -1)[:len(wide(20, -1))-1] + `,"z":` + wide(30, -1) + "}", ""},
 		{"DupWideAfterWideChild", wide(20, -1)[:len(wide(20, -1))-1] + `,"z":` + wide(30, -1) + `,"kaaa":2}`, `duplicate key "kaaa"`},
 		{"DupWideChild", `{"z":` + wide(30, 25) + "}", `z: duplicate key "kaaa"`},
-		{"OKDeep", strings.Repeat(`{"a":[`, maxBodyDepth/2) + strings.Repeat("]}", maxBodyDepth/2), ""},
-		{"DeepArrays", strings.Repeat("[", maxBodyDepth+1) + strings.Repeat("]", maxBodyDepth+1), "objects and arrays must not nest more than 64 deep"},
+		{"OKDeep", strings.Repeat(`{"a":[`, MaxDepth/2) + strings.Repeat("]}", MaxDepth/2), ""},
+		{"DeepArrays", strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "objects and arrays must not nest more than 64 deep"},
 		{"DeepObjects", strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), "objects and arrays must not nest more than 64 deep"},
 		{"OKEmpty", `{"a":[],"b":{},"c":[[],{}],"d":[{"a":1},{"a":1}]}`, ""},
 		{"DupAfterEmpty", `{"a":[],"b":{},"a":1}`, `duplicate key "a"`},
@@ -69,16 +67,16 @@ func TestCheckBodyValues(t *testing.T) {
 		{"EscapedBackslashU", `{"name":"\\ud800"}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkBody([]byte(tc.body))
+			err := Check([]byte(tc.body))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			var e *bodyValueError
+			var e *ValueError
 			if !errors.As(err, &e) {
-				t.Fatalf("got %v, want a bodyValueError %q", err, tc.want)
+				t.Fatalf("got %v, want a ValueError %q", err, tc.want)
 			}
 			if got := e.Error(); got != tc.want {
 				t.Fatalf("got  %q\nwant %q", got, tc.want)
@@ -87,21 +85,33 @@ func TestCheckBodyValues(t *testing.T) {
 	}
 }
 
-// TestCheckBodyMalformed: what is not JSON is still 40001, before the
-// value checks.
-func TestCheckBodyMalformed(t *testing.T) {
-	for _, body := range []string{``, ` `, `{"a":1,"a":2`, "{\"a\":\"\x00\"}", `{"a":"\u00"}`, "\xff", strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
-		var e *plantstore.Error
-		if err := checkBody([]byte(body)); !errors.As(err, &e) || e.Code != plantstore.CodeMalformedJSON {
-			t.Errorf("%.40q: got %v, want code %d", body, err, plantstore.CodeMalformedJSON)
+// TestCheckMalformed: what is not one JSON value is ErrEmpty, ErrNotUTF8
+// or ErrNotJSON (the API's 40001), before the value checks.
+func TestCheckMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want error
+	}{
+		{``, ErrEmpty},
+		{` `, ErrEmpty},
+		{`{"a":1,"a":2`, ErrNotJSON},
+		{"{\"a\":\"\x00\"}", ErrNotJSON},
+		{`{"a":"\u00"}`, ErrNotJSON},
+		{`{"a":1} {}`, ErrNotJSON},
+		{"\xff", ErrNotUTF8},
+		{"{\"name\":\"a\xffb\"}", ErrNotUTF8},
+		{strings.Repeat("[", 10001) + strings.Repeat("]", 10001), ErrNotJSON},
+	} {
+		if err := Check([]byte(tc.body)); !errors.Is(err, tc.want) {
+			t.Errorf("%.40q: got %v, want %v", tc.body, err, tc.want)
 		}
 	}
 }
 
-// FuzzCheckBody: checkBody never panics, and a body it accepts is, read
+// FuzzCheck: Check never panics, and a body it accepts is, read
 // by encoding/json's tokenizer as the oracle, well-formed JSON without a key
 // twice in an object and without U+0000 in a string or key.
-func FuzzCheckBody(f *testing.F) {
+func FuzzCheck(f *testing.F) {
 	for _, seed := range []string{
 		`{"id":1,"name":"fern","tag":"x"}`,
 		`{"a":{"a":1},"b":[{"a":1},{"a":2}]}`,
@@ -115,7 +125,7 @@ func FuzzCheckBody(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if checkBody(body) != nil {
+		if Check(body) != nil {
 			return
 		}
 		dec := json.NewDecoder(bytes.NewReader(body))

@@ -1,7 +1,15 @@
-package http
+// Package jsonvalue holds the checks of a JSON text that both the API's
+// request bodies (http) and the plant lines of the import commands
+// (plantlines) go through, so that both take exactly the same texts: valid
+// UTF-8, one well-formed JSON value, and none of what JSON allows but the
+// service does not (U+0000 in a string, a key twice in one object, a lone
+// surrogate escape, nesting deeper than MaxDepth).
+package jsonvalue
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"strconv"
@@ -10,30 +18,53 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-faster/jx"
-
-	"github.com/plantstore/plantstore"
 )
 
-// bodyValueError is a request body that is well-formed JSON but holds what
-// no operation takes: a string with U+0000, a key twice in one object, or a
-// lone surrogate escape. requestError words it like the decoder's other
-// refusals, with the operation's schema: "invalid NewPlant: name: must not
-// contain U+0000".
-type bodyValueError struct {
-	path string // where: "name", "extra[1].a"; "" for the whole body
-	msg  string // what is wrong there
+// The faults of a text that is not one JSON value (Check returns them,
+// wrapped or not: test with errors.Is). The http layer answers them 400
+// 40001; ValueError is 40002.
+var (
+	ErrEmpty   = errors.New("is empty")
+	ErrNotUTF8 = errors.New("is not valid UTF-8")
+	ErrNotJSON = errors.New("is not valid JSON (or has data after the JSON value)")
+)
+
+// ValueError is a text that is well-formed JSON but holds what no caller
+// takes: a string with U+0000, a key twice in one object, a lone surrogate
+// escape, or nesting deeper than MaxDepth. Callers word it with their
+// schema: "invalid NewPlant: name: must not contain U+0000".
+type ValueError struct {
+	Path string // where: "name", "extra[1].a"; "" for the whole text
+	Msg  string // what is wrong there
 }
 
 // Error implements the error interface.
-func (e *bodyValueError) Error() string {
-	if e.path == "" {
-		return e.msg
+func (e *ValueError) Error() string {
+	if e.Path == "" {
+		return e.Msg
 	}
-	return e.path + ": " + e.msg
+	return e.Path + ": " + e.Msg
 }
 
-// checkValues refuses, in a well-formed JSON text (checkBody has made sure
-// of that), what JSON allows and the service does not:
+// Check checks a whole JSON text: it must be valid UTF-8 (else ErrNotUTF8)
+// and one well-formed JSON value with nothing but white space after it
+// (else ErrEmpty or ErrNotJSON), and that value must not hold what the
+// service does not take although JSON allows it (else a *ValueError, see
+// CheckValues).
+func Check(data []byte) error {
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		return ErrEmpty
+	case !utf8.Valid(data):
+		return ErrNotUTF8
+	case !json.Valid(data):
+		return ErrNotJSON
+	}
+	return CheckValues(data)
+}
+
+// CheckValues refuses, in a well-formed JSON text (Check makes sure of
+// that first), what JSON allows and the service does not:
 //   - U+0000 in a string (only as the escape \u0000: a raw NUL is not
 //     JSON): PostgreSQL cannot store it in text, and C tools cut a string
 //     there;
@@ -43,7 +74,7 @@ func (e *bodyValueError) Error() string {
 //     low one alone): decoders turn it into U+FFFD, so different bodies
 //     would be stored as the same plant, and an idempotent create would
 //     answer a different body as a replay;
-//   - objects and arrays nested deeper than maxBodyDepth: no request body
+//   - objects and arrays nested deeper than MaxDepth: no request body
 //     of the contract nests at all, and the bound keeps this walk's state
 //     fixed (encoding/json alone allows 10,000 levels).
 //
@@ -51,10 +82,10 @@ func (e *bodyValueError) Error() string {
 // "\u0061" are the same key). The escapes are read from the raw bytes by
 // escapeProblem, because jx and encoding/json both decode a lone surrogate
 // to U+FFFD without a word: the raw text is the only place the difference
-// shows. A body without a backslash has no escape to read, which
+// shows. A text without a backslash has no escape to read, which
 // bytes.IndexByte tells at once; the common body costs one walk of jx and no
 // allocation.
-func checkValues(data []byte) error {
+func CheckValues(data []byte) error {
 	escapes := bytes.IndexByte(data, '\\') >= 0
 	c := valueCheckers.Get().(*valueChecker)
 	e := c.walk(data, escapes)
@@ -68,22 +99,22 @@ func checkValues(data []byte) error {
 	if escapes {
 		// Every string value has been read; a bad escape left is in a key.
 		if msg := escapeProblem(data); msg != "" {
-			return &bodyValueError{msg: "an object key " + msg}
+			return &ValueError{Msg: "an object key " + msg}
 		}
 	}
 	return nil
 }
 
-// maxBodyDepth is how deep objects and arrays may nest in a request body.
-const maxBodyDepth = 64
+// MaxDepth is how deep objects and arrays may nest in a checked text.
+const MaxDepth = 64
 
 // valueChecker is checkValues' state, kept between bodies (valueCheckers)
 // so that a walk allocates nothing.
 type valueChecker struct {
 	dec    jx.Decoder
-	frames [maxBodyDepth]checkFrame // the containers the walk is in, outermost first
-	depth  int                      // how many of frames are in use
-	used   int                      // the most frames used since the last reset
+	frames [MaxDepth]checkFrame // the containers the walk is in, outermost first
+	depth  int                  // how many of frames are in use
+	used   int                  // the most frames used since the last reset
 	// keys are the keys read so far of the objects in frames, copied into
 	// arena (no pointers: no work for the garbage collector, nothing of the
 	// body kept).
@@ -92,7 +123,7 @@ type valueChecker struct {
 	// tables hold the hash tables of the open objects that have more than
 	// linearKeys keys (wide ones), innermost last: wide of them are in use;
 	// the others are kept to be reused.
-	tables [maxBodyDepth][]int32
+	tables [MaxDepth][]int32
 	wide   int // how many wide objects are open
 	widest int // the most open at once since the last reset
 	seed   maphash.Seed
@@ -139,7 +170,7 @@ func (c *valueChecker) reset() {
 
 // push enters an object or array: false when that is one level too deep.
 func (c *valueChecker) push(f checkFrame) bool {
-	if c.depth == maxBodyDepth {
+	if c.depth == MaxDepth {
 		return false
 	}
 	c.frames[c.depth] = f
@@ -161,12 +192,12 @@ func (c *valueChecker) walk(data []byte, escapes bool) error {
 		case jx.Object:
 			var it jx.ObjIter
 			if it, err = d.ObjIter(); err == nil && !c.push(checkFrame{isObj: true, obj: it, first: len(c.keys)}) {
-				return &bodyValueError{msg: fmt.Sprintf("objects and arrays must not nest more than %d deep", maxBodyDepth)}
+				return &ValueError{Msg: fmt.Sprintf("objects and arrays must not nest more than %d deep", MaxDepth)}
 			}
 		case jx.Array:
 			// Arrays are read with Elem, which needs no state.
 			if !c.push(checkFrame{index: -1}) {
-				return &bodyValueError{msg: fmt.Sprintf("objects and arrays must not nest more than %d deep", maxBodyDepth)}
+				return &ValueError{Msg: fmt.Sprintf("objects and arrays must not nest more than %d deep", MaxDepth)}
 			}
 		case jx.String:
 			if !escapes {
@@ -176,7 +207,7 @@ func (c *valueChecker) walk(data []byte, escapes bool) error {
 			var raw jx.Raw
 			if raw, err = d.Raw(); err == nil {
 				if msg := escapeProblem(raw); msg != "" {
-					return &bodyValueError{path: c.path(c.depth), msg: msg}
+					return &ValueError{Path: c.path(c.depth), Msg: msg}
 				}
 			}
 		default:
@@ -227,9 +258,9 @@ func (c *valueChecker) walk(data []byte, escapes bool) error {
 // walkError is the answer to a jx error while walking a text that
 // encoding/json found well-formed: it should not happen, and would the
 // generated decoder (also jx) read such a body, these checks would have
-// been skipped; so it is refused as malformed.
+// been skipped; so it is refused as malformed (ErrNotJSON).
 func walkError(err error) error {
-	return &plantstore.Error{Code: plantstore.CodeMalformedJSON, Message: "request body is not valid JSON", Err: err}
+	return fmt.Errorf("%w: %w", ErrNotJSON, err)
 }
 
 // addKey records the next key of the object f and refuses it if f has it
@@ -256,7 +287,7 @@ func (c *valueChecker) addKey(f *checkFrame, key []byte) error {
 		dup = c.find(f, len(c.keys), key)
 	}
 	if dup {
-		return &bodyValueError{path: c.path(c.depth - 1), msg: "duplicate key " + pathKey(key, true)}
+		return &ValueError{Path: c.path(c.depth - 1), Msg: "duplicate key " + pathKey(key, true)}
 	}
 	start := len(c.arena)
 	c.arena = append(c.arena, key...)
