@@ -101,6 +101,9 @@ func fromDomain(e *plantstore.Error) *HTTPError {
 	case plantstore.CodeStorageUnavailable:
 		out.withHeader("Retry-After", unavailableRetryAfter)
 	}
+	if e.RetryAfter > 0 {
+		out.withHeader("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
 	return out
 }
 
