@@ -30,6 +30,7 @@ const groups = {
     'Delivery attempts of a subscription', 'Resend one delivery', 'Re-queue the failed deliveries since a time',
     'Send a test ping'],
   events: ['List events', 'Stream events (Server-Sent Events)'],
+  tokens: ['List tokens', 'Create a token', 'Get a token', 'Revoke a token', 'Who the token is'],
 };
 const description = 'Creates a new plant in the store';
 
