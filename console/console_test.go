@@ -60,6 +60,7 @@ func TestHandler(t *testing.T) {
 		{"IndexSlash", "GET", "/console/", 200, "text/html; charset=utf-8", "no-cache", true},
 		{"ClientRoute", "GET", "/console/plants/7", 200, "text/html; charset=utf-8", "no-cache", true},
 		{"ClientRouteWebhook", "GET", "/console/webhooks/whk_0123456789abcdef", 200, "text/html; charset=utf-8", "no-cache", true},
+		{"ClientRouteTokens", "GET", "/console/tokens", 200, "text/html; charset=utf-8", "no-cache", true},
 		{"Script", "GET", js, 200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", false},
 		{"Stylesheet", "GET", css, 200, "text/css; charset=utf-8", "public, max-age=31536000, immutable", false},
 		{"HeadScript", "HEAD", js, 200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", false},

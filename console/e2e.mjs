@@ -4,16 +4,21 @@
 //
 //   node console/e2e.mjs       (from anywhere; .ci/run runs it after npm ci in console/)
 //
-// It signs in and uses every page through the accessible names of the issue (roles and names,
-// never CSS classes): plants (create, filter, next page, edit, a 412 after a change made through
-// the API and its reload, delete with a confirmation), events (a create shown in "Live events"
-// within 2 s; the stream resumed with Last-Event-ID after the server restarts; history by type and
-// page), webhooks (create, the secret shown once and verified against a signature the receiver
-// got, a delivery and its attempts, resend, ping, the chart, disable/enable, recover, rotate,
-// delete), then signs out. On every page: axe-core finds no serious or critical violation, and at
-// 375 px nothing scrolls sideways. Throughout: no browser console error (only the failed requests
-// the test provokes on purpose are expected), no request leaves 127.0.0.1, and every /console
-// answer carries the CSP, nosniff and no-referrer headers. Screenshots of each page at 1440 and
+// It signs in (a bad token refused with GET /me's 401 message) and uses every page through the
+// accessible names of the issue (roles and names, never CSS classes): plants (create, filter, next
+// page, edit, a 412 after a change made through the API and its reload, delete with a
+// confirmation), events (a create shown in "Live events" within 2 s; the stream resumed with
+// Last-Event-ID after the server restarts; history by type and page), webhooks (create, the secret
+// shown once and verified against a signature the receiver got, a delivery and its attempts,
+// resend, ping, the chart, disable/enable, recover, rotate, delete), tokens (New token with one
+// scope, plants:read, and a TTL of 1d: the pst_ secret shown once, copied, gone after Done; then
+// signed in with it: no Webhooks or Tokens link, no New plant, no Save or Delete on a plant, and
+// the webhooks page opened by its URL shows the API's 403 in role alert; back with the bootstrap
+// token, Revoke with a confirmation; signing in with the revoked token is refused with the API's
+// 401 message), then checks nothing is left in sessionStorage. On every page: axe-core finds no
+// serious or critical violation, and at 375 px nothing scrolls sideways. Throughout: no browser
+// console error (only the failed requests the test provokes on purpose are expected), no request
+// leaves 127.0.0.1, and every /console answer carries the CSP, nosniff and no-referrer headers. Screenshots of each page at 1440 and
 // 375 px go to .ci-artifacts/console/ (its path is printed); the first paint of the plants page
 // with 100 plants is measured and printed, not asserted. Exits non-zero on any failure; the whole
 // run is bounded (90 s).
@@ -37,9 +42,8 @@ const watchdog = setTimeout(() => { console.error('console e2e: FAILED: still ru
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-console-e2e-'));
 const token = 'e2e_' + randomBytes(24).toString('hex'); // --bootstrap-token takes any 32-256 visible characters
-// The bootstrap token has the default scopes (plants:read, plants:write): the webhooks page
-// answers it 403. fullToken (made with `plantstore token create`) has webhooks:manage too.
-let fullToken = '';
+// The bootstrap token has every scope (plants:read, plants:write, webhooks:manage,
+// tokens:manage); the one-scope token the test makes on the Tokens page has plants:read only.
 let server, browser, receiver, stderr = '';
 const problems = [];
 const steps = [];
@@ -96,7 +100,7 @@ function startReceiver() {
 async function apiCall(method, path, body, headers = {}) {
   const res = await fetch(base + path, {
     method,
-    headers: { Authorization: `Bearer ${fullToken || token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -193,9 +197,6 @@ try {
     }));
   }
   step('seeded 100 plants through the API');
-  fullToken = execFileSync(bin, ['token', 'create', '--db', db, '--owner', 'admin', '--scope', 'plants:read', '--scope', 'plants:write',
-    '--scope', 'webhooks:manage'], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: tmp } }).trim();
-  if (!/^pst_[0-9a-f]{72}$/.test(fullToken)) throw new Error('plantstore token create printed no token');
 
   browser = await puppeteer.launch({
     executablePath,
@@ -204,6 +205,8 @@ try {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync', '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1'],
   });
+  // The Copy button's result is read back from the clipboard.
+  await browser.defaultBrowserContext().overridePermissions(base, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
   page = await browser.newPage();
   await page.setViewport({ width: 1440, height: 900 });
   const requests = [];
@@ -242,8 +245,9 @@ try {
   await get('Token', 'textbox');
   await get('Sign in', 'button');
   await checkPage('signin');
-  const bad = await apiCall('GET', '/plants', undefined, { Authorization: 'Bearer pst_not_a_token' });
-  let unexpect = expectFailure(/\/plants\?limit=1$/, /401/);
+  const bad = await apiCall('GET', '/me', undefined, { Authorization: 'Bearer pst_not_a_token' });
+  if (bad.status !== 401) throw new Error(`GET /me with a bad token: ${bad.status}, want 401`);
+  let unexpect = expectFailure(/\/me$/, /401/);
   await fill('Token', 'pst_not_a_token');
   await click('Sign in');
   const badAlert = await alertText();
@@ -253,12 +257,12 @@ try {
   await fill('Token', token);
   await click('Sign in');
   await get('Sign out', 'button');
-  for (const n of ['Plants', 'Events', 'Webhooks']) await get(n, 'link');
+  for (const n of ['Plants', 'Events', 'Webhooks', 'Tokens']) await get(n, 'link');
   const stored = await page.evaluate(() => Object.keys(sessionStorage).map((k) => sessionStorage.getItem(k)));
   if (!stored.includes(token)) throw new Error('the token is not in sessionStorage after Sign in');
   const cookies = await page.cookies();
   if (cookies.length) throw new Error(`the console set cookies: ${JSON.stringify(cookies)}`);
-  step('signed in: Sign out and the links Plants, Events, Webhooks shown; the token in sessionStorage, no cookie');
+  step('signed in (GET /me: every scope): Sign out and the links Plants, Events, Webhooks, Tokens shown; the token in sessionStorage, no cookie');
 
   // ---- plants: first paint with 100 plants ----
   await page.goto(base + '/console/plants', { waitUntil: 'load' });
@@ -383,18 +387,7 @@ try {
   await page.waitForFunction(() => document.querySelector('table tbody tr td')?.textContent === '51', { timeout: 5000 });
   step('event history: by type (plant.deleted: plant 101 only), 50 a page, Next page from seq 51');
 
-  // ---- webhooks: 403 for the bootstrap token, then signed in with one that may ----
-  const forbidden = await fetch(base + '/webhooks', { headers: { Authorization: `Bearer ${token}` } }).then((r) => r.json());
-  unexpect = expectFailure(/\/webhooks\?limit=100$/, /403/);
-  await click('Webhooks', 'link');
-  const denied = await alertText();
-  unexpect();
-  if (!denied.includes(forbidden.message) || !denied.includes('403')) throw new Error(`403 alert ${JSON.stringify(denied)} lacks the API's message ${JSON.stringify(forbidden.message)} or the status`);
-  step(`webhooks with a token lacking webhooks:manage: the 403 shown as such ("${denied}")`);
-  await click('Sign out');
-  await fill('Token', fullToken);
-  await click('Sign in');
-  await get('Sign out', 'button');
+  // ---- webhooks ----
   await click('Webhooks', 'link');
   await bodyHas('0 subscriptions');
   await checkPage('webhooks-empty');
@@ -483,12 +476,128 @@ try {
   unexpect();
   step('Delete: confirmed; the subscription is gone');
 
-  // ---- sign out ----
+  // ---- tokens: a token with one scope, made on the Tokens page ----
+  await click('Tokens', 'link');
+  await get('Tokens', 'heading');
+  for (const c of ['ID', 'Scopes', 'Created', 'Expires', 'Status', 'Last four']) await get(c, 'columnheader');
+  await bodyHas('1 token: 1 active, 0 revoked, 0 expired');
+  await bodyHas('this console\u2019s token');
+  await click('New token');
+  const allScopes = ['plants:read', 'plants:write', 'webhooks:manage', 'tokens:manage'];
+  for (const s of allScopes) await get(s, 'checkbox');
+  await click('plants:read', 'checkbox');
+  await fill('TTL', 'a month');
+  await click('Create');
+  const ttlAlert = await alertText();
+  if (!ttlAlert.includes('is not a lifetime')) throw new Error(`a TTL of "a month": alert ${JSON.stringify(ttlAlert)}`);
+  if ((await apiCall('GET', '/tokens')).body.length !== 1) throw new Error('a refused TTL created a token');
+  await fill('TTL', '1d');
+  await click('Create');
+  const oneScope = await page.waitForFunction(() => {
+    const el = [...document.querySelectorAll('body *')].find((e) => e.children.length === 0 && e.textContent.startsWith('pst_'));
+    return el && el.textContent;
+  }, { timeout: 5000 }).then((h) => h.jsonValue());
+  if (!/^pst_[0-9a-f]{72}$/.test(oneScope)) throw new Error(`the secret shown is not a token: ${oneScope}`);
+  await bodyHas('2 tokens: 2 active, 0 revoked, 0 expired');
+  const made = (await apiCall('GET', '/tokens')).body.find((t) => t.last4 === oneScope.slice(-4));
+  if (!made || JSON.stringify(made.scopes) !== '["plants:read"]' || made.status !== 'active') throw new Error(`the token made: ${JSON.stringify(made)}`);
+  const life = (Date.parse(made.expires_at) - Date.parse(made.created_at)) / 1000;
+  if (life !== 86_400) throw new Error(`TTL 1d made a token living ${life} s, want 86400`);
+  if ((await fetch(base + '/me', { headers: { Authorization: `Bearer ${oneScope}` } }).then((r) => r.json())).token_id !== made.id) throw new Error('the secret shown is not the token made');
+  await bodyHas(made.id);
+  await bodyHas(made.last4);
+  await checkPage('tokens');
+  await click('Copy');
+  await bodyHas('Copied.');
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  if (copied !== oneScope) throw new Error('Copy did not put the secret on the clipboard');
+  await click('Done');
+  await page.waitForFunction((s) => !document.documentElement.outerHTML.includes(s), { timeout: 5000 }, oneScope)
+    .catch(() => { throw new Error('the secret is still in the page after Done'); });
+  const kept = await page.evaluate((s) => [sessionStorage, localStorage].some((st) => Object.keys(st).some((k) => (st.getItem(k) ?? '').includes(s))), oneScope);
+  if (kept) throw new Error('the console stored the new secret');
+  step(`New token: plants:read, TTL 1d (a TTL "a month" refused first, nothing sent); ${made.id} lives 86400 s; its pst_ secret shown once, copied, gone from the page after Done, stored nowhere`);
+
+  // ---- signed in with the one-scope token: what it lacks is hidden ----
+  await click('Sign out');
+  await fill('Token', oneScope);
+  await click('Sign in');
+  await get('Sign out', 'button');
+  await get('Plants', 'link');
+  await get('Events', 'link');
+  await get('ID', 'columnheader');
+  const plantCount = (await apiCall('GET', '/plants?limit=1000')).body.length;
+  await bodyHas(`${plantCount} plants`);
+  const absent = async (name, role) => { if (await page.$(aria(name, role))) throw new Error(`a ${role} ${JSON.stringify(name)} is shown to a plants:read token (${page.url()})`); };
+  // (no Previous page either: the first page has none, whatever was paged before sign-out)
+  for (const [n, r] of [['Webhooks', 'link'], ['Tokens', 'link'], ['New plant', 'button'], ['Previous page', 'button']]) await absent(n, r);
+  await checkPage('plants-read-only');
+  await click('1', 'link');
+  await get('Plant 1', 'heading');
+  const nameBox = await get('Name', 'textbox');
+  if (!(await nameBox.evaluate((e) => e.readOnly))) throw new Error('the plant form is editable for a plants:read token');
+  for (const n of ['Save', 'Delete']) await absent(n, 'button');
+  step('signed in with the plants:read token: Plants and Events links only (no Webhooks, no Tokens), no New plant; a plant read-only, without Save or Delete');
+
+  // The 403 path: a page it lacks the scope for, opened by its URL (no link leads there).
+  const forbidden = await fetch(base + '/webhooks?limit=100', { headers: { Authorization: `Bearer ${oneScope}` } });
+  const forbiddenBody = await forbidden.json();
+  if (forbidden.status !== 403) throw new Error(`GET /webhooks with the plants:read token: ${forbidden.status}, want 403`);
+  unexpect = expectFailure(/\/webhooks\?limit=100$/, /403/);
+  await page.goto(base + '/console/webhooks', { waitUntil: 'load' });
+  const denied = await alertText();
+  unexpect();
+  if (!denied.includes(forbiddenBody.message) || !denied.includes('403')) throw new Error(`403 alert ${JSON.stringify(denied)} lacks the API's message ${JSON.stringify(forbiddenBody.message)} or the status`);
+  for (const [n, r] of [['Webhooks', 'link'], ['New webhook', 'button']]) await absent(n, r);
+  await checkPage('webhooks-403');
+  step(`/console/webhooks opened by its URL with the plants:read token (the session kept over the reload): the API's 403 in role alert ("${denied}")`);
+
+  // ---- back with the bootstrap token: revoke the one-scope token ----
+  await click('Sign out');
+  await fill('Token', token);
+  await click('Sign in');
+  await click('Tokens', 'link');
+  await bodyHas('2 tokens: 2 active, 0 revoked, 0 expired');
+  const revokeOf = async (id) => {
+    for (const row of await page.$$('table tbody tr')) {
+      if ((await text(row)).includes(id)) return row.$(aria('Revoke', 'button'));
+    }
+    return null;
+  };
+  const revoke = await revokeOf(made.id);
+  if (!revoke) throw new Error(`no Revoke button in the row of ${made.id}`);
+  await revoke.click();
+  await get(`Revoke token ${made.id}?`, 'dialog');
+  await click('Cancel');
+  await gone(`Revoke token ${made.id}?`, 'dialog');
+  if ((await apiCall('GET', `/tokens/${made.id}`)).body.status !== 'active') throw new Error('Cancel revoked the token');
+  await (await revokeOf(made.id)).click();
+  await get(`Revoke token ${made.id}?`, 'dialog');
+  await click('Confirm');
+  await bodyHas(`Token ${made.id} revoked.`);
+  await bodyHas('2 tokens: 1 active, 1 revoked, 0 expired');
+  if ((await apiCall('GET', `/tokens/${made.id}`)).body.status !== 'revoked') throw new Error('Confirm did not revoke the token');
+  if (await revokeOf(made.id)) throw new Error('a revoked token still has a Revoke button');
+  await checkPage('tokens-revoked');
+  step(`Revoke ${made.id}: a dialog with Confirm and Cancel; Cancel kept it, Confirm revoked it (status revoked through the API)`);
+
+  // ---- the revoked token is refused; nothing is left behind ----
   await click('Sign out');
   await get('Sign in', 'button');
+  if (await page.evaluate(() => sessionStorage.length) !== 0) throw new Error('sessionStorage keeps the token after Sign out');
+  const refused = await fetch(base + '/me', { headers: { Authorization: `Bearer ${oneScope}` } });
+  const refusedBody = await refused.json();
+  if (refused.status !== 401) throw new Error(`GET /me with the revoked token: ${refused.status}, want 401`);
+  unexpect = expectFailure(/\/me$/, /401/);
+  await fill('Token', oneScope);
+  await click('Sign in');
+  const refusedAlert = await alertText();
+  unexpect();
+  if (!refusedAlert.includes(refusedBody.message)) throw new Error(`sign-in alert ${JSON.stringify(refusedAlert)} lacks the API's message ${JSON.stringify(refusedBody.message)}`);
+  await get('Sign in', 'button');
   const left = await page.evaluate(() => sessionStorage.length);
-  if (left !== 0) throw new Error(`sessionStorage keeps ${left} item(s) after Sign out`);
-  step('Sign out: back to Sign in, sessionStorage empty');
+  if (left !== 0) throw new Error(`sessionStorage keeps ${left} item(s) after a refused sign-in`);
+  step(`Sign out, then sign-in with the revoked token refused with the API's 401 message ("${refusedBody.message}"); sessionStorage empty`);
 
   // ---- what the page did overall ----
   const assetResponses = consoleResponses.filter((p) => p.startsWith('/console/assets/'));

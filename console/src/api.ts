@@ -12,6 +12,8 @@ export type Webhook = components['schemas']['Webhook'];
 export type WebhookWithSecret = components['schemas']['WebhookWithSecret'];
 export type Delivery = components['schemas']['Delivery'];
 export type PingResult = components['schemas']['PingResult'];
+export type Token = components['schemas']['Token'];
+export type TokenWithSecret = components['schemas']['TokenWithSecret'];
 export type ApiErrorBody = components['schemas']['Error'];
 export type Paths = paths;
 

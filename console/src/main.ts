@@ -1,14 +1,15 @@
 // The console's entry point: the shell (header, navigation, sign in and
 // out) and the client-side router over /console/... paths.
 import './style.css';
-import { api, ok, setUnauthorizedHandler } from './api';
-import { h, replace } from './dom';
+import { api, errorOf, setUnauthorizedHandler } from './api';
+import { fmtTime, h, replace } from './dom';
 import { eventsPage } from './pages/events';
 import { plantPage, plantsPage } from './pages/plants';
+import { tokensPage } from './pages/tokens';
 import { webhookPage, webhooksPage } from './pages/webhooks';
 import { base, navigate, setRenderer, takeNotice } from './router';
 import * as session from './session';
-import { Messages, type Ctx } from './ui';
+import { busy, Messages, type Ctx } from './ui';
 
 interface Route {
   re: RegExp;
@@ -17,21 +18,31 @@ interface Route {
   render: (ctx: Ctx) => void | Promise<void>;
 }
 
-// routes: the Tokens page joins here when the tokens API lands.
+// routes: a page whose scope the token lacks is still served by its URL
+// (its calls answer 403, shown as such); only its nav link is hidden.
 const routes: Route[] = [
-  { re: /^\/?$/, nav: 'plants', title: 'Plants', render: plantsPage },
   { re: /^\/plants\/?$/, nav: 'plants', title: 'Plants', render: plantsPage },
   { re: /^\/plants\/(?<id>-?\d+)\/?$/, nav: 'plants', title: 'Plant', render: plantPage },
   { re: /^\/events\/?$/, nav: 'events', title: 'Events', render: eventsPage },
   { re: /^\/webhooks\/?$/, nav: 'webhooks', title: 'Webhooks', render: webhooksPage },
   { re: /^\/webhooks\/(?<id>whk_[0-9a-f]{16})\/?$/, nav: 'webhooks', title: 'Webhook', render: webhookPage },
+  { re: /^\/tokens\/?$/, nav: 'tokens', title: 'Tokens', render: tokensPage },
 ];
 
-const navItems: { key: string; label: string; href: string }[] = [
-  { key: 'plants', label: 'Plants', href: `${base}/plants` },
-  { key: 'events', label: 'Events', href: `${base}/events` },
-  { key: 'webhooks', label: 'Webhooks', href: `${base}/webhooks` },
+// navItems: each shown only when the token holds the scope its page reads
+// with (GET /plants and /events: plants:read; /webhooks: webhooks:manage;
+// /tokens: tokens:manage).
+const navItems: { key: string; label: string; href: string; scope: session.Scope }[] = [
+  { key: 'plants', label: 'Plants', href: `${base}/plants`, scope: session.scopes.plantsRead },
+  { key: 'events', label: 'Events', href: `${base}/events`, scope: session.scopes.plantsRead },
+  { key: 'webhooks', label: 'Webhooks', href: `${base}/webhooks`, scope: session.scopes.webhooksManage },
+  { key: 'tokens', label: 'Tokens', href: `${base}/tokens`, scope: session.scopes.tokensManage },
 ];
+
+// home is the first page the token may read, or null when it may read none.
+function home(): string | null {
+  return navItems.find((n) => session.can(n.scope))?.href ?? null;
+}
 
 const app = document.getElementById('app') ?? document.body;
 let pageAbort: AbortController | null = null;
@@ -76,41 +87,72 @@ function renderSignIn(): void {
   input.focus();
 }
 
-// verify checks a token with one call before keeping it: a 401 is refused
-// with the API's message; a 403 means the token is valid but cannot list
-// plants, which is fine (its scopes are unknown until GET /me exists).
+// askMe asks GET /me with the session's token (any valid token may) and
+// keeps the answer: what the token may do decides which controls are shown.
+// It throws the ApiError of a failed call without signing out (the callers
+// decide what a 401 means here).
+async function askMe(): Promise<void> {
+  const r = await api.GET('/me');
+  if (!r.response.ok || !r.data) throw errorOf(r.error, r.response);
+  session.setMe(r.data);
+}
+
+// verify checks a token with GET /me before keeping it: a 401 is refused
+// with the API's message (role alert) and nothing is kept.
 async function verify(t: string, msgs: Messages, btn: HTMLButtonElement): Promise<void> {
-  btn.disabled = true;
-  session.start(t);
+  session.begin(t);
   try {
-    await ok(api.GET('/plants', { params: { query: { limit: 1 } } }));
+    await busy(btn, askMe);
   } catch (e) {
-    if (!(e instanceof Error && 'status' in e && e.status === 403)) {
-      session.end();
-      btn.disabled = false;
-      if (e instanceof Error && 'status' in e && e.status === 401) {
-        signInMessage = e.message;
-        renderSignIn();
-      } else {
-        msgs.error(e);
-      }
+    session.end();
+    msgs.error(e);
+    return;
+  }
+  session.keep();
+  // Stay on the page the URL names (a link followed before signing in)
+  // when this token may read it; else go to the first page it may.
+  const path = location.pathname.startsWith(base) ? location.pathname.slice(base.length) : '';
+  const route = routes.find((r) => r.re.test(path));
+  const nav = navItems.find((n) => n.key === route?.nav);
+  if (!nav || !session.can(nav.scope)) history.replaceState(null, '', base);
+  render();
+}
+
+// resume checks the token kept in this tab when the page loads (a reload,
+// a link opened in the tab): GET /me again, never a stored answer. A 401
+// signs out with the API's message; another failure offers to retry.
+async function resume(): Promise<void> {
+  const msgs = new Messages();
+  replace(app, h('main', { id: 'main', class: 'center' }, msgs.el, h('p', { role: 'status' }, 'Checking the token…')));
+  try {
+    await askMe();
+  } catch (e) {
+    if (e instanceof Error && 'status' in e && e.status === 401) {
+      signOut(e.message);
       return;
     }
+    const retry = h('button', { type: 'button', onclick: () => void resume() }, 'Retry');
+    const out = h('button', { type: 'button', class: 'secondary', onclick: () => signOut() }, 'Sign out');
+    replace(app, h('main', { id: 'main', class: 'center' }, msgs.el,
+      h('h1', null, 'The token could not be checked'),
+      h('div', { class: 'actions' }, retry, out)));
+    msgs.error(e);
+    return;
   }
-  btn.disabled = false;
-  const here = location.pathname;
-  if (!here.startsWith(base)) history.replaceState(null, '', `${base}/plants`);
   render();
 }
 
 function shell(active: string): { main: HTMLElement } {
+  const me = session.me();
   const nav = h('nav', { 'aria-label': 'Main' },
-    h('ul', null, navItems.map((n) => h('li', null,
+    h('ul', null, navItems.filter((n) => session.can(n.scope)).map((n) => h('li', null,
       h('a', { href: n.href, 'aria-current': n.key === active ? 'page' : null }, n.label)))));
   const out = h('button', { type: 'button', class: 'secondary signout', onclick: () => signOut() }, 'Sign out');
+  const who = me ? h('p', { class: 'who' }, 'Signed in as ', h('span', { class: 'owner' }, me.owner),
+    me.expires_at ? [' until ', h('time', { datetime: me.expires_at }, fmtTime(me.expires_at))] : null) : null;
   const header = h('header', { class: 'top' },
-    h('a', { href: `${base}/plants`, class: 'brand' }, 'Plant Store'),
-    nav, out);
+    h('a', { href: home() ?? base, class: 'brand' }, 'Plant Store'),
+    nav, who, out);
   const main = h('main', { id: 'main' });
   replace(app, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), header, main);
   return { main };
@@ -119,11 +161,24 @@ function shell(active: string): { main: HTMLElement } {
 function render(): void {
   pageAbort?.abort();
   pageAbort = null;
-  if (!session.session()) {
+  const s = session.session();
+  if (!s) {
     renderSignIn();
     return;
   }
-  const path = location.pathname.startsWith(base) ? location.pathname.slice(base.length) : '/';
+  if (!s.me) {
+    void resume();
+    return;
+  }
+  let path = location.pathname.startsWith(base) ? location.pathname.slice(base.length) : '/';
+  if (path === '' || path === '/') {
+    // The console's root: the first page this token may read.
+    const to = home();
+    if (to) {
+      history.replaceState(null, '', to + location.search);
+      path = to.slice(base.length);
+    }
+  }
   let route: Route | undefined;
   let params: Record<string, string> = {};
   for (const r of routes) {
@@ -138,9 +193,16 @@ function render(): void {
   main.append(messages.el, root);
   const note = takeNotice();
   if (note) messages.notice(note);
+  if (!route && (path === '' || path === '/')) {
+    document.title = 'Plant Store console';
+    root.append(h('h1', { tabindex: '-1' }, 'Nothing to show'),
+      h('p', null, `This token (${s.me.scopes.length ? s.me.scopes.join(', ') : 'no scope'}) holds none of the scopes the console's pages need: `,
+        'plants:read (Plants, Events), webhooks:manage (Webhooks), tokens:manage (Tokens). Sign out and sign in with another token.'));
+    return;
+  }
   if (!route) {
     document.title = 'Not found · Plant Store console';
-    root.append(h('h1', null, 'Not found'), h('p', null, 'The console has no such page. ', h('a', { href: `${base}/plants` }, 'Go to the plants.')));
+    root.append(h('h1', { tabindex: '-1' }, 'Not found'), h('p', null, 'The console has no such page. ', h('a', { href: home() ?? base }, 'Go to the console\u2019s first page.')));
     return;
   }
   document.title = `${route.title} · Plant Store console`;

@@ -35,7 +35,7 @@ export class Messages {
     let detail = '';
     if (e instanceof ApiError) {
       text = e.message;
-      if (e.status === 403) detail = `Forbidden (HTTP 403${e.code ? `, error ${e.code}` : ''}): this token lacks the scope.`;
+      if (e.status === 403) detail = `Forbidden (HTTP 403${e.code ? `, error ${e.code}` : ''}): the API does not allow this token to do this.`;
       else if (e.status) detail = `HTTP ${e.status}${e.code ? `, error ${e.code}` : ''}`;
     } else if (e instanceof Error) {
       text = e.message;

@@ -110,7 +110,7 @@ async function renderHistory(ctx: Ctx, section: HTMLElement): Promise<void> {
   const typeParam = ctx.query.get('type') ?? '';
   const type = eventTypes.find((t) => t === typeParam);
   const after = ctx.query.get('after') ?? '';
-  if (previousKey !== (type ?? '')) { previous = []; previousKey = type ?? ''; }
+  if (previousKey !== (type ?? '') || !after) { previous = []; previousKey = type ?? ''; }
   const select = h('select', { name: 'type' },
     h('option', { value: '' }, 'All types'),
     eventTypes.map((t) => h('option', { value: t, selected: t === type }, t)));

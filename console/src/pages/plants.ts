@@ -19,7 +19,7 @@ export async function plantsPage(ctx: Ctx): Promise<void> {
   const { root, signal, messages } = ctx;
   const tag = ctx.query.get('tag') ?? '';
   const after = ctx.query.get('after') ?? '';
-  if (previousKey !== tag) { previous = []; previousKey = tag; }
+  if (previousKey !== tag || !after) { previous = []; previousKey = tag; }
 
   const count = h('p', { class: 'count', id: 'plants-count' }, 'Counting…');
   const filter = h('input', { type: 'search', name: 'tag', value: tag, autocomplete: 'off', maxlength: 64 });

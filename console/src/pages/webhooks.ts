@@ -213,13 +213,16 @@ export async function webhookPage(ctx: Ctx): Promise<void> {
   try {
     await loadHook();
   } catch (e) {
+    // Not found, or not allowed (a token without webhooks:manage that
+    // opened this page by its URL: the 403 as the API says it): nothing
+    // of the page can be used.
+    messages.error(e);
     if (e instanceof ApiError && e.status === 404) {
-      messages.error(e);
       replace(facts, h('p', null, 'This subscription does not exist (or belongs to another owner). ', h('a', { href: `${base}/webhooks` }, 'Back to the webhooks.')));
-      actions.remove(); recoverForm.remove();
-      return;
     }
-    throw e;
+    for (const el of root.querySelectorAll('section')) el.remove();
+    actions.remove(); recoverForm.remove();
+    return;
   }
 
   function renderActions(): void {
