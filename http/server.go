@@ -94,9 +94,10 @@ type Server struct {
 	RateBurst int
 
 	// JWT, if set, verifies bearer values shaped like a JWT (three base64url
-	// segments) instead of looking them up as opaque tokens, which keep
-	// working alongside; see NewJWTVerifier.
-	JWT *JWTVerifier
+	// segments: plantstore.LooksLikeJWT) instead of looking them up as
+	// opaque tokens, which keep working alongside; serve gives an
+	// oidc.Verifier.
+	JWT JWTVerifier
 
 	// AuthFailureLimit is how many failed authentications (401s) per minute
 	// each client IP may cause, with AuthFailureBurst at once (0: 20); past

@@ -20,6 +20,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/console"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/oidc"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 	"github.com/plantstore/plantstore/webhook"
@@ -287,14 +288,14 @@ const tracingShutdownTimeout = 5 * time.Second
 
 // jwtVerifier checks the JWT flags and, when JWT tokens are on, loads the
 // issuer's keys; it returns nil when they are off.
-func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier, error) {
+func (c *serveCmd) jwtVerifier(ctx context.Context) (plantstorehttp.JWTVerifier, error) {
 	if c.OIDCIssuer == "" && c.JWTJWKSFile == "" {
 		switch {
 		case c.JWTIssuer != "":
 			return nil, invalidSetting("jwt-issuer", "PLANTSTORE_JWT_ISSUER", "needs --jwt-jwks-file")
 		case c.JWTAudience != "":
 			return nil, invalidSetting("jwt-audience", "PLANTSTORE_JWT_AUDIENCE", "needs --oidc-issuer or --jwt-jwks-file")
-		case c.JWTOwnerClaim != plantstorehttp.DefaultJWTOwnerClaim:
+		case c.JWTOwnerClaim != oidc.DefaultOwnerClaim:
 			return nil, invalidSetting("jwt-owner-claim", "PLANTSTORE_JWT_OWNER_CLAIM", "needs --oidc-issuer or --jwt-jwks-file")
 		case c.JWTOwnerPrefix != "":
 			return nil, invalidSetting("jwt-owner-prefix", "PLANTSTORE_JWT_OWNER_PREFIX", "needs --oidc-issuer or --jwt-jwks-file")
@@ -317,7 +318,7 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	}
 	dctx, cancel := context.WithTimeout(ctx, oidcDiscoveryTimeout)
 	defer cancel()
-	v, err := plantstorehttp.NewJWTVerifier(dctx, plantstorehttp.JWTConfig{
+	v, err := oidc.NewVerifier(dctx, oidc.Config{
 		OIDCIssuer:   c.OIDCIssuer,
 		JWKSFile:     c.JWTJWKSFile,
 		Issuer:       c.JWTIssuer,
@@ -329,9 +330,9 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	if err != nil {
 		flag, env := "oidc-issuer", "PLANTSTORE_OIDC_ISSUER"
 		switch {
-		case errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) && c.JWTSharedOwners:
+		case errors.Is(err, oidc.ErrOwnerPrefix) && c.JWTSharedOwners:
 			flag, env = "jwt-shared-owners", "PLANTSTORE_JWT_SHARED_OWNERS"
-		case errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix):
+		case errors.Is(err, oidc.ErrOwnerPrefix):
 			flag, env = "jwt-owner-prefix", "PLANTSTORE_JWT_OWNER_PREFIX"
 		case c.JWTJWKSFile != "":
 			flag, env = "jwt-jwks-file", "PLANTSTORE_JWT_JWKS_FILE"
@@ -339,7 +340,7 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, failedSetting(flag, env, "no answer within %s: %v", oidcDiscoveryTimeout, err)
 		}
-		if errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) {
+		if errors.Is(err, oidc.ErrOwnerPrefix) {
 			return nil, invalidSetting(flag, env, "%v", err)
 		}
 		return nil, failedSetting(flag, env, "%v", err)
