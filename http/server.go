@@ -83,7 +83,8 @@ type Server struct {
 	// slog.Default(). The request lines are queued and written in batches
 	// off the requests' goroutines (accesslog.go), so they reach the
 	// handler within LogFlushInterval, at FlushLogs, or at Close; with a
-	// LogHandler (what serve uses) the server formats them itself.
+	// handler that takes preformatted JSON lines (slogbuf.Handler, what
+	// serve uses) the server formats them itself.
 	Logger *slog.Logger
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
@@ -368,7 +369,7 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // FlushLogs writes out the request log lines queued so far and, when the
-// Logger's handler has a Flush method (LogHandler), flushes it. Lines are
+// Logger's handler has a Flush method (slogbuf.Handler), flushes it. Lines are
 // written without it too, within LogFlushInterval (see accesslog.go).
 func (s *Server) FlushLogs() {
 	if s.access != nil {

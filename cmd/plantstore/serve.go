@@ -22,6 +22,7 @@ import (
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/oidc"
 	"github.com/plantstore/plantstore/service"
+	"github.com/plantstore/plantstore/slogbuf"
 	"github.com/plantstore/plantstore/sqlite"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -77,7 +78,7 @@ type serveCmd struct {
 // gracefully: stop accepting, finish in-flight requests, close the database.
 func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	logHandler := newLogHandler(e, c.LogLevel)
-	// Log lines are buffered (plantstorehttp.LogHandler): the last ones,
+	// Log lines are buffered (slogbuf.Handler): the last ones,
 	// after the server's, are the dispatcher's and the database's, whose
 	// deferred stops run before this.
 	defer logHandler.Flush()
@@ -408,14 +409,14 @@ func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService
 
 // newLogHandler logs JSON lines to stderr, or text when stderr is a
 // terminal, through a buffer: lines go out at most
-// plantstorehttp.LogFlushInterval after they are logged, warnings and
+// slogbuf.FlushInterval after they are logged, warnings and
 // errors at once; the caller flushes it after its last line.
-func newLogHandler(e *env, level string) *plantstorehttp.LogHandler {
+func newLogHandler(e *env, level string) *slogbuf.Handler {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lvl}
 	f, ok := e.stderr.(*os.File)
-	return plantstorehttp.NewLogHandler(e.stderr, ok && term.IsTerminal(int(f.Fd())), opts)
+	return slogbuf.New(e.stderr, ok && term.IsTerminal(int(f.Fd())), opts)
 }
 
 // serveDebug serves net/http/pprof on its own listener, apart from the API.
