@@ -115,7 +115,10 @@ type Server struct {
 	IdleTimeout       time.Duration
 
 	// Registry receives the server's metrics and is served at /metrics on
-	// MetricsAddr; nil: a new registry with the Go and process collectors.
+	// MetricsAddr; nil: a new registry of the server's metrics alone. serve
+	// gives the process's (NewRegistry of package plantstore/prometheus:
+	// the Go and process collectors, the storage's, services' and
+	// dispatcher's metrics).
 	Registry *prometheus.Registry
 
 	// MetricsAddr, if set, is the address of a listener of its own that
@@ -190,7 +193,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		s.Now = time.Now
 	}
 	if s.Registry == nil {
-		s.Registry = newRegistry()
+		s.Registry = prometheus.NewRegistry()
 	}
 	if s.PublicURL != "" {
 		doc, err := publicDocument(s.PublicURL)

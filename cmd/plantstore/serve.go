@@ -21,6 +21,7 @@ import (
 	"github.com/plantstore/plantstore/console"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/oidc"
+	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/slogbuf"
 	"github.com/plantstore/plantstore/sqlite"
@@ -115,8 +116,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
 	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
-	registry := plantstorehttp.NewRegistry()
-	c.onCommit = plantstorehttp.CommitObserver(registry)
+	registry := plantstoreprometheus.NewRegistry()
+	c.onCommit = plantstoreprometheus.CommitObserver(registry)
 	tracing, err := c.newTracing(ctx)
 	if err != nil {
 		return err
@@ -158,8 +159,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		Now:           now,
 		Notify:        dispatcher.Notify,
 		TokenCacheTTL: c.TokenCacheTTL,
-		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
-		OnEvent:       plantstorehttp.EventObserver(registry),
+		OnTokenCache:  plantstoreprometheus.TokenCacheObserver(registry),
+		OnEvent:       plantstoreprometheus.EventObserver(registry),
 
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
@@ -359,7 +360,7 @@ func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *w
 	return &webhook.Dispatcher{
 		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
 		Logger:         logger,
-		Metrics:        webhook.NewMetrics(reg),
+		Metrics:        plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes),
 		Concurrency:    c.WebhookConcurrency,
 		MaxInFlight:    c.WebhookInFlight,
 		AttemptTimeout: c.WebhookTimeout,
