@@ -59,14 +59,6 @@ type Token struct {
 	Last4 string
 }
 
-// JWTTokenIDPrefix starts the ID of a token that stands for a verified JWT
-// (the transport makes those; they are never stored).
-const JWTTokenIDPrefix = "jwt:"
-
-// IsJWT reports whether the token stands for a verified JWT rather than
-// an opaque token of the TokenStore.
-func (t *Token) IsJWT() bool { return strings.HasPrefix(t.ID, JWTTokenIDPrefix) }
-
 // HasScope reports whether the token carries scope.
 func (t *Token) HasScope(scope string) bool { return slices.Contains(t.Scopes, scope) }
 

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -17,9 +18,26 @@ import (
 // writer cannot keep up) the request goroutine itself, which so waits its
 // turn rather than dropping a line.
 const (
+	// LogFlushInterval bounds how long a request log line waits in the
+	// server's queue before it is formatted and handed to the Logger's
+	// handler (which may buffer it in turn: slogbuf.FlushInterval).
+	LogFlushInterval = 50 * time.Millisecond
+
 	accessLogBatch = 256
 	accessLogMax   = 4096
+
+	// accessLogChunk bounds a write of preformatted lines (jsonLines): half
+	// the buffer of the slogbuf handler serve uses (slogbuf.BufferSize), so
+	// that a batch's lines go into that buffer rather than past it.
+	accessLogChunk = 32 << 10
 )
+
+// jsonLines is a slog.Handler that takes request log lines formatted here
+// (appendAccessJSON), as slog's JSON handler would write them, when its
+// JSONLines is not nil: slogbuf.Handler, the handler serve uses.
+type jsonLines interface {
+	JSONLines() io.Writer
+}
 
 // accessRecord is what a request log line says.
 type accessRecord struct {
@@ -35,7 +53,7 @@ type accessRecord struct {
 // accessLog queues request log lines for a slog handler.
 type accessLog struct {
 	handler slog.Handler
-	fast    *logBuffer // set when handler is a plain JSON LogHandler: lines are formatted here into it
+	fast    io.Writer // the handler's JSONLines when it has them: lines are formatted here into it
 
 	mu     sync.Mutex
 	queue  []accessRecord
@@ -49,8 +67,8 @@ type accessLog struct {
 
 func newAccessLog(h slog.Handler) *accessLog {
 	l := &accessLog{handler: h}
-	if lh, ok := h.(*LogHandler); ok && lh.plain {
-		l.fast = lh.out
+	if jl, ok := h.(jsonLines); ok {
+		l.fast = jl.JSONLines()
 	}
 	l.timer = time.AfterFunc(time.Hour, l.flush)
 	l.timer.Stop()
@@ -122,7 +140,7 @@ func (l *accessLog) write(batch []accessRecord) {
 		buf := l.buf[:0]
 		for i := range batch {
 			buf = appendAccessJSON(buf, &batch[i])
-			if len(buf) >= logBufferSize/2 {
+			if len(buf) >= accessLogChunk {
 				l.fast.Write(buf)
 				buf = buf[:0]
 			}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore/slogbuf"
 )
 
 // syncWriter records what is written, safely for concurrent writers; it
@@ -106,7 +107,7 @@ func slogJSON(t *testing.T, rec *accessRecord) string {
 
 // TestAccessLogConcurrent: lines logged from many goroutines at once all
 // come out, each goroutine's in its order, in few writes; the slog path
-// (a handler other than a LogHandler) writes the same lines.
+// (a handler other than a slogbuf.Handler) writes the same lines.
 func TestAccessLogConcurrent(t *testing.T) {
 	const goroutines, lines = 8, 1000
 	for _, tt := range []struct {
@@ -115,7 +116,7 @@ func TestAccessLogConcurrent(t *testing.T) {
 	}{{"LogHandler", true}, {"SlogHandler", false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &syncWriter{}
-			var h slog.Handler = NewLogHandler(w, false, nil)
+			var h slog.Handler = slogbuf.New(w, false, nil)
 			if !tt.fast {
 				h = slog.NewJSONHandler(w, nil)
 			}
@@ -164,11 +165,12 @@ func TestAccessLogConcurrent(t *testing.T) {
 	}
 }
 
-// TestAccessLogFlushInterval: a line is out within two LogFlushIntervals
-// (the queue's and the buffer's) with no flush, and not written at once.
+// TestAccessLogFlushInterval: a line is out within LogFlushInterval (the
+// queue's) and slogbuf.FlushInterval (the buffer's) with no flush, and not
+// written at once.
 func TestAccessLogFlushInterval(t *testing.T) {
 	w := &syncWriter{}
-	l := newAccessLog(NewLogHandler(w, false, nil))
+	l := newAccessLog(slogbuf.New(w, false, nil))
 	start := time.Now()
 	l.log(&accessRecord{time: start, method: "GET", route: "/plants", status: 200})
 	if w.Writes() != 0 {
@@ -185,47 +187,17 @@ func TestAccessLogFlushInterval(t *testing.T) {
 		t.Fatalf("wrote %q", w.String())
 	}
 	// Timers fire late on a loaded machine, not early.
-	if slack := 500 * time.Millisecond; took > 2*LogFlushInterval+slack {
-		t.Errorf("the line was written after %v, want at most %v (+%v)", took, 2*LogFlushInterval, slack)
+	if slack, bound := 500*time.Millisecond, LogFlushInterval+slogbuf.FlushInterval; took > bound+slack {
+		t.Errorf("the line was written after %v, want at most %v (+%v)", took, bound, slack)
 	}
 	t.Logf("written after %v", took)
-}
-
-// TestLogHandlerFlush: info lines wait in the buffer; a warning writes
-// them out with it, in order; lines logged through With share the
-// buffer; Flush writes what is left.
-func TestLogHandlerFlush(t *testing.T) {
-	w := &syncWriter{}
-	h := NewLogHandler(w, false, nil)
-	log := slog.New(h)
-	log.Info("one")
-	log.With("k", "v").Info("two")
-	if w.Writes() != 0 {
-		t.Fatalf("info lines written at once: %q", w.String())
-	}
-	log.Warn("three")
-	if got := w.String(); !regexp.MustCompile(`"msg":"one".*\n.*"msg":"two","k":"v".*\n.*"msg":"three"`).MatchString(got) || w.Writes() != 1 {
-		t.Fatalf("after a warning, %d writes: %q", w.Writes(), got)
-	}
-	log.Debug("hidden")
-	log.Info("four")
-	if err := h.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.String(); !strings.Contains(got, `"msg":"four"`) || strings.Contains(got, "hidden") {
-		t.Fatalf("after Flush: %q", got)
-	}
-	if NewLogHandler(w, true, nil).plain || NewLogHandler(w, false, &slog.HandlerOptions{AddSource: true}).plain ||
-		log.With("k", "v").Handler().(*LogHandler).plain || !h.plain {
-		t.Fatal("the request log may format lines for a handler that would write them otherwise")
-	}
 }
 
 // TestAccessLogBackpressure: when the output blocks, a logger past
 // accessLogMax queued lines waits instead of dropping lines.
 func TestAccessLogBackpressure(t *testing.T) {
 	w := &syncWriter{block: make(chan struct{})}
-	l := newAccessLog(NewLogHandler(w, false, nil))
+	l := newAccessLog(slogbuf.New(w, false, nil))
 	const n = 3 * accessLogMax
 	var logged atomic.Int64
 	done := make(chan struct{})
@@ -247,7 +219,7 @@ func TestAccessLogBackpressure(t *testing.T) {
 	close(w.block)
 	<-done
 	l.close()
-	l.handler.(*LogHandler).Flush()
+	l.handler.(*slogbuf.Handler).Flush()
 	if got := strings.Count(w.String(), `"msg":"request"`); got != n {
 		t.Fatalf("%d lines written, want %d", got, n)
 	}
@@ -257,7 +229,7 @@ func TestAccessLogBackpressure(t *testing.T) {
 // outlived Shutdown) is written at once.
 func TestAccessLogAfterClose(t *testing.T) {
 	w := &syncWriter{}
-	l := newAccessLog(NewLogHandler(w, false, nil))
+	l := newAccessLog(slogbuf.New(w, false, nil))
 	l.close()
 	l.log(&accessRecord{time: time.Now(), method: "GET", route: "/plants", status: 200})
 	if !strings.Contains(w.String(), `"msg":"request"`) {
@@ -313,7 +285,7 @@ func BenchmarkAccessLog(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer f.Close()
-			l := newAccessLog(NewLogHandler(f, false, nil))
+			l := newAccessLog(slogbuf.New(f, false, nil))
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

@@ -91,11 +91,22 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	return plantstore.NewContextWithToken(ctx, tok), nil
 }
 
+// JWTVerifier verifies the bearer values shaped like a JWT
+// (plantstore.LooksLikeJWT); oidc.Verifier is the one serve gives the
+// server, so that the transport imports no JOSE library.
+type JWTVerifier interface {
+	// Verify returns the token raw stands for (IsJWT, ExpiresAt its exp
+	// plus plantstore.JWTLeeway), or a refusal: an error whose text is the
+	// detail to log (never the token) and which wraps the
+	// *plantstore.Error of CodeTokenInvalid to answer.
+	Verify(ctx context.Context, raw string) (*plantstore.Token, error)
+}
+
 // authenticate returns the active token of a bearer value: a JWT verified
 // with s.JWT when it is one and JWTs are on, else an opaque token checked by
 // the TokenService.
 func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
-	if s.JWT == nil || !LooksLikeJWT(secret) {
+	if s.JWT == nil || !plantstore.LooksLikeJWT(secret) {
 		return s.TokenService.Authenticate(ctx, secret)
 	}
 	tok, err := s.JWT.Verify(ctx, secret)
@@ -104,10 +115,10 @@ func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.T
 	}
 	// A refusal is logged at debug level with its detail (never the
 	// token) and answered 401 with CodeTokenInvalid.
-	var je *jwtError
-	if errors.As(err, &je) {
-		s.logger().LogAttrs(ctx, slog.LevelDebug, "jwt refused", slog.String("reason", je.detail.Error()))
-		return nil, je.public
+	s.logger().LogAttrs(ctx, slog.LevelDebug, "jwt refused", slog.String("reason", err.Error()))
+	var pe *plantstore.Error
+	if errors.As(err, &pe) && pe.Code == plantstore.CodeTokenInvalid {
+		return nil, pe
 	}
 	return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/oidc"
 )
 
 func crc32Hex(s string) string { return fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(s))) }
@@ -65,7 +66,7 @@ func withFuzzJWT(tb testing.TB) func(*plantstorehttp.Server) {
 	if err := os.WriteFile(path, []byte(jwks), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	v, err := plantstorehttp.NewJWTVerifier(context.Background(), plantstorehttp.JWTConfig{
+	v, err := oidc.NewVerifier(context.Background(), oidc.Config{
 		JWKSFile: path, Issuer: fuzzIssuer, Audience: fuzzAudience, OwnerClaim: "owner",
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/http/oapi"
+	"github.com/plantstore/plantstore/slogbuf"
 )
 
 // BenchmarkAddPlant sends POST /plants over real HTTP on 127.0.0.1 from
@@ -26,8 +27,8 @@ import (
 // whole path: HTTP, auth, decoding, the store's durable insert, logging.
 func BenchmarkAddPlant(b *testing.B) {
 	ts := MustOpenServer(b, func(s *TestServer) {
-		s.Logger = slog.New(plantstorehttp.NewLogHandler(io.Discard, false, nil)) // as serve logs, discarded
-		s.Service.TokenCacheTTL = 2 * time.Second                                 // the serve default
+		s.Logger = slog.New(slogbuf.New(io.Discard, false, nil)) // as serve logs, discarded
+		s.Service.TokenCacheTTL = 2 * time.Second                // the serve default
 	})
 	auth := "Bearer " + ts.Token(b, "bench")
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}

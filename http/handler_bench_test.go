@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/slogbuf"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -23,8 +23,8 @@ import (
 // does nothing).
 func BenchmarkHandler(b *testing.B) {
 	ts := MustOpenServer(b, func(s *TestServer) {
-		s.Logger = slog.New(plantstorehttp.NewLogHandler(io.Discard, false, nil)) // as serve logs, discarded
-		s.Service.TokenCacheTTL = 2 * time.Second                                 // the serve default
+		s.Logger = slog.New(slogbuf.New(io.Discard, false, nil)) // as serve logs, discarded
+		s.Service.TokenCacheTTL = 2 * time.Second                // the serve default
 		s.Durability = sqlite.DurabilityRelaxed
 	})
 	h, err := ts.Server.Handler()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
@@ -56,7 +57,7 @@ func TestLimiterTable_Bounded(t *testing.T) {
 // at its limit limited, and never remembers more than maxLimiterKeys tokens.
 func TestAllow_TokenLimitersBounded(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := &Server{RateLimit: 1, RateBurst: 2, Now: func() time.Time { return now }, metrics: newMetrics(newRegistry())}
+	s := &Server{RateLimit: 1, RateBurst: 2, Now: func() time.Time { return now }, metrics: newMetrics(prometheus.NewRegistry())}
 	tok := func(i int) *plantstore.Token { return &plantstore.Token{ID: fmt.Sprintf("tok_%016x", i)} }
 	allowN := func(tok *plantstore.Token, n int) error {
 		for range n {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/plantstore/plantstore/http/oapi"
 )
@@ -66,20 +65,6 @@ var operationRoutes = map[oapi.OperationName]string{
 	oapi.RevokeTokenOperation: "/tokens/{id}",
 	oapi.GetMeOperation:       "/me",
 	oapi.HeadMeOperation:      "/me",
-}
-
-// NewRegistry returns a registry with the Go and process collectors, for
-// Server.Registry and the metrics of the storage and services
-// (storemetrics.go).
-func NewRegistry() *prometheus.Registry { return newRegistry() }
-
-func newRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return reg
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

@@ -14,17 +14,18 @@ import (
 	"github.com/plantstore/plantstore/api"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/http/oapi"
+	"github.com/plantstore/plantstore/slogbuf"
 )
 
 // TestRequestLogAfterClose: requests from many clients at once, answered
 // with different statuses on different routes, each have their log line
 // once Close has returned, with no other flush; the Logger is the
-// buffered LogHandler serve uses, so its lines are formatted by the
+// buffered slogbuf.Handler serve uses, so its lines are formatted by the
 // server (they must still be slog's: logLines parses them).
 func TestRequestLogAfterClose(t *testing.T) {
 	const clients, perClient = 16, 25
 	ts := MustOpenServer(t, func(s *TestServer) {
-		s.Logger = slog.New(plantstorehttp.NewLogHandler(s.logs, false, nil))
+		s.Logger = slog.New(slogbuf.New(s.logs, false, nil))
 	})
 	tok := ts.Token(t, "alice")
 	type sent struct {

@@ -83,7 +83,8 @@ type Server struct {
 	// slog.Default(). The request lines are queued and written in batches
 	// off the requests' goroutines (accesslog.go), so they reach the
 	// handler within LogFlushInterval, at FlushLogs, or at Close; with a
-	// LogHandler (what serve uses) the server formats them itself.
+	// handler that takes preformatted JSON lines (slogbuf.Handler, what
+	// serve uses) the server formats them itself.
 	Logger *slog.Logger
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
@@ -94,9 +95,10 @@ type Server struct {
 	RateBurst int
 
 	// JWT, if set, verifies bearer values shaped like a JWT (three base64url
-	// segments) instead of looking them up as opaque tokens, which keep
-	// working alongside; see NewJWTVerifier.
-	JWT *JWTVerifier
+	// segments: plantstore.LooksLikeJWT) instead of looking them up as
+	// opaque tokens, which keep working alongside; serve gives an
+	// oidc.Verifier.
+	JWT JWTVerifier
 
 	// AuthFailureLimit is how many failed authentications (401s) per minute
 	// each client IP may cause, with AuthFailureBurst at once (0: 20); past
@@ -113,7 +115,10 @@ type Server struct {
 	IdleTimeout       time.Duration
 
 	// Registry receives the server's metrics and is served at /metrics on
-	// MetricsAddr; nil: a new registry with the Go and process collectors.
+	// MetricsAddr; nil: a new registry of the server's metrics alone. serve
+	// gives the process's (NewRegistry of package plantstore/prometheus:
+	// the Go and process collectors, the storage's, services' and
+	// dispatcher's metrics).
 	Registry *prometheus.Registry
 
 	// MetricsAddr, if set, is the address of a listener of its own that
@@ -188,7 +193,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		s.Now = time.Now
 	}
 	if s.Registry == nil {
-		s.Registry = newRegistry()
+		s.Registry = prometheus.NewRegistry()
 	}
 	if s.PublicURL != "" {
 		doc, err := publicDocument(s.PublicURL)
@@ -367,7 +372,7 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // FlushLogs writes out the request log lines queued so far and, when the
-// Logger's handler has a Flush method (LogHandler), flushes it. Lines are
+// Logger's handler has a Flush method (slogbuf.Handler), flushes it. Lines are
 // written without it too, within LogFlushInterval (see accesslog.go).
 func (s *Server) FlushLogs() {
 	if s.access != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
@@ -92,13 +93,13 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	}
 	ts.DB = db
 	if ts.Registry == nil {
-		ts.Registry = plantstorehttp.NewRegistry()
+		ts.Registry = plantstoreprometheus.NewRegistry()
 	}
 	if ts.Service.OnTokenCache == nil {
-		ts.Service.OnTokenCache = plantstorehttp.TokenCacheObserver(ts.Registry) // as serve wires it
+		ts.Service.OnTokenCache = plantstoreprometheus.TokenCacheObserver(ts.Registry) // as serve wires it
 	}
 	if ts.Service.OnEvent == nil {
-		ts.Service.OnEvent = plantstorehttp.EventObserver(ts.Registry) // as serve wires it
+		ts.Service.OnEvent = plantstoreprometheus.EventObserver(ts.Registry) // as serve wires it
 	}
 	var backend service.Backend = db
 	if ts.Wrap != nil {

@@ -15,16 +15,17 @@ import (
 // are the TokenService's; the transport only says who the caller is.
 
 // caller returns the authenticated token as the token rules see it. A
-// JWT's ExpiresAt, as Verify makes it, is its exp plus JWTLeeway (the clock
-// skew it tolerates); here it is the exp itself, so that a token minted by
-// a JWT does not outlive the JWT and GET /me answers the JWT's own exp.
+// JWT's ExpiresAt, as the verifier makes it, is its exp plus
+// plantstore.JWTLeeway (the clock skew it tolerates); here it is the exp
+// itself, so that a token minted by a JWT does not outlive the JWT and
+// GET /me answers the JWT's own exp.
 func caller(ctx context.Context) *plantstore.Token {
 	tok := plantstore.TokenFromContext(ctx)
 	if tok == nil || !tok.IsJWT() || tok.ExpiresAt == nil {
 		return tok
 	}
 	c := *tok
-	exp := tok.ExpiresAt.Add(-JWTLeeway)
+	exp := tok.ExpiresAt.Add(-plantstore.JWTLeeway)
 	c.ExpiresAt = &exp
 	return &c
 }

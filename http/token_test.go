@@ -17,6 +17,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/oidc"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -515,10 +516,10 @@ func TestMe(t *testing.T) {
 func TestTokens_JWT(t *testing.T) {
 	key := newECKey(t, "k1")
 	iss := newTestIssuer(t, key)
-	ts := MustOpenServer(t, withJWT(t, plantstorehttp.JWTConfig{OIDCIssuer: iss.URL}))
+	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
 	exp := time.Now().Add(10 * time.Minute).Unix()
 	jwt := key.sign(t, iss.claims("carol", map[string]any{"exp": exp, "scope": "plants:read plants:write tokens:manage openid"}))
-	owner := plantstorehttp.DefaultJWTOwnerPrefix(iss.URL) + "carol"
+	owner := oidc.DefaultOwnerPrefix(iss.URL) + "carol"
 	plainCarol, _ := ts.issue(t, "carol", 0, plantstore.KnownScopes...) // not the JWT's owner
 
 	if resp := ts.Post(t, jwt, `{"id":1,"name":"Fern"}`); resp.Status != 200 {

@@ -114,8 +114,9 @@ type Dispatcher struct {
 	Client *http.Client
 	Logger *slog.Logger     // nil: discard
 	Now    func() time.Time // nil: time.Now
-	// Metrics, from NewMetrics; nil: none.
-	Metrics *Metrics
+	// Metrics receives the attempts' outcomes and the queue's size; nil:
+	// none.
+	Metrics Metrics
 	// TracerProvider, if set, gets an OpenTelemetry client span of each
 	// attempt, whose W3C trace context goes out in the delivery's
 	// traceparent header (trace.go); nil: no spans and no header.
@@ -235,7 +236,7 @@ type dispatch struct {
 	client                    *http.Client
 	log                       *slog.Logger
 	now                       func() time.Time
-	metrics                   *Metrics
+	metrics                   Metrics
 	tracer                    trace.Tracer // nil: no spans
 	concurrency               int
 	perSubscription, perOwner int
@@ -406,12 +407,11 @@ func (s *dispatch) refreshStats(ctx context.Context) {
 			s.stats.Fail(ctx, err)
 		case err == nil:
 			s.stats.OK(ctx)
-			s.metrics.queueDepth.Set(float64(pending))
-			age := 0.0
+			var age time.Duration
 			if !oldest.IsZero() {
-				age = max(0, s.now().Sub(oldest).Seconds())
+				age = max(0, s.now().Sub(oldest))
 			}
-			s.metrics.oldest.Set(age)
+			s.metrics.Queue(pending, age)
 		}
 		select {
 		case <-ctx.Done():
@@ -455,8 +455,7 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 		outcome = OutcomeFailed
 	}
 	if s.metrics != nil {
-		s.metrics.deliveries.WithLabelValues(outcome).Inc()
-		s.metrics.duration.Observe(r.Duration.Seconds())
+		s.metrics.Attempt(outcome, r.Duration)
 	}
 	attrs := []any{
 		"message_id", t.MessageID, "subscription_id", t.SubscriptionID,

@@ -22,6 +22,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dnstest"
+	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -188,7 +189,7 @@ func newDispatcher(o *memOutbox, reg prometheus.Registerer) *webhook.Dispatcher 
 		Jitter:       func(d time.Duration) time.Duration { return d },
 	}
 	if reg != nil {
-		d.Metrics = webhook.NewMetrics(reg)
+		d.Metrics = plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes) // as serve wires it
 	}
 	return d
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
+	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -27,7 +27,7 @@ func registerWALMetrics(reg prometheus.Registerer, db plantstore.Backend) {
 	if !ok || s.Memory {
 		return
 	}
-	plantstorehttp.WALObserver(reg, func() (int64, time.Time, error) {
+	plantstoreprometheus.WALObserver(reg, func() (int64, time.Time, error) {
 		info, err := s.WALInfo()
 		return info.Bytes, info.LastCheckpoint, err
 	})

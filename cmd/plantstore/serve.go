@@ -20,7 +20,10 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/console"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/oidc"
+	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
 	"github.com/plantstore/plantstore/service"
+	"github.com/plantstore/plantstore/slogbuf"
 	"github.com/plantstore/plantstore/sqlite"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -76,7 +79,7 @@ type serveCmd struct {
 // gracefully: stop accepting, finish in-flight requests, close the database.
 func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	logHandler := newLogHandler(e, c.LogLevel)
-	// Log lines are buffered (plantstorehttp.LogHandler): the last ones,
+	// Log lines are buffered (slogbuf.Handler): the last ones,
 	// after the server's, are the dispatcher's and the database's, whose
 	// deferred stops run before this.
 	defer logHandler.Flush()
@@ -113,8 +116,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
 	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
-	registry := plantstorehttp.NewRegistry()
-	c.onCommit = plantstorehttp.CommitObserver(registry)
+	registry := plantstoreprometheus.NewRegistry()
+	c.onCommit = plantstoreprometheus.CommitObserver(registry)
 	tracing, err := c.newTracing(ctx)
 	if err != nil {
 		return err
@@ -156,8 +159,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		Now:           now,
 		Notify:        dispatcher.Notify,
 		TokenCacheTTL: c.TokenCacheTTL,
-		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
-		OnEvent:       plantstorehttp.EventObserver(registry),
+		OnTokenCache:  plantstoreprometheus.TokenCacheObserver(registry),
+		OnEvent:       plantstoreprometheus.EventObserver(registry),
 
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
@@ -287,14 +290,14 @@ const tracingShutdownTimeout = 5 * time.Second
 
 // jwtVerifier checks the JWT flags and, when JWT tokens are on, loads the
 // issuer's keys; it returns nil when they are off.
-func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier, error) {
+func (c *serveCmd) jwtVerifier(ctx context.Context) (plantstorehttp.JWTVerifier, error) {
 	if c.OIDCIssuer == "" && c.JWTJWKSFile == "" {
 		switch {
 		case c.JWTIssuer != "":
 			return nil, invalidSetting("jwt-issuer", "PLANTSTORE_JWT_ISSUER", "needs --jwt-jwks-file")
 		case c.JWTAudience != "":
 			return nil, invalidSetting("jwt-audience", "PLANTSTORE_JWT_AUDIENCE", "needs --oidc-issuer or --jwt-jwks-file")
-		case c.JWTOwnerClaim != plantstorehttp.DefaultJWTOwnerClaim:
+		case c.JWTOwnerClaim != oidc.DefaultOwnerClaim:
 			return nil, invalidSetting("jwt-owner-claim", "PLANTSTORE_JWT_OWNER_CLAIM", "needs --oidc-issuer or --jwt-jwks-file")
 		case c.JWTOwnerPrefix != "":
 			return nil, invalidSetting("jwt-owner-prefix", "PLANTSTORE_JWT_OWNER_PREFIX", "needs --oidc-issuer or --jwt-jwks-file")
@@ -317,7 +320,7 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	}
 	dctx, cancel := context.WithTimeout(ctx, oidcDiscoveryTimeout)
 	defer cancel()
-	v, err := plantstorehttp.NewJWTVerifier(dctx, plantstorehttp.JWTConfig{
+	v, err := oidc.NewVerifier(dctx, oidc.Config{
 		OIDCIssuer:   c.OIDCIssuer,
 		JWKSFile:     c.JWTJWKSFile,
 		Issuer:       c.JWTIssuer,
@@ -329,9 +332,9 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	if err != nil {
 		flag, env := "oidc-issuer", "PLANTSTORE_OIDC_ISSUER"
 		switch {
-		case errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) && c.JWTSharedOwners:
+		case errors.Is(err, oidc.ErrOwnerPrefix) && c.JWTSharedOwners:
 			flag, env = "jwt-shared-owners", "PLANTSTORE_JWT_SHARED_OWNERS"
-		case errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix):
+		case errors.Is(err, oidc.ErrOwnerPrefix):
 			flag, env = "jwt-owner-prefix", "PLANTSTORE_JWT_OWNER_PREFIX"
 		case c.JWTJWKSFile != "":
 			flag, env = "jwt-jwks-file", "PLANTSTORE_JWT_JWKS_FILE"
@@ -339,7 +342,7 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, failedSetting(flag, env, "no answer within %s: %v", oidcDiscoveryTimeout, err)
 		}
-		if errors.Is(err, plantstorehttp.ErrJWTOwnerPrefix) {
+		if errors.Is(err, oidc.ErrOwnerPrefix) {
 			return nil, invalidSetting(flag, env, "%v", err)
 		}
 		return nil, failedSetting(flag, env, "%v", err)
@@ -357,7 +360,7 @@ func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *w
 	return &webhook.Dispatcher{
 		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
 		Logger:         logger,
-		Metrics:        webhook.NewMetrics(reg),
+		Metrics:        plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes),
 		Concurrency:    c.WebhookConcurrency,
 		MaxInFlight:    c.WebhookInFlight,
 		AttemptTimeout: c.WebhookTimeout,
@@ -407,14 +410,14 @@ func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService
 
 // newLogHandler logs JSON lines to stderr, or text when stderr is a
 // terminal, through a buffer: lines go out at most
-// plantstorehttp.LogFlushInterval after they are logged, warnings and
+// slogbuf.FlushInterval after they are logged, warnings and
 // errors at once; the caller flushes it after its last line.
-func newLogHandler(e *env, level string) *plantstorehttp.LogHandler {
+func newLogHandler(e *env, level string) *slogbuf.Handler {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lvl}
 	f, ok := e.stderr.(*os.File)
-	return plantstorehttp.NewLogHandler(e.stderr, ok && term.IsTerminal(int(f.Fd())), opts)
+	return slogbuf.New(e.stderr, ok && term.IsTerminal(int(f.Fd())), opts)
 }
 
 // serveDebug serves net/http/pprof on its own listener, apart from the API.

@@ -1,4 +1,4 @@
-package http
+package prometheus
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// Metrics of the layers below the transport, which import no metrics
+// Metrics of the storage and the services, which import no metrics
 // library: each observer registers its metrics on a registry and returns
 // the hook to give the storage or the services (cmd/plantstore wires them).
 

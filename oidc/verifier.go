@@ -1,23 +1,26 @@
-package http
+// Package oidc verifies JWT bearer tokens (JWS compact serialisation)
+// against an OpenID Connect issuer's keys (discovery, then its JWKS, cached
+// and fetched again on an unknown key id, throttled) or a local JWKS file, and
+// turns them into plantstore.Tokens. It is the one package that imports
+// go-oidc and go-jose; the transport reaches it through an interface of its
+// own (http.JWTVerifier), and tells a JWT from an opaque token with
+// plantstore.LooksLikeJWT.
+package oidc
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/coreos/go-oidc/v3/oidc"
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/plantstore/plantstore"
@@ -25,10 +28,8 @@ import (
 
 // JWT verification settings.
 const (
-	// JWTLeeway is the clock skew allowed on exp and nbf.
-	JWTLeeway = 30 * time.Second
-	// DefaultJWTOwnerClaim is the claim that names the owner by default.
-	DefaultJWTOwnerClaim = "sub"
+	// DefaultOwnerClaim is the claim that names the owner by default.
+	DefaultOwnerClaim = "sub"
 	// DefaultKeyRefreshInterval is the least time between two JWKS fetches
 	// caused by tokens signed with a key the cached set lacks, so a flood of
 	// forged key ids cannot turn into a flood of requests to the issuer.
@@ -38,34 +39,34 @@ const (
 	KeyMaxAge = time.Hour
 	// maxJWKSBytes bounds a JWKS or discovery document.
 	maxJWKSBytes = 1 << 20
-	// MaxJWTOwnerBytes bounds the owner a JWT names, its prefix included,
+	// MaxOwnerBytes bounds the owner a JWT names, its prefix included,
 	// and its sub claim; a longer one is refused (401), never cut.
-	MaxJWTOwnerBytes = 256
-	// MaxJWTOwnerPrefixBytes bounds the owner prefix, so that at least
-	// MaxJWTOwnerBytes-MaxJWTOwnerPrefixBytes bytes are left for the claim.
-	MaxJWTOwnerPrefixBytes = 192
+	MaxOwnerBytes = 256
+	// MaxOwnerPrefixBytes bounds the owner prefix, so that at least
+	// MaxOwnerBytes-MaxOwnerPrefixBytes bytes are left for the claim.
+	MaxOwnerPrefixBytes = 192
 )
 
-// ErrJWTOwnerPrefix is wrapped by NewJWTVerifier's error when the owner
-// prefix (JWTConfig.OwnerPrefix, or the default one made of the issuer) is
+// ErrOwnerPrefix is wrapped by NewVerifier's error when the owner
+// prefix (Config.OwnerPrefix, or the default one made of the issuer) is
 // not usable: empty, too long, not printable UTF-8, or set together with
-// JWTConfig.SharedOwners.
-var ErrJWTOwnerPrefix = errors.New("jwt: owner prefix")
+// Config.SharedOwners.
+var ErrOwnerPrefix = errors.New("jwt: owner prefix")
 
-// DefaultJWTOwnerPrefix is the owner prefix of a JWT from issuer when none is
+// DefaultOwnerPrefix is the owner prefix of a JWT from issuer when none is
 // configured: "jwt:" + issuer + "#", so that the owner of a JWT is
 // "jwt:<issuer>#<claim>" (for the default claim, the pair (iss, sub) that
 // OpenID Connect guarantees unique). No owner of an opaque token can be
 // confused with it unless an operator creates a token for such a name.
-func DefaultJWTOwnerPrefix(issuer string) string { return "jwt:" + issuer + "#" }
+func DefaultOwnerPrefix(issuer string) string { return "jwt:" + issuer + "#" }
 
-// jwtAlgorithms are the only signature algorithms accepted: asymmetric ones,
+// algorithms are the only signature algorithms accepted: asymmetric ones,
 // so never "none" and never an HMAC keyed with a public key.
-var jwtAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.PS256, jose.EdDSA}
+var algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.PS256, jose.EdDSA}
 
-// JWTConfig configures a JWTVerifier. Exactly one of OIDCIssuer and JWKSFile
+// Config configures a Verifier. Exactly one of OIDCIssuer and JWKSFile
 // is set; Audience is required.
-type JWTConfig struct {
+type Config struct {
 	// OIDCIssuer is the issuer's URL: its discovery document
 	// (OIDCIssuer + "/.well-known/openid-configuration") names the JWKS, which
 	// is cached and fetched again when a token names an unknown key.
@@ -78,12 +79,12 @@ type JWTConfig struct {
 	// Audience must be one of the token's aud values.
 	Audience string
 	// OwnerClaim names the claim whose (non-empty string) value, after
-	// OwnerPrefix, is the owner; "" means DefaultJWTOwnerClaim.
+	// OwnerPrefix, is the owner; "" means DefaultOwnerClaim.
 	OwnerClaim string
 	// OwnerPrefix is put before the owner claim's value to make the owner,
 	// so that JWT owners live in a namespace of their own, apart from the
-	// owners of opaque tokens; "" means DefaultJWTOwnerPrefix(Issuer). At
-	// most MaxJWTOwnerPrefixBytes of printable UTF-8.
+	// owners of opaque tokens; "" means DefaultOwnerPrefix(Issuer). At
+	// most MaxOwnerPrefixBytes of printable UTF-8.
 	OwnerPrefix string
 	// SharedOwners makes the owner the claim's value as is: JWTs then share
 	// the owners' namespace with opaque tokens, and a JWT whose claim is
@@ -100,11 +101,11 @@ type JWTConfig struct {
 	Now func() time.Time
 }
 
-// JWTVerifier verifies JWT bearer tokens (JWS compact serialisation) against
+// Verifier verifies JWT bearer tokens (JWS compact serialisation) against
 // an issuer's keys and turns them into tokens: the owner from a claim (after
 // the owner prefix), the scopes from scope or scp.
-type JWTVerifier struct {
-	verifier    *oidc.IDTokenVerifier
+type Verifier struct {
+	verifier    *gooidc.IDTokenVerifier
 	keys        *keySet
 	issuer      string
 	ownerClaim  string
@@ -112,9 +113,9 @@ type JWTVerifier struct {
 	now         func() time.Time
 }
 
-// NewJWTVerifier checks cfg and loads the keys: the JWKS file, or the
+// NewVerifier checks cfg and loads the keys: the JWKS file, or the
 // discovery document and then the JWKS; ctx bounds that start-up work.
-func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
+func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
 	if (cfg.OIDCIssuer == "") == (cfg.JWKSFile == "") {
 		return nil, errors.New("jwt: set exactly one of an OIDC issuer and a JWKS file")
 	}
@@ -122,7 +123,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 		return nil, errors.New("jwt: the audience is required")
 	}
 	if cfg.OwnerClaim == "" {
-		cfg.OwnerClaim = DefaultJWTOwnerClaim
+		cfg.OwnerClaim = DefaultOwnerClaim
 	}
 	issuer := cfg.Issuer
 	if issuer == "" {
@@ -131,11 +132,11 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	prefix := cfg.OwnerPrefix
 	if cfg.SharedOwners {
 		if prefix != "" {
-			return nil, fmt.Errorf("%w: a prefix and shared owners exclude each other", ErrJWTOwnerPrefix)
+			return nil, fmt.Errorf("%w: a prefix and shared owners exclude each other", ErrOwnerPrefix)
 		}
 	} else {
 		if prefix == "" {
-			prefix = DefaultJWTOwnerPrefix(issuer)
+			prefix = DefaultOwnerPrefix(issuer)
 		}
 		if err := checkOwnerPrefix(prefix); err != nil {
 			return nil, err
@@ -172,7 +173,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 		} else if cfg.Issuer != cfg.OIDCIssuer {
 			return nil, fmt.Errorf("jwt: the expected issuer %q differs from the OIDC issuer %q", cfg.Issuer, cfg.OIDCIssuer)
 		}
-		provider, err := oidc.NewProvider(oidc.ClientContext(ctx, client), cfg.OIDCIssuer)
+		provider, err := gooidc.NewProvider(gooidc.ClientContext(ctx, client), cfg.OIDCIssuer)
 		if err != nil {
 			return nil, fmt.Errorf("jwt: OIDC discovery at %s: %w", cfg.OIDCIssuer, err)
 		}
@@ -190,28 +191,28 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	if len(ks.keys) == 0 {
 		return nil, errors.New("jwt: the JWKS has no usable signing key (RS256, ES256, PS256 or EdDSA)")
 	}
-	algs := make([]string, len(jwtAlgorithms))
-	for i, a := range jwtAlgorithms {
+	algs := make([]string, len(algorithms))
+	for i, a := range algorithms {
 		algs[i] = string(a)
 	}
-	v := oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
+	v := gooidc.NewVerifier(cfg.Issuer, ks, &gooidc.Config{
 		ClientID:             cfg.Audience,
 		SupportedSigningAlgs: algs,
 		// go-oidc compares exp with no leeway: move its clock back instead.
-		Now: func() time.Time { return cfg.Now().Add(-JWTLeeway) },
+		Now: func() time.Time { return cfg.Now().Add(-plantstore.JWTLeeway) },
 	})
-	return &JWTVerifier{verifier: v, keys: ks, issuer: cfg.Issuer, ownerClaim: cfg.OwnerClaim, ownerPrefix: prefix, now: cfg.Now}, nil
+	return &Verifier{verifier: v, keys: ks, issuer: cfg.Issuer, ownerClaim: cfg.OwnerClaim, ownerPrefix: prefix, now: cfg.Now}, nil
 }
 
-// checkOwnerPrefix requires 1 to MaxJWTOwnerPrefixBytes bytes of printable
+// checkOwnerPrefix requires 1 to MaxOwnerPrefixBytes bytes of printable
 // UTF-8.
 func checkOwnerPrefix(prefix string) error {
 	switch {
-	case len(prefix) > MaxJWTOwnerPrefixBytes:
+	case len(prefix) > MaxOwnerPrefixBytes:
 		return fmt.Errorf("%w %.40q... is %d bytes, more than %d (the owner is at most %d bytes): choose a shorter one",
-			ErrJWTOwnerPrefix, prefix, len(prefix), MaxJWTOwnerPrefixBytes, MaxJWTOwnerBytes)
+			ErrOwnerPrefix, prefix, len(prefix), MaxOwnerPrefixBytes, MaxOwnerBytes)
 	case !printable(prefix):
-		return fmt.Errorf("%w %q is empty or not printable UTF-8", ErrJWTOwnerPrefix, prefix)
+		return fmt.Errorf("%w %q is empty or not printable UTF-8", ErrOwnerPrefix, prefix)
 	}
 	return nil
 }
@@ -240,47 +241,20 @@ func checkIssuerURL(s string) error {
 	return nil
 }
 
-// LooksLikeJWT reports whether secret has the shape of a JWS in compact
-// serialisation: three base64url segments (the signature may be empty, as in
-// an unsigned token, which is then refused) whose first is a JSON object.
-// Plant store tokens never have that shape.
-func LooksLikeJWT(secret string) bool {
-	header, rest, ok := strings.Cut(secret, ".")
-	if !ok || header == "" {
-		return false
-	}
-	payload, sig, ok := strings.Cut(rest, ".")
-	if !ok || payload == "" || strings.Contains(sig, ".") {
-		return false
-	}
-	if !isBase64URL(payload) || !isBase64URL(sig) {
-		return false
-	}
-	h, err := base64.RawURLEncoding.DecodeString(header)
-	return err == nil && bytes.HasPrefix(bytes.TrimSpace(h), []byte("{"))
-}
-
-func isBase64URL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // Verify checks raw's signature, issuer, audience, expiry and not-before,
 // and returns the token it stands for: ID "jwt:" + issuer + "#" + the
 // subject (so the rate limit follows the subject across token renewals, in
 // the issuer's namespace like the owner), the owner prefix followed by the
-// owner claim, the scopes from scope or scp. Every failure is a
-// CodeTokenInvalid error whose message says what was wrong, never the token;
-// an owner or subject longer than MaxJWTOwnerBytes is refused, not cut.
-func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token, error) {
+// owner claim, the scopes from scope or scp, ExpiresAt its exp plus
+// plantstore.JWTLeeway. Every failure is an error that unwraps to a
+// CodeTokenInvalid *plantstore.Error, the answer, whose message says what
+// was wrong, never the token; the error's own text is the detail to log (go-oidc's
+// refusal, or that message). An owner or subject longer than MaxOwnerBytes is
+// refused, not cut.
+func (v *Verifier) Verify(ctx context.Context, raw string) (*plantstore.Token, error) {
 	idt, err := v.verifier.Verify(ctx, raw)
 	if err != nil {
-		var expired *oidc.TokenExpiredError
+		var expired *gooidc.TokenExpiredError
 		if errors.As(err, &expired) {
 			return nil, &jwtError{plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has expired"), err}
 		}
@@ -296,7 +270,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token
 		if err := json.Unmarshal(c, &nbf); err != nil {
 			return nil, invalidJWT("nbf is not a number")
 		}
-		if nbf != nil && now.Add(JWTLeeway).Before(time.Unix(int64(*nbf), 0)) {
+		if nbf != nil && now.Add(plantstore.JWTLeeway).Before(time.Unix(int64(*nbf), 0)) {
 			return nil, invalidJWT("it is not valid yet (nbf)")
 		}
 	}
@@ -308,19 +282,19 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token
 		return nil, invalidJWT(fmt.Sprintf("the %s claim is not printable UTF-8", v.ownerClaim))
 	}
 	owner := v.ownerPrefix + name
-	if len(owner) > MaxJWTOwnerBytes {
+	if len(owner) > MaxOwnerBytes {
 		if v.ownerPrefix == "" {
-			return nil, invalidJWT(fmt.Sprintf("the %s claim is longer than %d bytes", v.ownerClaim, MaxJWTOwnerBytes))
+			return nil, invalidJWT(fmt.Sprintf("the %s claim is longer than %d bytes", v.ownerClaim, MaxOwnerBytes))
 		}
 		return nil, invalidJWT(fmt.Sprintf("the owner, a %d-byte prefix and the %s claim, is longer than %d bytes",
-			len(v.ownerPrefix), v.ownerClaim, MaxJWTOwnerBytes))
+			len(v.ownerPrefix), v.ownerClaim, MaxOwnerBytes))
 	}
 	subject := idt.Subject
 	if subject == "" {
 		subject = name
 	}
-	if len(subject) > MaxJWTOwnerBytes {
-		return nil, invalidJWT(fmt.Sprintf("the sub claim is longer than %d bytes", MaxJWTOwnerBytes))
+	if len(subject) > MaxOwnerBytes {
+		return nil, invalidJWT(fmt.Sprintf("the sub claim is longer than %d bytes", MaxOwnerBytes))
 	}
 	scopes, err := jwtScopes(claims)
 	if err != nil {
@@ -334,7 +308,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (*plantstore.Token
 	if !idt.IssuedAt.IsZero() {
 		tok.CreatedAt = idt.IssuedAt.UTC()
 	}
-	exp := idt.Expiry.Add(JWTLeeway).UTC()
+	exp := idt.Expiry.Add(plantstore.JWTLeeway).UTC()
 	tok.ExpiresAt = &exp
 	return tok, nil
 }
@@ -396,168 +370,12 @@ func invalidJWT(reason string) error {
 	return &jwtError{e, e}
 }
 
-// jwtError is a refusal to show the client (Unwrap) with the detail to log.
+// jwtError is a refusal: the detail to log (Error) and the answer to show
+// the client (Unwrap).
 type jwtError struct {
 	public *plantstore.Error
 	detail error
 }
 
-func (e *jwtError) Error() string { return e.public.Error() }
+func (e *jwtError) Error() string { return e.detail.Error() }
 func (e *jwtError) Unwrap() error { return e.public }
-
-// keySet is an oidc.KeySet over a JWKS, from a file or from a URL; the
-// remote one is fetched again on an unknown key id (key rotation), at most
-// once per minRefresh, and when its keys are older than KeyMaxAge.
-type keySet struct {
-	url        string // "": static keys
-	client     *http.Client
-	now        func() time.Time
-	minRefresh time.Duration
-
-	fetchMu sync.Mutex // one fetch at a time
-	mu      sync.RWMutex
-	keys    []jose.JSONWebKey
-	fetched time.Time // last fetch attempt
-	loaded  time.Time // last successful fetch
-}
-
-// VerifySignature implements oidc.KeySet.
-func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, jwtAlgorithms)
-	if err != nil {
-		return nil, fmt.Errorf("malformed jwt: %w", err)
-	}
-	if len(jws.Signatures) != 1 {
-		return nil, errors.New("not exactly one signature")
-	}
-	if k.url != "" {
-		k.mu.RLock()
-		stale := k.now().Sub(k.loaded) > KeyMaxAge
-		k.mu.RUnlock()
-		if stale {
-			_ = k.refresh(ctx) // on failure, the old keys serve until the next try
-		}
-	}
-	if payload, ok := k.verify(jws); ok {
-		return payload, nil
-	}
-	if k.url == "" {
-		return nil, errors.New("no key in the JWKS file verifies the signature")
-	}
-	if err := k.refresh(ctx); err != nil {
-		return nil, err
-	}
-	if payload, ok := k.verify(jws); ok {
-		return payload, nil
-	}
-	return nil, errors.New("no key in the issuer's JWKS verifies the signature")
-}
-
-// verify tries the keys matching the signature's kid (all when it has none)
-// and algorithm.
-func (k *keySet) verify(jws *jose.JSONWebSignature) ([]byte, bool) {
-	h := jws.Signatures[0].Header
-	k.mu.RLock()
-	keys := k.keys
-	k.mu.RUnlock()
-	for i := range keys {
-		key := &keys[i]
-		if h.KeyID != "" && key.KeyID != h.KeyID || key.Algorithm != "" && key.Algorithm != h.Algorithm {
-			continue
-		}
-		if payload, err := jws.Verify(key); err == nil {
-			return payload, true
-		}
-	}
-	return nil, false
-}
-
-// refresh fetches the JWKS unless another fetch began less than minRefresh ago.
-func (k *keySet) refresh(ctx context.Context) error {
-	k.fetchMu.Lock()
-	defer k.fetchMu.Unlock()
-	k.mu.RLock()
-	recent := k.now().Sub(k.fetched) < k.minRefresh
-	k.mu.RUnlock()
-	if recent {
-		return nil
-	}
-	return k.fetch(ctx)
-}
-
-// fetch gets the JWKS from url and, when it parses, replaces the keys.
-func (k *keySet) fetch(ctx context.Context) error {
-	now := k.now()
-	k.mu.Lock()
-	k.fetched = now
-	k.mu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
-	if err != nil {
-		return fmt.Errorf("JWKS %s: %w", k.url, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := k.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("JWKS: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("JWKS %s: %s", k.url, resp.Status)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes))
-	if err != nil {
-		return fmt.Errorf("JWKS %s: %w", k.url, err)
-	}
-	keys, err := parseJWKS(data)
-	if err != nil {
-		return fmt.Errorf("JWKS %s: %w", k.url, err)
-	}
-	k.mu.Lock()
-	k.keys, k.loaded = keys, now
-	k.mu.Unlock()
-	return nil
-}
-
-// parseJWKS reads a JWK set, keeping the public signing keys of the
-// accepted algorithms and skipping key types it does not know.
-func parseJWKS(data []byte) ([]jose.JSONWebKey, error) {
-	var set struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
-	if err := json.Unmarshal(data, &set); err != nil {
-		return nil, fmt.Errorf("not a JWK set: %w", err)
-	}
-	var keys []jose.JSONWebKey
-	for _, raw := range set.Keys {
-		var key jose.JSONWebKey
-		if err := json.Unmarshal(raw, &key); err != nil {
-			if errors.Is(err, jose.ErrUnsupportedKeyType) {
-				continue
-			}
-			return nil, fmt.Errorf("bad key: %w", err)
-		}
-		if !key.Valid() || key.Use != "" && key.Use != "sig" {
-			continue
-		}
-		if key.Algorithm != "" && !algorithmAllowed(key.Algorithm) {
-			continue
-		}
-		if !key.IsPublic() {
-			key = key.Public() // a file may hold private keys by mistake: use only their public half
-			if !key.Valid() {
-				continue
-			}
-		}
-		keys = append(keys, key)
-	}
-	return keys, nil
-}
-
-func algorithmAllowed(alg string) bool {
-	for _, a := range jwtAlgorithms {
-		if string(a) == alg {
-			return true
-		}
-	}
-	return false
-}
