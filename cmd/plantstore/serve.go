@@ -144,27 +144,32 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		logger.Warn("created a new, empty database", "db", c.DB)
 	}
 
-	// One clock for the services, the dispatcher and the transport. The
-	// dispatcher exists first so the plant service can wake it after a
-	// commit; it gets its outbox from the services.
+	// One clock for the services, the dispatcher and the transport. Each
+	// part is built once, in one direction: the parts the services and the
+	// dispatcher share first (the wake signal, the table of pings in flight,
+	// the client), then the pinger, the services, and the dispatcher of
+	// their outbox.
 	now := time.Now
-	dispatcher := c.dispatcher(logger, registry)
+	hooks := c.webhookOptions(logger, registry, now)
 	if tracing != nil {
-		dispatcher.TracerProvider = tracing.provider
+		hooks.TracerProvider = tracing.provider
 	}
 	svc := service.New(db, service.Config{
 		Now:           now,
-		Notify:        dispatcher.Notify,
+		Notifier:      hooks.Wake,
 		TokenCacheTTL: c.TokenCacheTTL,
 		OnTokenCache:  plantstorehttp.TokenCacheObserver(registry),
 		OnEvent:       plantstorehttp.EventObserver(registry),
 
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
-		Ping:                dispatcher.Ping,
+		Pinger:              webhook.NewPinger(hooks),
 		CheckWebhookURL:     c.checkWebhookURL(),
 	})
-	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
+	dispatcher, err := webhook.NewDispatcher(svc.Outbox, hooks)
+	if err != nil {
+		return err
+	}
 	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
 	if err := c.bootstrap(ctx, svc.Tokens, e, logger); err != nil {
 		return err
@@ -174,8 +179,8 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	}
 
 	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
-	dispatched := make(chan error, 1)
-	go func() { dispatched <- dispatcher.Run(dctx) }()
+	dispatched := make(chan struct{})
+	go func() { dispatcher.Run(dctx); close(dispatched) }()
 	defer func() {
 		stopDispatcher()
 		<-dispatched
@@ -347,16 +352,21 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (*plantstorehttp.JWTVerifier
 	return v, nil
 }
 
-// dispatcher builds the webhook dispatcher; the caller sets its Outbox.
-func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *webhook.Dispatcher {
+// webhookOptions are the options of the webhook dispatcher and pinger,
+// with the parts they share: the wake signal, the table of pings in flight
+// and the client.
+func (c *serveCmd) webhookOptions(logger *slog.Logger, reg prometheus.Registerer, now func() time.Time) webhook.Options {
 	scale := float64(c.WebhookFirstRetry) / float64(webhook.DefaultSchedule[0])
 	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
 	for i, d := range webhook.DefaultSchedule {
 		schedule[i] = time.Duration(float64(d) * scale)
 	}
-	return &webhook.Dispatcher{
+	return webhook.Options{
+		Wake:           new(webhook.Wake),
+		InFlight:       new(webhook.InFlight),
 		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
 		Logger:         logger,
+		Now:            now,
 		Metrics:        webhook.NewMetrics(reg),
 		Concurrency:    c.WebhookConcurrency,
 		MaxInFlight:    c.WebhookInFlight,
