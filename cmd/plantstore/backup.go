@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -73,16 +74,16 @@ func (c *backupCmd) Help() string {
 func (c *backupCmd) Run(ctx context.Context, e *env) error {
 	switch {
 	case isPostgres(c.DB):
-		return usagef("backup: --db is a PostgreSQL URL: %s", pgBackupHelp)
+		return cliexit.Usagef("backup: --db is a PostgreSQL URL: %s", pgBackupHelp)
 	case isMemory(c.DB):
-		return usagef("backup: --db memory: is a database in serve's memory: nothing else can read it")
+		return cliexit.Usagef("backup: --db memory: is a database in serve's memory: nothing else can read it")
 	case c.DBTimeout <= 0:
-		return usagef("--db-timeout must be positive")
+		return cliexit.Usagef("--db-timeout must be positive")
 	}
 	start := time.Now()
 	toStdout := c.To == "-"
 	if f, ok := e.stdout.(*os.File); ok && toStdout && term.IsTerminal(int(f.Fd())) {
-		return usagef("--to -: stdout is a terminal: redirect it to a file or a pipe")
+		return cliexit.Usagef("--to -: stdout is a terminal: redirect it to a file or a pipe")
 	}
 	dir := os.TempDir()
 	if !toStdout {

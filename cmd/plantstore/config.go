@@ -9,6 +9,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // validate checks serve's settings once, before anything starts, and names
@@ -80,7 +81,7 @@ func (c *serveCmd) validate() error {
 // invalidSetting is the error for a setting with a bad value: a usage
 // error (exit status 2).
 func invalidSetting(flag, env, format string, args ...any) error {
-	return &usageError{failedSetting(flag, env, format, args...)}
+	return &cliexit.UsageError{Err: failedSetting(flag, env, format, args...)}
 }
 
 // failedSetting is the error for a setting whose value is well-formed but

@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/sqlite"
 )
@@ -126,7 +127,7 @@ func TestConfigurationDoc(t *testing.T) {
 // the model, and each command's --help shows its flags' env vars.
 func TestHelpListsEveryCommand(t *testing.T) {
 	r := runCLI(t, nil, "--help")
-	var code exitCode
+	var code cliexit.Code
 	if !errors.As(r.err, &code) || code != 0 {
 		t.Fatalf("--help: %v", r.err)
 	}
@@ -194,7 +195,7 @@ func TestInvalidConfig(t *testing.T) {
 				t.Fatal("no error")
 			}
 			msg := r.err.Error() + "\n" + r.stderr
-			var code exitCode
+			var code cliexit.Code
 			if errors.As(r.err, &code) && code == 0 {
 				t.Fatalf("exit 0 for a bad setting")
 			}

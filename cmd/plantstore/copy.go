@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/plantstore/plantstore/dbcopy"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // copyCmd is `plantstore copy`.
@@ -28,13 +29,13 @@ type copyCmd struct {
 func (c *copyCmd) Run(ctx context.Context, e *env) error {
 	switch {
 	case c.ChunkRows < 1 || c.ChunkRows > 100000:
-		return usagef("--chunk-rows must be 1..100000")
+		return cliexit.Usagef("--chunk-rows must be 1..100000")
 	case c.Timeout <= 0:
-		return usagef("--db-timeout must be positive")
+		return cliexit.Usagef("--db-timeout must be positive")
 	case isMemory(c.From) || isMemory(c.To):
-		return usagef("memory: is a database in a serve process's memory: copy cannot reach it")
+		return cliexit.Usagef("memory: is a database in a serve process's memory: copy cannot reach it")
 	case sameDatabase(c.From, c.To):
-		return usagef("--from and --to are the same database")
+		return cliexit.Usagef("--from and --to are the same database")
 	}
 	warn := func(msg string) { fmt.Fprintf(e.stderr, "plantstore: warning: %s\n", msg) }
 	from := &dbFlags{DB: c.From, DBMaxConns: 2, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createNever, warn: warn}
@@ -86,7 +87,7 @@ func (c *copyCmd) Run(ctx context.Context, e *env) error {
 		// Ctrl-C or SIGTERM: what was written stays (each chunk is a
 		// transaction of its own), and --resume writes the rest.
 		fmt.Fprintf(e.stderr, "plantstore: copy interrupted: run the same command with --resume to finish it (%v)\n", err)
-		return exitCode(interruptStatus(context.Cause(ctx)))
+		return cliexit.Interrupted(context.Cause(ctx))
 	case err != nil:
 		return fmt.Errorf("copy: %w", storageError(err))
 	}

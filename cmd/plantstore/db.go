@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
@@ -190,7 +191,7 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 	case f.DBTimeout <= 0:
 		return nil, fmt.Errorf("--db-timeout must be positive")
 	case isMemory(f.DB) && !f.memoryOK:
-		return nil, usagef("--db memory: is a database in serve's memory, gone when it exits: this command cannot reach it. Give a SQLite file or a postgres:// URL (tokens of a memory: server: serve --bootstrap-token)")
+		return nil, cliexit.Usagef("--db memory: is a database in serve's memory, gone when it exits: this command cannot reach it. Give a SQLite file or a postgres:// URL (tokens of a memory: server: serve --bootstrap-token)")
 	}
 	db := sqlite.NewDB(f.DB)
 	db.Memory = isMemory(f.DB)

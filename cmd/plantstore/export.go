@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/plantlines"
 	"github.com/plantstore/plantstore/service"
 )
@@ -40,7 +41,7 @@ type exportCmd struct {
 // Run writes the plants of one snapshot of the database.
 func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	if isMemory(c.DB) {
-		return usagef("--db memory: is a database in a serve process's memory: export cannot reach it")
+		return cliexit.Usagef("--db memory: is a database in a serve process's memory: export cannot reach it")
 	}
 	if c.To != "-" {
 		if err := checkOutput(c.To, c.Force); err != nil {
@@ -110,14 +111,14 @@ type importCmd struct {
 // webhooks): it loads data.
 func (c *importCmd) Run(ctx context.Context, e *env) error {
 	if c.Batch < 1 || c.Batch > 10000 {
-		return usagef("--batch must be 1..10000")
+		return cliexit.Usagef("--batch must be 1..10000")
 	}
 	if isMemory(c.DB) {
-		return usagef("--db memory: is a database in a serve process's memory: import cannot reach it")
+		return cliexit.Usagef("--db memory: is a database in a serve process's memory: import cannot reach it")
 	}
 	if c.Owner != "" {
 		if err := plantstore.ValidateOwner(c.Owner); err != nil {
-			return usagef("--owner: %s", describe(err))
+			return cliexit.Usagef("--owner: %s", cliexit.Describe(err))
 		}
 	}
 	in, cleanup, err := c.input(e)
@@ -169,7 +170,7 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 	switch {
 	case err != nil && ctx.Err() != nil: // Ctrl-C or SIGTERM
 		fmt.Fprintf(e.stderr, "plantstore: import interrupted: %d plants stored; run the same import again to load the rest\n", stored)
-		return exitCode(interruptStatus(context.Cause(ctx)))
+		return cliexit.Interrupted(context.Cause(ctx))
 	case err != nil:
 		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", err, stored)
 	}

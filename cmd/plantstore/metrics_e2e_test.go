@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // TestServeMetricsAddr: /metrics has a listener of its own, on loopback
@@ -42,8 +44,8 @@ func TestServeMetricsAddr(t *testing.T) {
 		defer ln.Close()
 		r := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", ln.Addr().String(),
 			"--db", tempDBPath(t), "--no-bootstrap-admin")
-		if r.err == nil || exitStatus(r.err) != 1 {
-			t.Fatalf("serve with a taken metrics address: %v (exit %d), want exit 1", r.err, exitStatus(r.err))
+		if r.err == nil || cliexit.Status(r.err) != 1 {
+			t.Fatalf("serve with a taken metrics address: %v (exit %d), want exit 1", r.err, cliexit.Status(r.err))
 		}
 		for _, want := range []string{"--metrics-addr (PLANTSTORE_METRICS_ADDR)", ln.Addr().String(), "--metrics-addr="} {
 			if !strings.Contains(r.err.Error(), want) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -35,11 +36,11 @@ func (c *restoreCmd) Help() string {
 func (c *restoreCmd) Run(ctx context.Context, e *env) error {
 	switch {
 	case isPostgres(c.DB):
-		return usagef("restore: --db is a PostgreSQL URL: %s", pgBackupHelp)
+		return cliexit.Usagef("restore: --db is a PostgreSQL URL: %s", pgBackupHelp)
 	case isMemory(c.DB):
-		return usagef("restore: --db memory: is a database in serve's memory: restore into a file and serve that")
+		return cliexit.Usagef("restore: --db memory: is a database in serve's memory: restore into a file and serve that")
 	case c.DB == "":
-		return usagef("--db: a database path is required")
+		return cliexit.Usagef("--db: a database path is required")
 	}
 	start := time.Now()
 	if fi, err := os.Stat(c.DB); err == nil {
