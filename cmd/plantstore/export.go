@@ -12,6 +12,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/outfile"
 	"github.com/plantstore/plantstore/plantlines"
 	"github.com/plantstore/plantstore/service"
 )
@@ -44,8 +45,8 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 		return cliexit.Usagef("--db memory: is a database in a serve process's memory: export cannot reach it")
 	}
 	if c.To != "-" {
-		if err := checkOutput(c.To, c.Force); err != nil {
-			return err
+		if err := outfile.Check(c.To, c.Force); err != nil {
+			return fmt.Errorf("--to: %w", err)
 		}
 	}
 	warnDB(e, &c.dbFlags)
@@ -86,7 +87,7 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	if c.To == "-" {
 		err = write(e.stdout)
 	} else {
-		_, err = writeFileAtomic(c.To, c.Force, write)
+		_, err = outfile.Write(c.To, c.Force, write)
 	}
 	if err != nil {
 		return err
