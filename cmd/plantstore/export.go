@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,20 +14,6 @@ import (
 	"github.com/plantstore/plantstore/plantlines"
 	"github.com/plantstore/plantstore/service"
 )
-
-// The plants' JSON lines format (export writes it, import reads it): one
-// object a line, {"owner":…,"id":…,"name":…,"tag":…}; tag is left out when
-// the plant has none. Lines come by owner, then id (text by bytes). It is
-// the contract's Plant with its owner, so a line without "owner" is a
-// NewPlant, which `plants import` and import --owner take too.
-
-// exportLine is one line of the format.
-type exportLine struct {
-	Owner string  `json:"owner"`
-	ID    int64   `json:"id"`
-	Name  string  `json:"name"`
-	Tag   *string `json:"tag,omitempty"`
-}
 
 // exportCmd is `plantstore export`.
 type exportCmd struct {
@@ -61,28 +45,11 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 	}
 	defer snap.Close()
 
+	// plantlines writes the format import reads, by owner then id.
 	n := 0
-	write := func(out io.Writer) error {
-		w := bufio.NewWriterSize(out, 64<<10)
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for row, err := range snap.Rows(ctx, plantstore.TableNamed("plants")) {
-			if err != nil {
-				return storageError(err)
-			}
-			line := exportLine{Owner: row[0].(string), ID: row[1].(int64), Name: row[2].(string)}
-			if c.Owner != "" && line.Owner != c.Owner {
-				continue
-			}
-			if tag, ok := row[3].(string); ok {
-				line.Tag = &tag
-			}
-			if err := enc.Encode(&line); err != nil {
-				return err
-			}
-			n++
-		}
-		return w.Flush()
+	write := func(out io.Writer) (err error) {
+		n, err = plantlines.Export(ctx, snap, out, c.Owner)
+		return storageError(err)
 	}
 	if c.To == "-" {
 		err = write(e.stdout)
@@ -122,15 +89,16 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 			return cliexit.Usagef("--owner: %s", cliexit.Describe(err))
 		}
 	}
-	in, cleanup, err := c.input(e)
+	in, cleanup, err := c.input()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	// Pass one: every line valid, or nothing is loaded.
-	lines, err := c.scan(in, nil)
+	opts := plantlines.Options{Format: plantlines.JSONLines, Owners: true, DefaultOwner: c.Owner}
+	lines, err := plantlines.Count(in, opts)
 	if err != nil {
-		return err
+		return lineError(err)
 	}
 	if _, err := in.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -144,45 +112,34 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 	defer db.Close()
 	svc := service.New(db, service.Config{}).Plants
 	start := time.Now()
-	stored := 0
-	batch := make([]*plantstore.Plant, 0, c.Batch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
+	stored, err := plantlines.Load(in, opts, c.Batch, func(batch []*plantstore.Plant) (int, error) {
 		n, err := svc.ImportPlants(ctx, batch)
-		if err != nil {
-			return cliError(err)
-		}
-		stored += n
-		batch = batch[:0]
-		return nil
-	}
-	_, err = c.scan(in, func(p *plantstore.Plant) error {
-		batch = append(batch, p)
-		if len(batch) == c.Batch {
-			return flush()
-		}
-		return nil
+		return n, cliError(err)
 	})
-	if err == nil {
-		err = flush()
-	}
 	switch {
 	case err != nil && ctx.Err() != nil: // Ctrl-C or SIGTERM
 		fmt.Fprintf(e.stderr, "plantstore: import interrupted: %d plants stored; run the same import again to load the rest\n", stored)
 		return cliexit.Interrupted(context.Cause(ctx))
 	case err != nil:
-		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", err, stored)
+		return fmt.Errorf("%w (%d plants stored before it; run the same import again to load the rest)", lineError(err), stored)
 	}
 	fmt.Fprintf(e.stderr, "plantstore: imported %d plants of %d (%d skipped: their owner had that id already) in %s\n",
 		stored, lines, lines-stored, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
+// lineError says what to do about a line without an owner.
+func lineError(err error) error {
+	var le *plantlines.LineError
+	if errors.As(err, &le) && errors.Is(le.Err, plantlines.ErrNoOwner) {
+		return fmt.Errorf(`line %d: no "owner" (give one on the line, or --owner)`, le.Number)
+	}
+	return err
+}
+
 // input returns the input as a file it can read twice: the --from file, or
 // stdin spooled to a temporary file.
-func (c *importCmd) input(e *env) (f *os.File, cleanup func(), err error) {
+func (c *importCmd) input() (f *os.File, cleanup func(), err error) {
 	if c.From != "-" {
 		f, err := os.Open(c.From)
 		if err != nil {
@@ -204,34 +161,4 @@ func (c *importCmd) input(e *env) (f *os.File, cleanup func(), err error) {
 		return nil, nil, err
 	}
 	return f, cleanup, nil
-}
-
-// scan reads r's plant lines (plantlines: the checks of the API's
-// NewPlant, with each line's owner), calling each (if set) with every
-// plant, and returns how many there were. The first bad line stops it with
-// an error naming its number. Blank lines are skipped.
-func (c *importCmd) scan(r io.Reader, each func(*plantstore.Plant) error) (int, error) {
-	lr := plantlines.NewReader(r, plantlines.Options{Format: plantlines.JSONLines, Owners: true, DefaultOwner: c.Owner})
-	n := 0
-	for {
-		l, err := lr.Read()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		if errors.Is(l.Err, plantlines.ErrNoOwner) {
-			return n, fmt.Errorf(`line %d: no "owner" (give one on the line, or --owner)`, l.Number)
-		}
-		if l.Err != nil {
-			return n, fmt.Errorf("line %d: %v", l.Number, l.Err)
-		}
-		n++
-		if each != nil {
-			if err := each(l.Plant); err != nil {
-				return n, err
-			}
-		}
-	}
 }
