@@ -10,6 +10,7 @@ import (
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/tracing"
 )
 
 // validate checks serve's settings once, before anything starts, and names
@@ -60,7 +61,7 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("cors-origins", "PLANTSTORE_CORS_ORIGINS", "%v", err)
 	}
 	if c.OTelEndpoint != "" {
-		if _, err := otlpTracesURL(c.OTelEndpoint); err != nil {
+		if _, err := tracing.TracesURL(c.OTelEndpoint); err != nil {
 			return invalidSetting("otel-endpoint", "PLANTSTORE_OTEL_ENDPOINT", "%v, got %q", err, c.OTelEndpoint)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/term"
 	"golang.org/x/time/rate"
 
@@ -22,6 +23,7 @@ import (
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/tracing"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -75,12 +77,6 @@ type serveCmd struct {
 // Run serves until ctx is cancelled (SIGTERM/SIGINT), then shuts down
 // gracefully: stop accepting, finish in-flight requests, close the database.
 func (c *serveCmd) Run(ctx context.Context, e *env) error {
-	logHandler := newLogHandler(e, c.LogLevel)
-	// Log lines are buffered (plantstorehttp.LogHandler): the last ones,
-	// after the server's, are the dispatcher's and the database's, whose
-	// deferred stops run before this.
-	defer logHandler.Flush()
-	logger := slog.New(logHandler)
 	// On one CPU Go runs one goroutine at a time; while the group committer
 	// sits in a cgo call (SQLite's fsync) the handlers would wait for the
 	// scheduler to take the processor back, and batches stay tiny. A second
@@ -89,53 +85,123 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if runtime.GOMAXPROCS(0) < 2 && e.getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(2)
 	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	srv, err := wire(ctx, cfg, e)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	return srv.Run(ctx)
+}
+
+// serveConfig is serve's configuration: its flags, checked once (config),
+// with what they name read in (the --seed file's plants).
+type serveConfig struct {
+	*serveCmd
+	seed []seedPlant
+}
+
+// config checks serve's flags, reads the --seed file and sets the database
+// settings that serve's flags decide; nothing is opened yet.
+func (c *serveCmd) config() (*serveConfig, error) {
 	if err := c.validate(); err != nil {
-		return err
-	}
-	consoleHandler, err := c.console()
-	if err != nil {
-		return err
-	}
-	jwtVerifier, err := c.jwtVerifier(ctx)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.Seed != "" && !isMemory(c.DB) {
-		return invalidSetting("seed", "PLANTSTORE_SEED", "needs --db memory: (a sandbox); load plants into a database with plantstore plants import")
+		return nil, invalidSetting("seed", "PLANTSTORE_SEED", "needs --db memory: (a sandbox); load plants into a database with plantstore plants import")
 	}
 	seed, err := c.readSeed()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.warnIgnored(logger, e.set)
 	c.durability = sqlite.Durability(c.Durability)
 	c.walAutocheckpoint = walAutocheckpoint(c.WALAutocheckpoint)
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
-	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
-	registry := plantstorehttp.NewRegistry()
-	c.onCommit = plantstorehttp.CommitObserver(registry)
-	tracing, err := c.newTracing(ctx)
-	if err != nil {
-		return err
+	return &serveConfig{serveCmd: c, seed: seed}, nil
+}
+
+// app is what serve runs: its parts, each built once by wire. Run
+// serves until ctx ends and shuts the HTTP server down; Close stops the
+// other parts, the last built first.
+type app struct {
+	cfg    *serveConfig
+	logs   *plantstorehttp.LogHandler
+	logger *slog.Logger
+	http   *plantstorehttp.Server
+	stops  []func()
+}
+
+// onClose adds a stop for Close to run.
+func (s *app) onClose(stop func()) { s.stops = append(s.stops, stop) }
+
+// Close runs the stops, the last added first: the dispatcher records its
+// attempts in flight, the database closes after committing what was
+// queued, the last spans are exported, the last log lines flushed.
+func (s *app) Close() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
 	}
-	// Registered before the database's and the dispatcher's stops: runs
-	// after them, so their last spans are exported.
+}
+
+// wire builds serve's parts once, each from those built before it: the log,
+// the settings that reach out (the console's directory, the JWT issuer's
+// keys), tracing, the metrics registry, the storage, the parts the
+// webhook dispatcher and pinger share (wake signal, pings in flight,
+// client), the pinger, the services, the dispatcher of their outbox, the
+// first token and the seed, the background loops, the HTTP server. On an
+// error it stops what it built.
+func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
+	c := cfg.serveCmd
+	s := &app{cfg: cfg, logs: newLogHandler(e, c.LogLevel)}
+	// Log lines are buffered (plantstorehttp.LogHandler): the last ones,
+	// after the server's, are the dispatcher's and the database's, whose
+	// stops run before this.
+	s.onClose(func() { s.logs.Flush() })
 	defer func() {
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)
-		defer cancel()
-		if err := tracing.shutdown(tctx); err != nil {
-			logger.Warn("otel: export the last spans", "err", err)
+		if err != nil {
+			s.Close()
 		}
 	}()
-	if tracing != nil {
-		c.tracerProvider = tracing.provider
+	logger := slog.New(s.logs)
+	s.logger = logger
+	consoleHandler, err := c.console()
+	if err != nil {
+		return nil, err
+	}
+	jwtVerifier, err := c.jwtVerifier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.warnIgnored(logger, e.set)
+	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
+
+	registry := plantstorehttp.NewRegistry()
+	c.onCommit = plantstorehttp.CommitObserver(registry)
+	tp, err := c.tracerProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tp != nil {
+		// Stopped after the database and the dispatcher, so that their
+		// last spans are exported.
+		s.onClose(func() {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)
+			defer cancel()
+			if err := tp.Shutdown(tctx); err != nil {
+				logger.Warn("otel: export the last spans", "err", err)
+			}
+		})
+		c.dbFlags.tracerProvider = tp
 	}
 	db, err := c.open(ctx, c.Migrate || isMemory(c.DB))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
+	s.onClose(func() { db.Close() })
 	registerWALMetrics(registry, db)
 	switch {
 	case isMemory(c.DB):
@@ -144,15 +210,11 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		logger.Warn("created a new, empty database", "db", c.DB)
 	}
 
-	// One clock for the services, the dispatcher and the transport. Each
-	// part is built once, in one direction: the parts the services and the
-	// dispatcher share first (the wake signal, the table of pings in flight,
-	// the client), then the pinger, the services, and the dispatcher of
-	// their outbox.
+	// One clock for the services, the dispatcher and the transport.
 	now := time.Now
 	hooks := c.webhookOptions(logger, registry, now)
-	if tracing != nil {
-		hooks.TracerProvider = tracing.provider
+	if tp != nil {
+		hooks.TracerProvider = tp
 	}
 	svc := service.New(db, service.Config{
 		Now:           now,
@@ -168,85 +230,98 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	})
 	dispatcher, err := webhook.NewDispatcher(svc.Outbox, hooks)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
+	s.logs.Flush() // bootstrap writes to stderr directly: keep the order
 	if err := c.bootstrap(ctx, svc.Tokens, e, logger); err != nil {
-		return err
+		return nil, err
 	}
-	if err := c.seed(ctx, svc.Plants, seed, logger); err != nil {
-		return err
+	if err := c.seed(ctx, svc.Plants, cfg.seed, logger); err != nil {
+		return nil, err
 	}
-
-	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
-	dispatched := make(chan struct{})
-	go func() { dispatcher.Run(dctx); close(dispatched) }()
-	defer func() {
-		stopDispatcher()
-		<-dispatched
-	}()
-	pctx, stopPruner := context.WithCancel(context.WithoutCancel(ctx))
-	pruned := make(chan struct{})
-	go func() { defer close(pruned); svc.Events.RunPruner(pctx, c.EventRetention, logger) }()
-	defer func() {
-		stopPruner()
-		<-pruned
-	}()
-
-	s := plantstorehttp.NewServer()
-	s.Addr = c.Addr
-	s.PlantService, s.TokenService, s.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
-	s.EventService, s.EventNotifier = svc.Events, svc.Notifier
-	s.EventStreamHeartbeat, s.EventStreamPoll, s.EventStreamMax = c.StreamHeartbeat, c.StreamPoll, c.StreamMax
-	s.EventStreamMaxAge = c.StreamMaxAge
-	s.Storage = db
-	s.Logger = logger
-	s.Now = now
-	s.Registry = registry
-	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
-	s.AuthFailureLimit = c.AuthFailureLimit
-	s.JWT = jwtVerifier
-	s.CORSOrigins = c.CORSOrigins
-	if tracing != nil {
-		s.TracerProvider = tracing.provider
-	}
-	s.PublicURL = c.PublicURL
-	s.Console = consoleHandler
-	s.MetricsAddr = c.metricsAddr()
-	if err := s.Open(); err != nil {
-		if errors.Is(err, plantstorehttp.ErrMetricsListen) {
-			return failedSetting("metrics-addr", "PLANTSTORE_METRICS_ADDR", "%v: give a free address, or --metrics-addr= (PLANTSTORE_METRICS_ADDR=off) to serve no metrics", err)
-		}
-		return err
-	}
+	s.background(ctx, dispatcher.Run)
+	s.background(ctx, func(ctx context.Context) { svc.Events.RunPruner(ctx, c.EventRetention, logger) })
 	if c.DebugAddr != "" {
 		stop, err := serveDebug(c.DebugAddr, logger)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer stop()
+		s.onClose(stop)
 	}
+
+	h := plantstorehttp.NewServer()
+	h.Addr = c.Addr
+	h.PlantService, h.TokenService, h.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
+	h.EventService, h.EventNotifier = svc.Events, svc.Notifier
+	h.EventStreamHeartbeat, h.EventStreamPoll, h.EventStreamMax = c.StreamHeartbeat, c.StreamPoll, c.StreamMax
+	h.EventStreamMaxAge = c.StreamMaxAge
+	h.Storage = db
+	h.Logger = logger
+	h.Now = now
+	h.Registry = registry
+	h.RateLimit, h.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
+	h.AuthFailureLimit = c.AuthFailureLimit
+	h.JWT = jwtVerifier
+	h.CORSOrigins = c.CORSOrigins
+	if tp != nil {
+		h.TracerProvider = tp
+	}
+	h.PublicURL = c.PublicURL
+	h.Console = consoleHandler
+	h.MetricsAddr = c.metricsAddr()
+	if err := h.Open(); err != nil {
+		if errors.Is(err, plantstorehttp.ErrMetricsListen) {
+			return nil, failedSetting("metrics-addr", "PLANTSTORE_METRICS_ADDR", "%v: give a free address, or --metrics-addr= (PLANTSTORE_METRICS_ADDR=off) to serve no metrics", err)
+		}
+		return nil, err
+	}
+	s.http = h
+	return s, nil
+}
+
+// background runs loop on a context of its own until Close, which stops it
+// and waits for it to return (the dispatcher then has recorded its
+// attempts in flight).
+func (s *app) background(ctx context.Context, loop func(context.Context)) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); loop(ctx) }()
+	s.onClose(func() { stop(); <-done })
+}
+
+// Run logs the start, serves until ctx ends, then shuts the HTTP server
+// down within --shutdown-timeout.
+func (s *app) Run(ctx context.Context) error {
+	c := s.cfg
 	metrics := "off"
-	if s.MetricsURL() != "" {
-		metrics = s.MetricsURL() + "/metrics"
+	if s.http.MetricsURL() != "" {
+		metrics = s.http.MetricsURL() + "/metrics"
 	}
-	logger.Info("plantstore serving", append([]any{"addr", c.Addr, "url", s.URL(), "metrics", metrics, "db", displayDB(c.DB)},
+	s.logger.Info("plantstore serving", append([]any{"addr", c.Addr, "url", s.http.URL(), "metrics", metrics, "db", displayDB(c.DB)},
 		c.backendSettings()...)...)
-	logHandler.Flush()
+	s.logs.Flush()
 
 	<-ctx.Done()
-	logger.Info("plantstore shutting down", "grace", c.ShutdownTimeout)
+	s.logger.Info("plantstore shutting down", "grace", c.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	// Close returns once the requests have been answered and their log
-	// lines written into the buffer, which it flushes.
-	if err := s.Close(sctx); err != nil {
+	// lines written into the buffer, which it flushes. Then Close stops
+	// the rest.
+	if err := s.http.Close(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	// Then the dispatcher (deferred above) records its attempts in flight,
-	// the database closes after committing what was queued, and the last
-	// log lines are flushed.
 	return nil
+}
+
+// tracerProvider starts tracing (package tracing) with --otel-endpoint; nil
+// when it is empty (tracing off).
+func (c *serveCmd) tracerProvider(ctx context.Context) (*sdktrace.TracerProvider, error) {
+	tp, err := tracing.Start(ctx, c.OTelEndpoint, c.OTelSampleRatio)
+	if tracing.IsExporterError(err) {
+		return nil, failedSetting("otel-endpoint", "PLANTSTORE_OTEL_ENDPOINT", "%v", err)
+	}
+	return tp, err
 }
 
 // backendSettings are the start-up log's attributes of the backend --db
