@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/plantstore/plantstore/backup"
+	"github.com/plantstore/plantstore/internal/buildinfo"
 	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/internal/outfile"
 	"github.com/plantstore/plantstore/sqlite"
@@ -56,7 +56,7 @@ func (c *backupCmd) Run(ctx context.Context, e *env) error {
 			return fmt.Errorf("--to: %w", err)
 		}
 	}
-	snap, err := backup.Take(ctx, c.DB, dir, c.DBTimeout, shortVersion())
+	snap, err := backup.Take(ctx, c.DB, dir, c.DBTimeout, buildinfo.Short(version))
 	if errors.Is(err, sqlite.ErrNoDatabase) {
 		return fmt.Errorf("--db: database %s does not exist", c.DB)
 	}
@@ -79,11 +79,4 @@ func (c *backupCmd) Run(ctx context.Context, e *env) error {
 	fmt.Fprintf(e.stderr, "plantstore: backup ok: db=%s to=%s bytes=%d db_bytes=%d sha256=%s schema_version=%d %s seconds=%.3f\n",
 		c.DB, c.To, size, m.DB.Size, m.DB.SHA256, m.SchemaVersion, backup.TableCounts(m.Tables), time.Since(start).Seconds())
 	return nil
-}
-
-// shortVersion is the version line of versionString without the program's
-// name ("v1.2.3", "(devel)").
-func shortVersion() string {
-	first, _, _ := strings.Cut(versionString(), "\n")
-	return strings.TrimPrefix(first, "plantstore ")
 }

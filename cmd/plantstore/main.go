@@ -33,6 +33,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/clientcli"
+	"github.com/plantstore/plantstore/internal/buildinfo"
 	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
@@ -121,7 +122,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // scope a token can carry, so that the help cannot omit one.
 func cliVars() kong.Vars {
 	return kong.Vars{
-		"version":        versionString(),
+		"version":        buildinfo.String(version),
 		"scopes":         strings.Join(plantstore.KnownScopes, ", "),
 		"default_scopes": strings.Join(plantstore.DefaultScopes, ", "),
 	}
