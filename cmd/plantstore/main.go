@@ -68,8 +68,8 @@ type cli struct {
 	Export exportCmd `cmd:"" help:"Write a database's plants, every owner's, as JSON lines (one {owner,id,name,tag} per line)."`
 	Import importCmd `cmd:"" help:"Load plants from JSON lines (plantstore export's format) into a database, keeping each line's owner; existing ids are skipped."`
 
-	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
-	Version     versionCmd     `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`
+	Healthcheck clientcli.Healthcheck `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
+	Version     versionCmd            `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`
 
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
