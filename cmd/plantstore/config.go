@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
@@ -90,56 +87,4 @@ func invalidSetting(flag, env, format string, args ...any) error {
 // read): exit status 1.
 func failedSetting(flag, env, format string, args ...any) error {
 	return fmt.Errorf("invalid setting --%s (%s): %s", flag, env, fmt.Sprintf(format, args...))
-}
-
-// commandFlags is every command of the model with its own flags (help and
-// hidden flags left out), in the order of `plantstore --help`.
-func commandFlags(app *kong.Application) []commandFlagSet {
-	var out []commandFlagSet
-	var walk func(n *kong.Node)
-	walk = func(n *kong.Node) {
-		if n.Type == kong.CommandNode && len(n.Children) == 0 {
-			var flags []*kong.Flag
-			for _, group := range n.AllFlags(true) {
-				for _, f := range group {
-					if f.Name != "help" {
-						flags = append(flags, f)
-					}
-				}
-			}
-			out = append(out, commandFlagSet{Command: n.FullPath(), Flags: flags})
-		}
-		for _, c := range n.Children {
-			if !c.Hidden {
-				walk(c)
-			}
-		}
-	}
-	walk(app.Node)
-	return out
-}
-
-// commandFlagSet is one command and its flags.
-type commandFlagSet struct {
-	Command string // e.g. "plantstore token create"
-	Flags   []*kong.Flag
-}
-
-// envSource says which environment variable gave the value of the flag a
-// parse error names, so an error from the environment points at it.
-func envSource(app *kong.Application, err error, getenv func(string) string) string {
-	msg := err.Error()
-	for _, cmd := range commandFlags(app) {
-		for _, f := range cmd.Flags {
-			if !strings.HasPrefix(msg, "--"+f.Name+":") && !strings.HasPrefix(msg, "--"+f.Name+" ") {
-				continue
-			}
-			for _, name := range f.Envs {
-				if getenv(name) != "" {
-					return " (from " + name + ")"
-				}
-			}
-		}
-	}
-	return ""
 }

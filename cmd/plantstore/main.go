@@ -35,6 +35,7 @@ import (
 	"github.com/plantstore/plantstore/clientcli"
 	"github.com/plantstore/plantstore/internal/buildinfo"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 )
 
 func main() {
@@ -50,8 +51,9 @@ func main() {
 }
 
 // cli is the command line. Flags read their environment variable when not
-// given (kong's env tags document them; envResolver reads them through the
-// injected getenv so tests need not touch the process environment).
+// given (kong's env tags document them; cliflags.Resolver reads them
+// through the injected getenv so tests need not touch the process
+// environment).
 type cli struct {
 	Serve   serveCmd         `cmd:"" help:"Run the HTTP API."`
 	Migrate migrateCmd       `cmd:"" help:"Apply pending schema migrations and exit."`
@@ -97,7 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		kong.Description("Plant Store: a plant store HTTP API on SQLite, with bearer tokens."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exit = code }),
-		kong.Resolvers(envResolver(getenv)),
+		kong.Resolvers(cliflags.Resolver(getenv)),
 		kong.UsageOnError(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.Bind(e, &clientcli.Env{Stdout: stdout, Stderr: stderr}),
@@ -111,10 +113,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cliexit.Code(exit) // --help, or a usage error kong already printed
 	}
 	if err != nil {
-		parser.Errorf("%s%s", err, envSource(parser.Model, err, getenv))
+		parser.Errorf("%s%s", err, cliflags.Source(parser.Model, err, getenv))
 		return cliexit.Code(2)
 	}
-	e.set = setFlags(kctx, args, getenv)
+	e.set = cliflags.Set(kctx, args, getenv)
 	return kctx.Run()
 }
 
@@ -126,43 +128,4 @@ func cliVars() kong.Vars {
 		"scopes":         strings.Join(plantstore.KnownScopes, ", "),
 		"default_scopes": strings.Join(plantstore.DefaultScopes, ", "),
 	}
-}
-
-// envResolver resolves a flag from the first of its env tag's variables
-// that getenv returns non-empty.
-func envResolver(getenv func(string) string) kong.Resolver {
-	return kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
-		for _, name := range flag.Envs {
-			if v := getenv(name); v != "" {
-				return v, nil
-			}
-		}
-		return nil, nil
-	})
-}
-
-// setFlags returns the flags of the chosen command that args (--name,
-// --name=..., --no-name) or the environment (a variable of the flag's env
-// tag, non-empty) gave.
-func setFlags(kctx *kong.Context, args []string, getenv func(string) string) map[string]bool {
-	set := map[string]bool{}
-	for _, f := range kctx.Flags() {
-		for _, name := range f.Envs {
-			if getenv(name) != "" {
-				set[f.Name] = true
-			}
-		}
-	}
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		set[name] = true
-		set[strings.TrimPrefix(name, "no-")] = true
-	}
-	return set
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 )
 
 // TestServeMetricsAddr: /metrics has a listener of its own, on loopback
@@ -17,7 +18,7 @@ import (
 // stops the start with an error naming the setting.
 func TestServeMetricsAddr(t *testing.T) {
 	t.Run("Default", func(t *testing.T) {
-		for _, cmd := range commandFlags(model(t)) {
+		for _, cmd := range cliflags.Commands(model(t)) {
 			if cmd.Command != "plantstore serve" {
 				continue
 			}
