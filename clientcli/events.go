@@ -84,7 +84,7 @@ func writeEventRow(w io.Writer, ev client.Event) {
 type eventsTailCmd struct {
 	clientFlags
 	formatFlag
-	After int64 `help:"Start after this seq (e.g. the last one printed before); default 0: every event kept, then the new ones."`
+	After int64 `help:"Start after this seq (default 0: every event kept)."`
 }
 
 // Run prints the events of the stream, one per line (compact JSON, or

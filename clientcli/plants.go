@@ -124,7 +124,7 @@ func (c *plantsGetCmd) Run(ctx context.Context, e *Env) error {
 type plantsDeleteCmd struct {
 	clientFlags
 	ID      int64  `arg:"" help:"Id of the plant."`
-	IfMatch string `name:"if-match" placeholder:"ETAG" help:"Delete only if the plant's ETag is still this one (else exit 1 with error 41201)."`
+	IfMatch string `name:"if-match" placeholder:"ETAG" help:"Delete only if the plant's ETag is still this one."`
 }
 
 // Run deletes the plant; it prints nothing.

@@ -26,10 +26,10 @@ import (
 type plantsImportCmd struct {
 	clientFlags
 	File        string `arg:"" type:"path" help:"File to import; - reads stdin."`
-	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension: .csv is CSV, .jsonl, .json and .ndjson JSON; otherwise, and on stdin, by the first byte that is not blank: { or [ is JSON, anything else CSV), jsonl or csv."`
+	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension, else by the first byte), jsonl or csv."`
 	Concurrency int    `default:"8" help:"Creates in flight at once."`
-	Resume      bool   `help:"GET each plant first: one already stored identically counts as replayed and is not sent again; one stored differently counts as conflicted."`
-	Rejects     string `type:"path" placeholder:"FILE" help:"Write every conflicted, invalid or failed line to FILE (created or truncated), one JSON object a line: {\"line\":N,\"outcome\":\"invalid\",\"error\":\"...\",\"input\":\"the line's text\"}."`
+	Resume      bool   `help:"GET each plant first: send only those not stored yet."`
+	Rejects     string `type:"path" placeholder:"FILE" help:"Write every conflicted, invalid or failed line to FILE."`
 
 	// reached is set once the server has answered anything: until then a
 	// connection that fails stops the import at once.

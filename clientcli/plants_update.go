@@ -16,7 +16,7 @@ type plantsUpdateCmd struct {
 	Name      *string `help:"New name (1 to 256 characters)."`
 	Tag       *string `help:"New tag (at most 64 characters)."`
 	RemoveTag bool    `name:"remove-tag" help:"Remove the plant's tag."`
-	IfMatch   string  `name:"if-match" placeholder:"ETAG" help:"Change only if the plant's ETag is still this one (printed on stderr by plants get and update); else exit 1 with error 41201 and nothing changes."`
+	IfMatch   string  `name:"if-match" placeholder:"ETAG" help:"Change only if the plant's ETag is still this one."`
 }
 
 // Run changes the plant and prints it as changed, and its new ETag on

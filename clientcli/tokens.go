@@ -65,8 +65,8 @@ func (c *tokensListCmd) Run(ctx context.Context, e *Env) error {
 type tokensCreateCmd struct {
 	clientFlags
 	formatFlag
-	Scope []string      `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated): plants:read, plants:write, webhooks:manage, tokens:manage; each one the calling token holds."`
-	TTL   time.Duration `name:"ttl" help:"Lifetime in whole seconds, e.g. 720h, at most 100 years; by the calling token's own expiry if it has one. 0 or absent: no expiry (only from a token that has none)."`
+	Scope []string      `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated)."`
+	TTL   time.Duration `name:"ttl" help:"Lifetime in whole seconds, e.g. 720h (0: no expiry)."`
 }
 
 // Run creates the token and prints it with its secret, the only time the

@@ -18,9 +18,9 @@ type webhooksUpdateCmd struct {
 	ID          string   `arg:"" help:"Id of the subscription (whk_...)."`
 	URL         *string  `name:"url" help:"New receiver URL (absolute http:// or https://)."`
 	Description *string  `help:"New description (\"\" clears it)."`
-	Types       []string `help:"Event types it receives from now on (plant.created,plant.updated,plant.deleted); see --untyped."`
+	Types       []string `help:"Event types it receives from now on; see --untyped."`
 	Untyped     bool     `help:"Make it untyped: bare new plants, creates only."`
-	Enable      bool     `help:"Re-enable a disabled subscription (prints missed_since: pass it to webhooks recover --since)."`
+	Enable      bool     `help:"Re-enable a disabled subscription."`
 	Disable     bool     `help:"Disable it: no deliveries until re-enabled."`
 }
 
@@ -88,7 +88,7 @@ type webhooksRecoverCmd struct {
 	clientFlags
 	formatFlag
 	ID    string `arg:"" help:"Id of the subscription (whk_...)."`
-	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h); neither in the future nor before 1970. A recover re-queues each failed delivery once, whatever its since."`
+	Since string `required:"" help:"Re-queue what failed since: an RFC 3339 time or a duration ago."`
 }
 
 // Run re-queues the failed deliveries and prints how many.

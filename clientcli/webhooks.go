@@ -32,7 +32,7 @@ type webhooksCreateCmd struct {
 	formatFlag
 	URL         string   `arg:"" name:"url" help:"Absolute http:// or https:// URL of the receiver."`
 	Description string   `help:"Description (at most 256 characters)."`
-	Types       []string `help:"Event types to receive as envelopes (plant.created,plant.updated,plant.deleted); none: new plants only, the body a NewPlant."`
+	Types       []string `help:"Event types to receive as envelopes (none: new plants only)."`
 }
 
 // Run creates the subscription and prints it with its secret.
@@ -124,7 +124,7 @@ type webhooksRotateSecretCmd struct {
 	clientFlags
 	formatFlag
 	ID                 string         `arg:"" help:"Id of the subscription (whk_...)."`
-	OldSecretExpiresIn *time.Duration `name:"old-secret-expires-in" help:"How long the previous secret keeps signing (whole seconds, at most 168h; 0s: stop now, as after a leak). Default: the server's, 24h."`
+	OldSecretExpiresIn *time.Duration `name:"old-secret-expires-in" help:"How long the previous secret keeps signing (default: 24h)."`
 }
 
 // Run rotates the secret and prints the subscription with the new one.

@@ -23,9 +23,9 @@ const pgBackupHelp = "back PostgreSQL up with its own tools: `pg_dump --format=c
 
 // backupCmd is `plantstore backup`.
 type backupCmd struct {
-	DB        string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"The SQLite database file to back up; a server may be serving it. (PostgreSQL: use pg_dump, see docs/deployment.md.)"`
-	To        string        `name:"to" required:"" placeholder:"FILE" help:"Where to write the backup archive (a tar file: the database and manifest.json); - writes it to stdout. Written to FILE.tmp-* beside it (mode 0600), fsynced, then renamed."`
-	Force     bool          `name:"force" help:"Replace FILE if it exists (without it an existing FILE is an error); never a SQLite database, nor a file a process has open as one."`
+	DB        string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"The SQLite database file to back up (a server may be serving it)."`
+	To        string        `name:"to" required:"" placeholder:"FILE" help:"Where to write the archive (a tar file); - for stdout."`
+	Force     bool          `name:"force" help:"Replace FILE if it exists (never a database)."`
 	DBTimeout time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"How long to wait for the database while it is locked (a checkpoint, a recovery)."`
 }
 

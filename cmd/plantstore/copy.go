@@ -18,9 +18,9 @@ import (
 
 // copyCmd is `plantstore copy`.
 type copyCmd struct {
-	From      string        `name:"from" env:"PLANTSTORE_COPY_FROM" required:"" placeholder:"DB" help:"Source database: a SQLite file path or a postgres:// URL. It is read in one consistent snapshot, so a server may serve it meanwhile; it is never written. Its schema must be this plantstore's (plantstore migrate)."`
-	To        string        `name:"to" env:"PLANTSTORE_COPY_TO" required:"" placeholder:"DB" help:"Target database: a SQLite file path (created if it does not exist) or a postgres:// URL (the database must exist). It is migrated first. Nothing else may write to it during the copy. (A URL with a password is best given by the environment variable, out of the process list.)"`
-	Resume    bool          `name:"resume" help:"Allow a target that has rows (an interrupted copy, or an earlier pass): make it equal to the source, writing only the chunks that differ and deleting rows the source does not have. Without it a non-empty target is refused."`
+	From      string        `name:"from" env:"PLANTSTORE_COPY_FROM" required:"" placeholder:"DB" help:"Source database: a SQLite file or a postgres:// URL; only read."`
+	To        string        `name:"to" env:"PLANTSTORE_COPY_TO" required:"" placeholder:"DB" help:"Target database: a SQLite file or a postgres:// URL; migrated first."`
+	Resume    bool          `name:"resume" help:"Allow a non-empty target: make it equal to the source."`
 	ChunkRows int           `name:"chunk-rows" default:"1000" help:"Rows per chunk: one target transaction each, compared as a whole on --resume."`
 	Timeout   time.Duration `name:"db-timeout" default:"60s" help:"Limit for one storage call on either side (a chunk's write, a connection)."`
 }

@@ -29,10 +29,10 @@ const defaultDBPath = "data/plantstore.db"
 
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path, or a postgres:// URL, or (serve only) memory: for an in-memory SQLite database that nothing else reaches and that is lost when serve exits. A SQLite file that does not exist is created only by migrate, by serve --create-db, and by serve on the default path when no database was ever there; otherwise it is an error naming the path."`
+	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file, a postgres:// URL, or (serve only) memory:."`
 	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
 	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
-	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call, waiting for a connection (PostgreSQL) or for the write lock (SQLite) included; past it the request gets 503."`
+	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call; past it the request gets 503."`
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
@@ -90,7 +90,7 @@ const (
 
 // createDBFlag is serve's --create-db.
 type createDBFlag struct {
-	CreateDB bool `name:"create-db" env:"PLANTSTORE_CREATE_DB" help:"SQLite: create the --db file (and its directory) if it does not exist: for the first start. Without it serve refuses to start on a missing file (deleted, moved, a volume not mounted) instead of starting on a new, empty database, except on the default path when no database was ever there. plantstore migrate creates the file too."`
+	CreateDB bool `name:"create-db" env:"PLANTSTORE_CREATE_DB" help:"SQLite: create the --db file if it does not exist (a first start)."`
 }
 
 // rule is serve's createRule.

@@ -18,8 +18,8 @@ import (
 // exportCmd is `plantstore export`.
 type exportCmd struct {
 	dbFlags
-	To    string `name:"to" default:"-" placeholder:"FILE" help:"Where to write the JSON lines: a new file (written beside it first, mode 0600, then renamed into place, so it is whole or absent) or - for stdout."`
-	Force bool   `name:"force" help:"Replace --to if it exists (never a SQLite database, nor a file a process has open as one)."`
+	To    string `name:"to" default:"-" placeholder:"FILE" help:"Where to write the JSON lines: a new file, or - for stdout."`
+	Force bool   `name:"force" help:"Replace --to if it exists (never a database)."`
 	Owner string `name:"owner" help:"Only this owner's plants (default: every owner's)."`
 }
 
@@ -68,7 +68,7 @@ func (c *exportCmd) Run(ctx context.Context, e *env) error {
 type importCmd struct {
 	dbFlags
 	From  string `name:"from" default:"-" placeholder:"FILE" help:"JSON lines to read (plantstore export's format): a file, or - for stdin."`
-	Owner string `name:"owner" help:"Owner of the lines that have no \"owner\" (NewPlant lines); a line's own owner always wins."`
+	Owner string `name:"owner" help:"Owner of the lines that have no \"owner\"."`
 	Batch int    `name:"batch" default:"1000" help:"Plants per transaction (1..10000)."`
 }
 

@@ -17,8 +17,8 @@ import (
 // restoreCmd is `plantstore restore`.
 type restoreCmd struct {
 	From  string `name:"from" required:"" placeholder:"FILE" help:"The backup archive (plantstore backup); - reads it from stdin."`
-	DB    string `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"The SQLite database file to restore into. It must not exist, unless --force; no process may have it open."`
-	Force bool   `name:"force" help:"Replace an existing database at --db (never one that a server or another process has open)."`
+	DB    string `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"The SQLite database file to restore into (none open; new unless --force)."`
+	Force bool   `name:"force" help:"Replace an existing database at --db (never one that is open)."`
 }
 
 // Help is the long help of restore.

@@ -30,7 +30,7 @@ type tokenCreateCmd struct {
 	// Create is --create: without it a SQLite --db that does not exist is
 	// an error naming it (a command run in the wrong directory must not
 	// print a token of a new, empty database that no server reads).
-	Create bool `name:"create" help:"SQLite: create the --db database (and its directory, migrated) when it does not exist, as plantstore migrate does, then the token. Without it a missing database is an error."`
+	Create bool `name:"create" help:"SQLite: create the --db database if it does not exist."`
 }
 
 // Run creates the token and prints its secret, the only time it is shown.
