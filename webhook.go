@@ -465,10 +465,6 @@ type OutboxService interface {
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
-	// CountLeased returns how many deliveries are leased now (in flight)
-	// to the owner's subscription and to all the owner's subscriptions, as
-	// the store's CountLeased does.
-	CountLeased(ctx context.Context, owner, subscriptionID string) (subscription, ownerTotal int, err error)
 	// PruneOutbox deletes at most limit rows of delivery history older
 	// than before, as the store's PruneOutbox does, and returns how many.
 	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)

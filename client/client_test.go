@@ -45,16 +45,21 @@ func startServer(tb testing.TB) *testServer {
 		tb.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	dispatcher := &webhook.Dispatcher{
+	opts := webhook.Options{
 		Client:   webhook.NewClient(webhook.ClientOptions{AllowPrivate: true}),
 		Logger:   logger,
 		Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond},
+		Wake:     new(webhook.Wake),
+		InFlight: new(webhook.InFlight),
 	}
-	svc := service.New(db, service.Config{Notify: dispatcher.Notify, MaxSubscriptions: maxSubscriptions, Ping: dispatcher.Ping})
-	dispatcher.Outbox = svc.Outbox
+	svc := service.New(db, service.Config{Notifier: opts.Wake, MaxSubscriptions: maxSubscriptions, Pinger: webhook.NewPinger(opts)})
+	dispatcher, err := webhook.NewDispatcher(svc.Outbox, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	dctx, stopDispatcher := context.WithCancel(context.Background())
-	dispatched := make(chan error, 1)
-	go func() { dispatched <- dispatcher.Run(dctx) }()
+	dispatched := make(chan struct{})
+	go func() { dispatcher.Run(dctx); close(dispatched) }()
 	s := plantstorehttp.NewServer()
 	s.Addr = "127.0.0.1:0"
 	s.PlantService, s.TokenService, s.WebhookService, s.Storage = svc.Plants, svc.Tokens, svc.Webhooks, db

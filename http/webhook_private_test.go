@@ -85,25 +85,27 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 	rcv := newReceiver(t)
 	rcv.answer(200, "ok")
 	resolver := dnstest.New(map[string]netip.Addr{"receiver.test": netip.MustParseAddr("127.0.0.1")})
-	d := &webhook.Dispatcher{
+	opts := webhook.Options{
 		Client:       webhook.NewClient(webhook.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second}),
 		PollInterval: 20 * time.Millisecond,
 		Schedule:     []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond},
 		Jitter:       func(d time.Duration) time.Duration { return d },
+		Wake:         new(webhook.Wake),
 	}
 	ts := MustOpenServer(t, func(ts *TestServer) {
 		ts.Service.CheckWebhookURL = webhook.CheckURL
-		ts.Service.Notify = d.Notify
+		ts.Service.Notifier = opts.Wake
 	})
-	d.Outbox = ts.Services.Outbox
+	d, err := webhook.NewDispatcher(ts.Services.Outbox, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		<-done
 	})
 
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite)

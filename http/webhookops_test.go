@@ -88,24 +88,29 @@ type deliveryBody struct {
 // openDispatchingServer starts a server whose dispatcher delivers to
 // loopback addresses, one attempt a delivery (no retries).
 func openDispatchingServer(t *testing.T) *TestServer {
-	d := &webhook.Dispatcher{
+	// As serve wires them: the shared parts, the pinger, the services, then
+	// the dispatcher of their outbox.
+	opts := webhook.Options{
 		Client:       webhook.NewClient(webhook.ClientOptions{AllowPrivate: true}),
 		PollInterval: 20 * time.Millisecond,
 		Schedule:     []time.Duration{},
+		Wake:         new(webhook.Wake),
+		InFlight:     new(webhook.InFlight),
 	}
 	ts := MustOpenServer(t, func(ts *TestServer) {
-		ts.Service.Ping = d.Ping
-		ts.Service.Notify = d.Notify
+		ts.Service.Pinger = webhook.NewPinger(opts)
+		ts.Service.Notifier = opts.Wake
 	})
-	d.Outbox = ts.Services.Outbox
+	d, err := webhook.NewDispatcher(ts.Services.Outbox, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		<-done
 	})
 	return ts
 }

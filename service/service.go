@@ -21,10 +21,10 @@ type Config struct {
 	// Now is the clock of every timestamp the services set (creation,
 	// revocation, rotation, attempts); nil: time.Now.
 	Now func() time.Time
-	// Notify, if set, is called after a commit that wrote webhook
-	// deliveries (not after a create whose owner has no subscription): it
-	// wakes the dispatcher. It must not block.
-	Notify func()
+	// Notifier, if set, is told after a commit that wrote webhook
+	// deliveries (not after a create whose owner has no subscription), and
+	// after a resend or recover: it wakes the dispatcher (webhook.Wake).
+	Notifier plantstore.Notifier
 	// TokenCacheTTL is how long a verified token is trusted without a
 	// storage lookup, and so the bound on how late a revocation takes
 	// effect; zero turns the cache off (revocation is then immediate).
@@ -39,9 +39,11 @@ type Config struct {
 	// have all failed for longer than this, at its next failed attempt (0:
 	// never; a 410 still disables it).
 	WebhookDisableAfter time.Duration
-	// Ping makes the attempt of POST /webhooks/{id}/ping (the dispatcher's
-	// client); nil: pings fail with an internal error.
-	Ping plantstore.Pinger
+	// Pinger makes the attempt of POST /webhooks/{id}/ping (webhook.Pinger:
+	// the deliveries' client and in-flight bounds), given the deliveries
+	// leased now, which the service counts; nil: pings fail with an
+	// internal error.
+	Pinger plantstore.Pinger
 	// CheckWebhookURL, if set, refuses a subscription URL (POST /webhooks,
 	// PATCH /webhooks/{id} with a url) that deliveries could never reach,
 	// with an error whose message says why in a phrase that follows "url: "
@@ -80,9 +82,9 @@ func New(b Backend, c Config) *Services {
 	if now == nil {
 		now = time.Now
 	}
-	notify := c.Notify
-	if notify == nil {
-		notify = func() {}
+	notify := func() {}
+	if c.Notifier != nil {
+		notify = c.Notifier.Notify
 	}
 	events := NewBroadcaster()
 	return &Services{
@@ -90,7 +92,7 @@ func New(b Backend, c Config) *Services {
 		Notifier: events,
 		Plants:   &PlantService{store: b, now: now, notify: notify, events: events, onEvent: c.OnEvent},
 		Tokens:   &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache},
-		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Ping, notify: notify,
+		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Pinger, leases: b, notify: notify,
 			checkURL: c.CheckWebhookURL},
 		Outbox: &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},
 	}

@@ -17,7 +17,8 @@ type WebhookService struct {
 	now    func() time.Time
 	max    int // subscriptions per owner
 	ping   plantstore.Pinger
-	notify func() // wakes the dispatcher after a resend or recover
+	leases plantstore.OutboxStore // CountLeased, for a ping's bounds
+	notify func()                 // wakes the dispatcher after a resend or recover
 	// checkURL refuses URLs deliveries could never reach (Config.CheckWebhookURL); nil: none.
 	checkURL func(url string) error
 
@@ -277,14 +278,4 @@ func (s *OutboxService) OutboxStats(ctx context.Context) (int, time.Time, error)
 		return 0, time.Time{}, storeError("outbox stats", err)
 	}
 	return n, oldest, nil
-}
-
-// CountLeased returns the deliveries leased now to the owner's subscription
-// and to all the owner's subscriptions.
-func (s *OutboxService) CountLeased(ctx context.Context, owner, subscriptionID string) (int, int, error) {
-	sub, total, err := s.store.CountLeased(ctx, owner, subscriptionID)
-	if err != nil {
-		return 0, 0, storeError("count leased deliveries", err)
-	}
-	return sub, total, nil
 }

@@ -118,7 +118,8 @@ func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string
 // PingSubscription POSTs a signed ping event to the subscription's URL at
 // once, through the Pinger, and returns what came of it; nothing is stored.
 // A disabled subscription is not pinged (CodeWebhookDisabled, as resend);
-// past the attempts in flight the Pinger allows, CodeWebhookBusy.
+// past the attempts in flight the Pinger allows, counting the deliveries
+// leased now (read here, OutboxStore.CountLeased), CodeWebhookBusy.
 func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string) (*plantstore.PingResult, error) {
 	sub, err := s.enabledSubscription(ctx, owner, id)
 	if err != nil {
@@ -136,7 +137,11 @@ func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string)
 		MessageID: msgID, SubscriptionID: sub.ID, Owner: owner, Payload: pingPayload(msgID, sub.ID, now),
 		CreatedAt: now, Subscription: sub, URL: sub.URL, Secrets: sub.SigningSecrets(now),
 	}
-	r, err := s.ping(ctx, t)
+	leasedSub, leasedOwner, err := s.leases.CountLeased(ctx, owner, sub.ID)
+	if err != nil {
+		return nil, storeError("count leased deliveries", err)
+	}
+	r, err := s.ping.Ping(ctx, t, leasedSub, leasedOwner)
 	if err != nil {
 		return nil, pingError(err)
 	}

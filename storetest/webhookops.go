@@ -248,22 +248,30 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		checkCode(t, "bob's PATCH", err, plantstore.CodeWebhookNotFound)
 	})
 
-	// A ping goes through the Pinger, unless the subscription is disabled
-	// (409 40903, as resend: issue 21); the Pinger's refusal (busy)
-	// reaches the caller as it is.
+	// A ping goes through the Pinger, given the deliveries leased now to
+	// the subscription and to its owner (the store's CountLeased), unless
+	// the subscription is disabled (409 40903, as resend: issue 21); the
+	// Pinger's refusal (busy) reaches the caller as it is.
 	t.Run("Ping", func(t *testing.T) {
 		var pinged []string
+		var leased [][2]int
 		busy := false
-		_, svc := open(t, bs, service.Config{Ping: func(ctx context.Context, task *plantstore.Task) (plantstore.AttemptResult, error) {
+		_, svc := open(t, bs, service.Config{Pinger: plantstore.PingerFunc(func(ctx context.Context, task *plantstore.Task, leasedSub, leasedOwner int) (plantstore.AttemptResult, error) {
+			leased = append(leased, [2]int{leasedSub, leasedOwner})
 			if busy {
 				return plantstore.AttemptResult{}, &plantstore.Error{Code: plantstore.CodeWebhookBusy, Message: "busy", RetryAfter: time.Second}
 			}
 			pinged = append(pinged, task.SubscriptionID)
 			return plantstore.AttemptResult{StatusCode: 200, State: plantstore.DeliverySucceeded}, nil
-		}})
+		})})
 		sub := createSubscription(t, svc, "alice")
 		if r, err := svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID); err != nil || r.StatusCode != 200 || !plantstore.ValidMessageID(r.MessageID) {
 			t.Fatalf("ping = %+v, %v", r, err)
+		}
+		// A delivery leased: the next ping is told of it.
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
+		if tasks := claim(t, svc, time.Minute, 10); len(tasks) != 1 {
+			t.Fatalf("claimed %d deliveries, want 1", len(tasks))
 		}
 		busy = true
 		_, err := svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID)
@@ -278,6 +286,9 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		checkCode(t, "bob's ping", err, plantstore.CodeWebhookNotFound)
 		if len(pinged) != 1 {
 			t.Fatalf("the Pinger was called %d times, want once (never for a disabled subscription)", len(pinged))
+		}
+		if got, want := leased, [][2]int{{0, 0}, {1, 1}}; !slices.Equal(got, want) {
+			t.Fatalf("the Pinger was told of %v leased deliveries (subscription, owner), want %v", got, want)
 		}
 	})
 

@@ -87,30 +87,12 @@ func DefaultJitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d)
 }
 
-// Dispatcher delivers the outbox's pending deliveries: it claims due tasks
-// under a lease, POSTs each on a bounded pool of workers and records every
-// attempt. Set Outbox (service.OutboxService, which fills each task's URL
-// and signing secrets); every other field has a default. Several dispatchers
-// (replicas) may share one outbox: the lease keeps a task with one of them
-// at a time. Do not change fields once Run has started.
-//
-// Claims are fair (plantstore.Claim.Pick): round-robin across owners, then
-// across an owner's subscriptions, at most MaxInFlight attempts in flight
-// to one subscription and MaxInFlightPerOwner to one owner (both counted
-// over every dispatcher sharing the database), so one owner's slow or
-// hanging receivers hold at most that share of the workers and another
-// owner's delivery takes the next free one.
-//
-// Pings (Ping) count against the same two bounds: a ping is made only
-// while the deliveries leased to the subscription (resp. the owner) by
-// every dispatcher, plus this dispatcher's pings in flight to it, are
-// under the bound, and this dispatcher's claims count its pings in flight
-// as they count leased deliveries. A ping holds no lease: another
-// dispatcher (replica) does not see it.
-type Dispatcher struct {
-	Outbox plantstore.OutboxService
-	// Client sends the deliveries; nil means NewClient with private
-	// addresses refused and AttemptTimeout.
+// Options configure a Dispatcher and a Pinger; every field has a default.
+// Build both from one Options value, so that they share its Client, Wake
+// and InFlight (cmd/plantstore makes those first and gives them to both).
+type Options struct {
+	// Client sends the deliveries and pings; nil means NewClient with
+	// private addresses refused and AttemptTimeout.
 	Client *http.Client
 	Logger *slog.Logger     // nil: discard
 	Now    func() time.Time // nil: time.Now
@@ -121,6 +103,14 @@ type Dispatcher struct {
 	// attempt, whose W3C trace context goes out in the delivery's
 	// traceparent header (trace.go); nil: no spans and no header.
 	TracerProvider trace.TracerProvider
+
+	// Wake cuts the dispatcher's poll short: the service notifies it after
+	// a commit that wrote deliveries. nil: the dispatcher only polls.
+	Wake *Wake
+	// InFlight counts the pings in flight: the Pinger adds to it, the
+	// dispatcher's claims count it (Claim.Busy). nil: a table of one's own
+	// (pings then do not reach the claims).
+	InFlight *InFlight
 
 	// Concurrency is the number of workers, hence of attempts in flight;
 	// 0 means DefaultConcurrency. A claim asks for as many tasks as there
@@ -143,7 +133,7 @@ type Dispatcher struct {
 	// must exceed AttemptTimeout. 0 means DefaultLease.
 	Lease time.Duration
 	// PollInterval is the wait between claims when nothing was due; 0
-	// means DefaultPollInterval. Notify cuts it short.
+	// means DefaultPollInterval. Wake cuts it short.
 	PollInterval time.Duration
 	// Schedule is the wait after each failed attempt; the number of
 	// attempts is len(Schedule)+1. nil means DefaultSchedule.
@@ -151,88 +141,76 @@ type Dispatcher struct {
 	// Jitter turns a nominal wait into the actual one; nil means
 	// DefaultJitter.
 	Jitter func(time.Duration) time.Duration
-
-	wakeOnce sync.Once
-	wakeCh   chan struct{}
-	pings    pingTable
 }
 
-// pingTable counts this dispatcher's pings in flight, by subscription and
-// by owner.
-type pingTable struct {
-	mu      sync.Mutex
-	bySub   map[string]int
-	byOwner map[string]int
-	owners  map[string]string // subscription id -> owner, for busy
+// Dispatcher delivers the outbox's pending deliveries: it claims due tasks
+// under a lease, POSTs each on a bounded pool of workers and records every
+// attempt. Several dispatchers (replicas) may share one outbox: the lease
+// keeps a task with one of them at a time.
+//
+// Claims are fair (plantstore.Claim.Pick): round-robin across owners, then
+// across an owner's subscriptions, at most MaxInFlight attempts in flight
+// to one subscription and MaxInFlightPerOwner to one owner (both counted
+// over every dispatcher sharing the database), so one owner's slow or
+// hanging receivers hold at most that share of the workers and another
+// owner's delivery takes the next free one. The claims also count the
+// pings in flight of the InFlight table they share with a Pinger.
+type Dispatcher struct {
+	s        *dispatch
+	wake     *Wake
+	inFlight *InFlight
 }
 
-// busy returns the pings in flight, for a claim to count (Claim.Busy).
-func (p *pingTable) busy() []plantstore.InFlight {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.bySub) == 0 {
-		return nil
+// NewDispatcher returns a dispatcher of outbox (service.OutboxService,
+// which fills each task's URL and signing secrets) with the options o. It
+// fails only for an invalid configuration: no outbox, a lease that does not
+// exceed the attempt timeout.
+func NewDispatcher(outbox plantstore.OutboxService, o Options) (*Dispatcher, error) {
+	if outbox == nil {
+		return nil, errors.New("webhook: dispatcher: no outbox")
 	}
-	out := make([]plantstore.InFlight, 0, len(p.bySub))
-	for sub, n := range p.bySub {
-		out = append(out, plantstore.InFlight{SubscriptionID: sub, Owner: p.owners[sub], N: n})
+	s := o.settings()
+	s.outbox = outbox
+	if s.lease <= s.attemptTimeout {
+		return nil, fmt.Errorf("webhook: dispatcher: lease %v must exceed the attempt timeout %v", s.lease, s.attemptTimeout)
 	}
-	return out
+	d := &Dispatcher{s: s, wake: o.Wake, inFlight: o.InFlight}
+	if d.wake == nil {
+		d.wake = new(Wake)
+	}
+	if d.inFlight == nil {
+		d.inFlight = new(InFlight)
+	}
+	return d, nil
 }
 
-// acquire counts a ping of t in flight, unless the subscription's leased
-// deliveries (leasedSub) plus its pings here reach perSub, or the owner's
-// (leasedOwner) reach perOwner: then it returns a CodeWebhookBusy error
-// whose RetryAfter is retry.
-func (p *pingTable) acquire(t *plantstore.Task, leasedSub, leasedOwner, perSub, perOwner int, retry time.Duration) (release func(), err error) {
-	sub, owner := t.SubscriptionID, t.Owner
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n := leasedSub + p.bySub[sub]; n >= perSub {
-		return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
-			Message: fmt.Sprintf("webhook %s has %d attempts in flight (deliveries and pings), as many as it may have at once: retry later", sub, n)}
-	}
-	if n := leasedOwner + p.byOwner[owner]; n >= perOwner {
-		return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
-			Message: fmt.Sprintf("this owner's webhooks have %d attempts in flight (deliveries and pings), as many as one owner may have at once: retry later", n)}
-	}
-	if p.bySub == nil {
-		p.bySub, p.byOwner, p.owners = map[string]int{}, map[string]int{}, map[string]string{}
-	}
-	p.bySub[sub]++
-	p.byOwner[owner]++
-	p.owners[sub] = owner
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.bySub[sub]--; p.bySub[sub] <= 0 {
-			delete(p.bySub, sub)
-			delete(p.owners, sub)
-		}
-		if p.byOwner[owner]--; p.byOwner[owner] <= 0 {
-			delete(p.byOwner, owner)
-		}
-	}, nil
+// Wake is the signal that there may be deliveries due now: Notify (the
+// service's plantstore.Notifier) wakes a Dispatcher sharing it to claim at
+// once instead of at the end of its poll interval. Wakes coalesce. The zero
+// value is ready; Notify never blocks and may be called before Run.
+type Wake struct {
+	once sync.Once
+	ch   chan struct{}
 }
 
-// Notify wakes Run to claim at once instead of at the end of its poll
-// interval: call it after committing a plant with subscribers. It never
-// blocks and may be called before Run.
-func (d *Dispatcher) Notify() {
+var _ plantstore.Notifier = (*Wake)(nil)
+
+// Notify wakes the dispatcher.
+func (w *Wake) Notify() {
 	select {
-	case d.wake() <- struct{}{}:
+	case w.c() <- struct{}{}:
 	default:
 	}
 }
 
-func (d *Dispatcher) wake() chan struct{} {
-	d.wakeOnce.Do(func() { d.wakeCh = make(chan struct{}, 1) })
-	return d.wakeCh
+func (w *Wake) c() chan struct{} {
+	w.once.Do(func() { w.ch = make(chan struct{}, 1) })
+	return w.ch
 }
 
-// dispatch is a Dispatcher with its defaults applied.
+// dispatch is the settings of Options with its defaults applied.
 type dispatch struct {
-	outbox                    plantstore.OutboxService
+	outbox                    plantstore.OutboxService // the Dispatcher's only
 	client                    *http.Client
 	log                       *slog.Logger
 	now                       func() time.Time
@@ -251,19 +229,16 @@ type dispatch struct {
 	claims, records, stats, prunes *outage.Log
 }
 
-func (d *Dispatcher) settings() (*dispatch, error) {
+func (o Options) settings() *dispatch {
 	s := &dispatch{
-		outbox: d.Outbox, client: d.Client, log: d.Logger, now: d.Now, metrics: d.Metrics,
-		concurrency: d.Concurrency, attemptTimeout: d.AttemptTimeout,
-		perSubscription: d.MaxInFlight, perOwner: d.MaxInFlightPerOwner, retention: d.Retention,
-		lease: d.Lease, poll: d.PollInterval,
-		schedule: d.Schedule, jitter: d.Jitter,
+		client: o.Client, log: o.Logger, now: o.Now, metrics: o.Metrics,
+		concurrency: o.Concurrency, attemptTimeout: o.AttemptTimeout,
+		perSubscription: o.MaxInFlight, perOwner: o.MaxInFlightPerOwner, retention: o.Retention,
+		lease: o.Lease, poll: o.PollInterval,
+		schedule: o.Schedule, jitter: o.Jitter,
 	}
-	if s.outbox == nil {
-		return nil, errors.New("webhook: dispatcher: no Outbox")
-	}
-	if d.TracerProvider != nil {
-		s.tracer = d.TracerProvider.Tracer(TracerName)
+	if o.TracerProvider != nil {
+		s.tracer = o.TracerProvider.Tracer(TracerName)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -293,9 +268,6 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	if s.lease <= 0 {
 		s.lease = DefaultLease
 	}
-	if s.lease <= s.attemptTimeout {
-		return nil, fmt.Errorf("webhook: dispatcher: lease %v must exceed the attempt timeout %v", s.lease, s.attemptTimeout)
-	}
 	if s.poll <= 0 {
 		s.poll = DefaultPollInterval
 	}
@@ -305,23 +277,19 @@ func (d *Dispatcher) settings() (*dispatch, error) {
 	if s.jitter == nil {
 		s.jitter = DefaultJitter
 	}
-	return s, nil
+	return s
 }
 
 // Run delivers until ctx ends. Each worker runs one attempt at a time, so a
 // slow receiver holds one worker and the others keep claiming and
 // delivering. When ctx ends Run stops claiming, waits for the attempts in
 // flight (each bounded by AttemptTimeout) to finish and be recorded, and
-// returns nil. It returns an error only for an invalid configuration.
-// Failures to claim or record are logged (once when they start and once
-// when they end, internal/outage) and retried; a task whose attempt
-// could not be recorded is claimed again once its lease expires (at least
-// once delivery).
-func (d *Dispatcher) Run(ctx context.Context) error {
-	s, err := d.settings()
-	if err != nil {
-		return err
-	}
+// returns. Failures to claim or record are logged (once when they start
+// and once when they end, internal/outage) and retried; a task whose
+// attempt could not be recorded is claimed again once its lease expires
+// (at least once delivery). Run once at a time.
+func (d *Dispatcher) Run(ctx context.Context) {
+	s := d.s
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if s.metrics != nil {
@@ -335,7 +303,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for range s.concurrency {
 		idle <- struct{}{}
 	}
-	wake := d.wake()
+	wake := d.wake.c()
 	// attempts outlive ctx: an attempt in flight at shutdown completes and
 	// is recorded.
 	detached := context.WithoutCancel(ctx)
@@ -345,7 +313,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		// Wait for an idle worker, then take every other idle one.
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-idle:
 		}
 		n := 1
@@ -359,10 +327,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}
 		if ctx.Err() != nil { // select picks at random among ready cases
-			return nil
+			return
 		}
 		tasks, err := s.outbox.ClaimTasks(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
-			PerSubscription: s.perSubscription, PerOwner: s.perOwner, Busy: d.pings.busy()})
+			PerSubscription: s.perSubscription, PerOwner: s.perOwner, Busy: d.inFlight.busy()})
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.claims.Fail(ctx, err)
@@ -389,7 +357,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		timer.Reset(s.poll)
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-wake:
 		case <-timer.C:
 		}
@@ -484,34 +452,6 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 	} else {
 		s.records.OK(ctx)
 	}
-}
-
-// Ping POSTs t once, at once, with the dispatcher's client and settings
-// (signing, timeout, address checks) and says what came of it; nothing is
-// recorded. It is the plantstore.Pinger of POST /webhooks/{id}/ping.
-//
-// A ping counts against MaxInFlight and MaxInFlightPerOwner like a
-// delivery (see Dispatcher): when the deliveries leased to t's
-// subscription (resp. owner) over every dispatcher, plus this
-// dispatcher's pings in flight to it, reach the bound, Ping sends nothing
-// and returns a CodeWebhookBusy error whose RetryAfter is the attempt
-// timeout (by then every attempt in flight now has ended).
-func (d *Dispatcher) Ping(ctx context.Context, t *plantstore.Task) (plantstore.AttemptResult, error) {
-	s, err := d.settings()
-	if err != nil {
-		return plantstore.AttemptResult{}, err
-	}
-	leasedSub, leasedOwner, err := s.outbox.CountLeased(ctx, t.Owner, t.SubscriptionID)
-	if err != nil {
-		return plantstore.AttemptResult{}, err
-	}
-	retry := (s.attemptTimeout + time.Second - 1).Truncate(time.Second)
-	release, err := d.pings.acquire(t, leasedSub, leasedOwner, s.perSubscription, s.perOwner, retry)
-	if err != nil {
-		return plantstore.AttemptResult{}, err
-	}
-	defer release()
-	return s.attempt(ctx, t), nil
 }
 
 // attempt POSTs t once and says what came of it.

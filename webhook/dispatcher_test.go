@@ -178,43 +178,53 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// newDispatcher returns a dispatcher for 127.0.0.1 receivers with tiny
-// retry waits and no jitter.
-func newDispatcher(o *memOutbox, reg prometheus.Registerer) *webhook.Dispatcher {
-	d := &webhook.Dispatcher{
-		Outbox:       o,
+// newDispatcher returns a dispatcher of outbox for 127.0.0.1 receivers with
+// tiny retry waits and no jitter, its options then changed by each of set.
+func newDispatcher(t *testing.T, outbox plantstore.OutboxService, reg prometheus.Registerer, set ...func(*webhook.Options)) *webhook.Dispatcher {
+	t.Helper()
+	d, err := webhook.NewDispatcher(outbox, options(reg, set...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// options are the options of newDispatcher.
+func options(reg prometheus.Registerer, set ...func(*webhook.Options)) webhook.Options {
+	o := webhook.Options{
 		Client:       webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: 10 * time.Second}),
 		PollInterval: 5 * time.Millisecond,
 		Schedule:     []time.Duration{time.Millisecond, time.Millisecond},
 		Jitter:       func(d time.Duration) time.Duration { return d },
 	}
 	if reg != nil {
-		d.Metrics = plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes) // as serve wires it
+		o.Metrics = plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes) // as serve wires it
 	}
-	return d
+	for _, f := range set {
+		f(&o)
+	}
+	return o
 }
 
 // start runs d until the test ends; the returned stop cancels Run and
-// returns its error once it has returned.
-func start(t *testing.T, d *webhook.Dispatcher) (stop func() error, done <-chan struct{}) {
+// waits for it to return.
+func start(t *testing.T, d *webhook.Dispatcher) (stop func(), done <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan struct{})
-	var err error
 	go func() {
 		defer close(ch)
-		err = d.Run(ctx)
+		d.Run(ctx)
 	}()
-	stop = func() error {
+	stop = func() {
 		cancel()
 		select {
 		case <-ch:
 		case <-time.After(20 * time.Second):
 			t.Fatal("Run did not return")
 		}
-		return err
 	}
-	t.Cleanup(func() { stop() })
+	t.Cleanup(stop)
 	return stop, ch
 }
 
@@ -290,13 +300,12 @@ func TestDispatcherDelivers(t *testing.T) {
 	current, previous := newSecret(t), newSecret(t)
 	o.add(task("msg_ok", srv.URL+"/hooks?token=x", current, previous))
 	reg := prometheus.NewRegistry()
-	d := newDispatcher(o, reg)
+	wake := new(webhook.Wake)
+	d := newDispatcher(t, o, reg, func(o *webhook.Options) { o.Wake = wake })
 	stop, _ := start(t, d)
-	d.Notify()
+	wake.Notify()
 	waitFor(t, "the attempt to be recorded", func() bool { return len(o.results("msg_ok")) == 1 })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 
 	reqs := got()
 	if len(reqs) != 1 {
@@ -346,7 +355,7 @@ func TestDispatcherRetriesWithTheSameID(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_retry", srv.URL, newSecret(t)))
 	reg := prometheus.NewRegistry()
-	stop, _ := start(t, newDispatcher(o, reg))
+	stop, _ := start(t, newDispatcher(t, o, reg))
 	waitFor(t, "three attempts", func() bool { return len(o.results("msg_retry")) == 3 })
 	stop()
 
@@ -382,7 +391,7 @@ func TestDispatcherGivesUpAfterTheLastAttempt(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_fail", srv.URL, newSecret(t)))
 	reg := prometheus.NewRegistry()
-	stop, _ := start(t, newDispatcher(o, reg)) // Schedule of 2 waits: 3 attempts
+	stop, _ := start(t, newDispatcher(t, o, reg)) // Schedule of 2 waits: 3 attempts
 	waitFor(t, "the delivery to fail", func() bool {
 		rs := o.results("msg_fail")
 		return len(rs) > 0 && rs[len(rs)-1].State == plantstore.DeliveryFailed
@@ -405,7 +414,7 @@ func TestDispatcherDisablesOnGone(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_gone", srv.URL, newSecret(t)))
 	reg := prometheus.NewRegistry()
-	stop, _ := start(t, newDispatcher(o, reg))
+	stop, _ := start(t, newDispatcher(t, o, reg))
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_gone")) == 1 })
 	stop()
 	r := o.results("msg_gone")[0]
@@ -444,8 +453,7 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 			defer srv.Close()
 			o := newMemOutbox()
 			o.add(task("msg_ra", srv.URL, newSecret(t)))
-			d := newDispatcher(o, nil)
-			d.Now = func() time.Time { return now }
+			d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Now = func() time.Time { return now } })
 			stop, _ := start(t, d)
 			waitFor(t, "the attempt", func() bool { return len(o.results("msg_ra")) >= 1 })
 			stop()
@@ -478,8 +486,8 @@ func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
 
 	o := newMemOutbox()
 	o.add(task("msg_slow", slow.URL, newSecret(t)))
-	d := newDispatcher(o, nil)
-	d.Concurrency = 4
+	wake := new(webhook.Wake)
+	d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Concurrency, o.Wake = 4, wake })
 	start(t, d)
 	select {
 	case <-slowStarted:
@@ -493,7 +501,7 @@ func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
 		tk.Owner = "bob"
 		o.add(tk)
 	}
-	d.Notify()
+	wake.Notify()
 	waitFor(t, "the fast deliveries", func() bool {
 		for _, id := range []string{"msg_fast1", "msg_fast2", "msg_fast3"} {
 			if rs := o.results(id); len(rs) != 1 || rs[0].State != plantstore.DeliverySucceeded {
@@ -528,8 +536,9 @@ func TestDispatcherShutdownFinishesInFlight(t *testing.T) {
 	o.add(task("msg_inflight", srv.URL, newSecret(t)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- newDispatcher(o, nil).Run(ctx) }()
+	done := make(chan struct{})
+	d := newDispatcher(t, o, nil)
+	go func() { d.Run(ctx); close(done) }()
 	select {
 	case <-started:
 	case <-time.After(10 * time.Second):
@@ -548,10 +557,7 @@ func TestDispatcherShutdownFinishesInFlight(t *testing.T) {
 	o.mu.Unlock()
 	close(release)
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run = %v, want nil", err)
-		}
+	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after the in-flight attempt finished")
 	}
@@ -578,8 +584,7 @@ func TestDispatcherRefusesPrivateTargetsByDefault(t *testing.T) {
 	defer srv.Close()
 	o := newMemOutbox()
 	o.add(task("msg_ssrf", srv.URL, newSecret(t)))
-	d := newDispatcher(o, nil)
-	d.Client = nil // the default client: private addresses refused
+	d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Client = nil }) // the default client: private addresses refused
 	stop, _ := start(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_ssrf")) >= 1 })
 	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
@@ -619,8 +624,9 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 
 	o := newMemOutbox()
 	o.add(task("msg_name", url, newSecret(t)))
-	d := newDispatcher(o, nil)
-	d.Client = webhook.NewClient(webhook.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	d := newDispatcher(t, o, nil, func(o *webhook.Options) {
+		o.Client = webhook.NewClient(webhook.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	})
 	stop, _ := start(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_name")) >= 1 })
 	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
@@ -641,8 +647,9 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 	// Control: with private addresses allowed, the name reaches the receiver.
 	o = newMemOutbox()
 	o.add(task("msg_allowed", url, newSecret(t)))
-	d = newDispatcher(o, nil)
-	d.Client = webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	d = newDispatcher(t, o, nil, func(o *webhook.Options) {
+		o.Client = webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	})
 	stop, _ = start(t, d)
 	waitFor(t, "the delivery", func() bool { return len(o.results("msg_allowed")) >= 1 })
 	stop()
@@ -663,9 +670,8 @@ func TestDispatcherQueueGauges(t *testing.T) {
 		o.add(tk)
 	}
 	reg := prometheus.NewRegistry()
-	d := newDispatcher(o, reg)
-	d.Now = func() time.Time { return now }
-	d.Outbox = statsOnly{o} // claims nothing: the queue stays as is
+	// statsOnly claims nothing: the queue stays as is.
+	d := newDispatcher(t, statsOnly{o}, reg, func(o *webhook.Options) { o.Now = func() time.Time { return now } })
 	start(t, d)
 	waitFor(t, "the gauges", func() bool {
 		return metric(t, reg, "plantstore_webhook_queue_depth", "") == 2 &&
@@ -680,21 +686,22 @@ func (statsOnly) ClaimTasks(context.Context, plantstore.Claim) ([]*plantstore.Ta
 }
 
 func TestDispatcherConfig(t *testing.T) {
+	if _, err := webhook.NewDispatcher(nil, webhook.Options{}); err == nil {
+		t.Error("NewDispatcher without an outbox: no error")
+	}
+	if _, err := webhook.NewDispatcher(newMemOutbox(), webhook.Options{Lease: 10 * time.Second}); err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("NewDispatcher with a lease shorter than the attempt timeout = %v", err)
+	}
+	wake := new(webhook.Wake)
+	wake.Notify() // before Run, before the dispatcher: must not block
+	wake.Notify()
+	d, err := webhook.NewDispatcher(newMemOutbox(), webhook.Options{Wake: wake})
+	if err != nil {
+		t.Fatalf("NewDispatcher with defaults = %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := (&webhook.Dispatcher{}).Run(ctx); err == nil {
-		t.Error("Run without an Outbox: no error")
-	}
-	d := &webhook.Dispatcher{Outbox: newMemOutbox(), Lease: 10 * time.Second}
-	if err := d.Run(ctx); err == nil || !strings.Contains(err.Error(), "lease") {
-		t.Errorf("Run with a lease shorter than the attempt timeout = %v", err)
-	}
-	d = &webhook.Dispatcher{Outbox: newMemOutbox()}
-	d.Notify() // before Run: must not block
-	d.Notify()
-	if err := d.Run(ctx); err != nil {
-		t.Errorf("Run with defaults on a cancelled context = %v", err)
-	}
+	d.Run(ctx) // returns at once on a cancelled context
 }
 
 // TestDispatcherOwnerShare: an owner whose receivers accept and never
@@ -723,15 +730,15 @@ func TestDispatcherOwnerShare(t *testing.T) {
 			o.add(tk)
 		}
 	}
-	d := newDispatcher(o, nil)
-	d.Concurrency = 8 // a's share: 2
+	wake := new(webhook.Wake)
+	d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Concurrency, o.Wake = 8, wake }) // a's share: 2
 	start(t, d)
 	waitFor(t, "a's share in flight", func() bool { return inFlight.Load() == 2 })
 	tk := task("msg_b", fast.URL, newSecret(t))
 	tk.Owner, tk.SubscriptionID = "bob", "whk_b"
 	o.add(tk)
 	began := time.Now()
-	d.Notify()
+	wake.Notify()
 	waitFor(t, "bob's delivery", func() bool { return len(got()) == 1 })
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("bob's delivery took %v behind a's hanging receivers", took)
@@ -753,9 +760,10 @@ func TestDispatcherPrunes(t *testing.T) {
 		left -= n
 		return n
 	}
-	d := newDispatcher(o, nil)
-	d.Now = func() time.Time { return now }
-	d.Retention = 30 * 24 * time.Hour
+	d := newDispatcher(t, o, nil, func(o *webhook.Options) {
+		o.Now = func() time.Time { return now }
+		o.Retention = 30 * 24 * time.Hour
+	})
 	start(t, d)
 	waitFor(t, "a pruning pass", func() bool {
 		o.mu.Lock()
@@ -772,7 +780,7 @@ func TestDispatcherPrunes(t *testing.T) {
 	}
 
 	o = newMemOutbox()
-	d = newDispatcher(o, nil)
+	d = newDispatcher(t, o, nil)
 	stop, _ := start(t, d)
 	time.Sleep(50 * time.Millisecond)
 	stop()
@@ -812,8 +820,17 @@ func hangingServer(t *testing.T) (url string, inFlight *atomic.Int32, release fu
 func TestDispatcherPingBounds(t *testing.T) {
 	url, inFlight, release := hangingServer(t)
 	o := newMemOutbox()
-	d := newDispatcher(o, nil)
-	d.MaxInFlight, d.MaxInFlightPerOwner, d.AttemptTimeout = 2, 3, 5*time.Second
+	// The pinger and the dispatcher share the table of pings in flight, as
+	// serve wires them.
+	opts := options(nil, func(o *webhook.Options) {
+		o.MaxInFlight, o.MaxInFlightPerOwner, o.AttemptTimeout = 2, 3, 5*time.Second
+		o.InFlight = new(webhook.InFlight)
+	})
+	pinger := webhook.NewPinger(opts)
+	d, err := webhook.NewDispatcher(o, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	secret := newSecret(t)
 	var cancels []context.CancelFunc
 	t.Cleanup(func() {
@@ -828,7 +845,11 @@ func TestDispatcherPingBounds(t *testing.T) {
 		cancels = append(cancels, cancel)
 		done := make(chan error, 1)
 		go func() {
-			_, err := d.Ping(ctx, &tk)
+			// The service counts the leased deliveries, then pings.
+			leasedSub, leasedOwner, err := o.CountLeased(ctx, owner, sub)
+			if err == nil {
+				_, err = pinger.Ping(ctx, &tk, leasedSub, leasedOwner)
+			}
 			done <- err
 		}()
 		return done

@@ -9,6 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // With a TracerProvider each attempt is a client span, and the delivery
@@ -19,13 +21,12 @@ func TestDispatcherTracesAttempts(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_traced", srv.URL+"/hooks?token=secret", newSecret(t)))
 	rec := tracetest.NewSpanRecorder()
-	d := newDispatcher(o, nil)
-	d.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	d := newDispatcher(t, o, nil, func(o *webhook.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	})
 	stop, _ := start(t, d)
 	waitFor(t, "two attempts", func() bool { return len(o.results("msg_traced")) == 2 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	stop()
 
 	reqs := got()
 	spans := rec.Ended()
@@ -85,7 +86,7 @@ func TestDispatcherUntracedSendsNoTraceparent(t *testing.T) {
 	srv, got := recorder(t, http.StatusNoContent)
 	o := newMemOutbox()
 	o.add(task("msg_plain", srv.URL, newSecret(t)))
-	stop, _ := start(t, newDispatcher(o, nil))
+	stop, _ := start(t, newDispatcher(t, o, nil))
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_plain")) == 1 })
 	stop()
 	for _, r := range got() {

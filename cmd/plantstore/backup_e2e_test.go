@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/backup"
 )
 
 // execBinary runs the plantstore binary with args (stdin from stdin, when
@@ -249,15 +251,15 @@ func TestRestoreCorruptArchive(t *testing.T) {
 	entries := readTar(t, good)
 
 	flipped := bytes.Clone(good)
-	flipped[512+len(entries[backupDBName])/2] ^= 0x01 // a byte of the database entry
+	flipped[512+len(entries[backup.DBName])/2] ^= 0x01 // a byte of the database entry
 
-	var m backupManifest
-	if err := json.Unmarshal(entries[backupManifestFN], &m); err != nil {
+	var m backup.Manifest
+	if err := json.Unmarshal(entries[backup.ManifestName], &m); err != nil {
 		t.Fatal(err)
 	}
 	m.Tables["plants"]++
 	js, _ := json.Marshal(m)
-	wrongCount := writeTar(t, entries[backupDBName], js)
+	wrongCount := writeTar(t, entries[backup.DBName], js)
 
 	// Cut in the middle of the database entry.
 	truncated := good[:len(good)/2]
@@ -327,7 +329,7 @@ func readTar(t *testing.T, b []byte) map[string][]byte {
 		out[h.Name] = data
 		names = append(names, h.Name)
 	}
-	if got, want := strings.Join(names, ","), backupDBName+","+backupManifestFN; got != want {
+	if got, want := strings.Join(names, ","), backup.DBName+","+backup.ManifestName; got != want {
 		t.Fatalf("archive entries %s, want %s", got, want)
 	}
 	return out
@@ -341,7 +343,7 @@ func writeTar(t *testing.T, db, manifest []byte) []byte {
 	for _, e := range []struct {
 		name string
 		data []byte
-	}{{backupDBName, db}, {backupManifestFN, manifest}} {
+	}{{backup.DBName, db}, {backup.ManifestName, manifest}} {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o600, Size: int64(len(e.data))}); err != nil {
 			t.Fatal(err)
 		}
@@ -376,13 +378,13 @@ func TestBackupStdoutRoundTrip(t *testing.T) {
 		t.Errorf("backup summary: %q", stderr)
 	}
 	entries := readTar(t, archive)
-	var m backupManifest
-	if err := json.Unmarshal(entries[backupManifestFN], &m); err != nil {
+	var m backup.Manifest
+	if err := json.Unmarshal(entries[backup.ManifestName], &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Format != backupFormat || m.IntegrityCheck != "ok" || m.Tables["plants"] != 20 || m.Tables["tokens"] != 1 ||
-		m.DB.Size != int64(len(entries[backupDBName])) || m.SchemaVersion == 0 || m.CreatedAt.IsZero() || m.PlantstoreVersion == "" {
-		t.Fatalf("manifest %s", entries[backupManifestFN])
+	if m.Format != backup.Format || m.IntegrityCheck != "ok" || m.Tables["plants"] != 20 || m.Tables["tokens"] != 1 ||
+		m.DB.Size != int64(len(entries[backup.DBName])) || m.SchemaVersion == 0 || m.CreatedAt.IsZero() || m.PlantstoreVersion == "" {
+		t.Fatalf("manifest %s", entries[backup.ManifestName])
 	}
 	if err := srv.stop(t); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/tracing"
 )
 
 // validate checks serve's settings once, before anything starts, and names
@@ -59,7 +58,7 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("cors-origins", "PLANTSTORE_CORS_ORIGINS", "%v", err)
 	}
 	if c.OTelEndpoint != "" {
-		if _, err := otlpTracesURL(c.OTelEndpoint); err != nil {
+		if _, err := tracing.TracesURL(c.OTelEndpoint); err != nil {
 			return invalidSetting("otel-endpoint", "PLANTSTORE_OTEL_ENDPOINT", "%v, got %q", err, c.OTelEndpoint)
 		}
 	}
@@ -80,7 +79,7 @@ func (c *serveCmd) validate() error {
 // invalidSetting is the error for a setting with a bad value: a usage
 // error (exit status 2).
 func invalidSetting(flag, env, format string, args ...any) error {
-	return &usageError{failedSetting(flag, env, format, args...)}
+	return &cliexit.UsageError{Err: failedSetting(flag, env, format, args...)}
 }
 
 // failedSetting is the error for a setting whose value is well-formed but
@@ -88,56 +87,4 @@ func invalidSetting(flag, env, format string, args ...any) error {
 // read): exit status 1.
 func failedSetting(flag, env, format string, args ...any) error {
 	return fmt.Errorf("invalid setting --%s (%s): %s", flag, env, fmt.Sprintf(format, args...))
-}
-
-// commandFlags is every command of the model with its own flags (help and
-// hidden flags left out), in the order of `plantstore --help`.
-func commandFlags(app *kong.Application) []commandFlagSet {
-	var out []commandFlagSet
-	var walk func(n *kong.Node)
-	walk = func(n *kong.Node) {
-		if n.Type == kong.CommandNode && len(n.Children) == 0 {
-			var flags []*kong.Flag
-			for _, group := range n.AllFlags(true) {
-				for _, f := range group {
-					if f.Name != "help" {
-						flags = append(flags, f)
-					}
-				}
-			}
-			out = append(out, commandFlagSet{Command: n.FullPath(), Flags: flags})
-		}
-		for _, c := range n.Children {
-			if !c.Hidden {
-				walk(c)
-			}
-		}
-	}
-	walk(app.Node)
-	return out
-}
-
-// commandFlagSet is one command and its flags.
-type commandFlagSet struct {
-	Command string // e.g. "plantstore token create"
-	Flags   []*kong.Flag
-}
-
-// envSource says which environment variable gave the value of the flag a
-// parse error names, so an error from the environment points at it.
-func envSource(app *kong.Application, err error, getenv func(string) string) string {
-	msg := err.Error()
-	for _, cmd := range commandFlags(app) {
-		for _, f := range cmd.Flags {
-			if !strings.HasPrefix(msg, "--"+f.Name+":") && !strings.HasPrefix(msg, "--"+f.Name+" ") {
-				continue
-			}
-			for _, name := range f.Envs {
-				if getenv(name) != "" {
-					return " (from " + name + ")"
-				}
-			}
-		}
-	}
-	return ""
 }

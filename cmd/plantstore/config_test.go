@@ -15,6 +15,8 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/sqlite"
 )
@@ -49,7 +51,7 @@ func flagTable(app *kong.Application) string {
 	}
 	var rows []*row
 	index := map[string]*row{}
-	for _, cmd := range commandFlags(app) {
+	for _, cmd := range cliflags.Commands(app) {
 		for _, f := range cmd.Flags {
 			name := "--" + f.Name
 			if f.Tag.Negatable != "" {
@@ -108,7 +110,7 @@ func TestConfigurationDoc(t *testing.T) {
 		t.Fatalf("the flag table of %s is stale: run `%s`\nwant:\n%s", configDoc, updateHint, want)
 	}
 	// And, whatever the generator does, every flag and env var is there.
-	for _, cmd := range commandFlags(app) {
+	for _, cmd := range cliflags.Commands(app) {
 		for _, f := range cmd.Flags {
 			if !strings.Contains(doc, f.Name+"`") {
 				t.Errorf("%s lacks --%s of %s", configDoc, f.Name, cmd.Command)
@@ -126,11 +128,11 @@ func TestConfigurationDoc(t *testing.T) {
 // the model, and each command's --help shows its flags' env vars.
 func TestHelpListsEveryCommand(t *testing.T) {
 	r := runCLI(t, nil, "--help")
-	var code exitCode
+	var code cliexit.Code
 	if !errors.As(r.err, &code) || code != 0 {
 		t.Fatalf("--help: %v", r.err)
 	}
-	cmds := commandFlags(model(t))
+	cmds := cliflags.Commands(model(t))
 	if len(cmds) < 6 {
 		t.Fatalf("only %d commands in the model", len(cmds))
 	}
@@ -194,7 +196,7 @@ func TestInvalidConfig(t *testing.T) {
 				t.Fatal("no error")
 			}
 			msg := r.err.Error() + "\n" + r.stderr
-			var code exitCode
+			var code cliexit.Code
 			if errors.As(r.err, &code) && code == 0 {
 				t.Fatalf("exit 0 for a bad setting")
 			}

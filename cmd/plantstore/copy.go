@@ -13,13 +13,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/plantstore/plantstore/dbcopy"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // copyCmd is `plantstore copy`.
 type copyCmd struct {
-	From      string        `name:"from" env:"PLANTSTORE_COPY_FROM" required:"" placeholder:"DB" help:"Source database: a SQLite file path or a postgres:// URL. It is read in one consistent snapshot, so a server may serve it meanwhile; it is never written. Its schema must be this plantstore's (plantstore migrate)."`
-	To        string        `name:"to" env:"PLANTSTORE_COPY_TO" required:"" placeholder:"DB" help:"Target database: a SQLite file path (created if it does not exist) or a postgres:// URL (the database must exist). It is migrated first. Nothing else may write to it during the copy. (A URL with a password is best given by the environment variable, out of the process list.)"`
-	Resume    bool          `name:"resume" help:"Allow a target that has rows (an interrupted copy, or an earlier pass): make it equal to the source, writing only the chunks that differ and deleting rows the source does not have. Without it a non-empty target is refused."`
+	From      string        `name:"from" env:"PLANTSTORE_COPY_FROM" required:"" placeholder:"DB" help:"Source database: a SQLite file or a postgres:// URL; only read."`
+	To        string        `name:"to" env:"PLANTSTORE_COPY_TO" required:"" placeholder:"DB" help:"Target database: a SQLite file or a postgres:// URL; migrated first."`
+	Resume    bool          `name:"resume" help:"Allow a non-empty target: make it equal to the source."`
 	ChunkRows int           `name:"chunk-rows" default:"1000" help:"Rows per chunk: one target transaction each, compared as a whole on --resume."`
 	Timeout   time.Duration `name:"db-timeout" default:"60s" help:"Limit for one storage call on either side (a chunk's write, a connection)."`
 }
@@ -28,13 +29,13 @@ type copyCmd struct {
 func (c *copyCmd) Run(ctx context.Context, e *env) error {
 	switch {
 	case c.ChunkRows < 1 || c.ChunkRows > 100000:
-		return usagef("--chunk-rows must be 1..100000")
+		return cliexit.Usagef("--chunk-rows must be 1..100000")
 	case c.Timeout <= 0:
-		return usagef("--db-timeout must be positive")
+		return cliexit.Usagef("--db-timeout must be positive")
 	case isMemory(c.From) || isMemory(c.To):
-		return usagef("memory: is a database in a serve process's memory: copy cannot reach it")
+		return cliexit.Usagef("memory: is a database in a serve process's memory: copy cannot reach it")
 	case sameDatabase(c.From, c.To):
-		return usagef("--from and --to are the same database")
+		return cliexit.Usagef("--from and --to are the same database")
 	}
 	warn := func(msg string) { fmt.Fprintf(e.stderr, "plantstore: warning: %s\n", msg) }
 	from := &dbFlags{DB: c.From, DBMaxConns: 2, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createNever, warn: warn}
@@ -86,7 +87,7 @@ func (c *copyCmd) Run(ctx context.Context, e *env) error {
 		// Ctrl-C or SIGTERM: what was written stays (each chunk is a
 		// transaction of its own), and --resume writes the rest.
 		fmt.Fprintf(e.stderr, "plantstore: copy interrupted: run the same command with --resume to finish it (%v)\n", err)
-		return exitCode(interruptStatus(context.Cause(ctx)))
+		return cliexit.Interrupted(context.Cause(ctx))
 	case err != nil:
 		return fmt.Errorf("copy: %w", storageError(err))
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
@@ -28,10 +29,10 @@ const defaultDBPath = "data/plantstore.db"
 
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file path, or a postgres:// URL, or (serve only) memory: for an in-memory SQLite database that nothing else reaches and that is lost when serve exits. A SQLite file that does not exist is created only by migrate, by serve --create-db, and by serve on the default path when no database was ever there; otherwise it is an error naming the path."`
+	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file, a postgres:// URL, or (serve only) memory:."`
 	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
 	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
-	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call, waiting for a connection (PostgreSQL) or for the write lock (SQLite) included; past it the request gets 503."`
+	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call; past it the request gets 503."`
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
@@ -89,7 +90,7 @@ const (
 
 // createDBFlag is serve's --create-db.
 type createDBFlag struct {
-	CreateDB bool `name:"create-db" env:"PLANTSTORE_CREATE_DB" help:"SQLite: create the --db file (and its directory) if it does not exist: for the first start. Without it serve refuses to start on a missing file (deleted, moved, a volume not mounted) instead of starting on a new, empty database, except on the default path when no database was ever there. plantstore migrate creates the file too."`
+	CreateDB bool `name:"create-db" env:"PLANTSTORE_CREATE_DB" help:"SQLite: create the --db file if it does not exist (a first start)."`
 }
 
 // rule is serve's createRule.
@@ -190,7 +191,7 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 	case f.DBTimeout <= 0:
 		return nil, fmt.Errorf("--db-timeout must be positive")
 	case isMemory(f.DB) && !f.memoryOK:
-		return nil, usagef("--db memory: is a database in serve's memory, gone when it exits: this command cannot reach it. Give a SQLite file or a postgres:// URL (tokens of a memory: server: serve --bootstrap-token)")
+		return nil, cliexit.Usagef("--db memory: is a database in serve's memory, gone when it exits: this command cannot reach it. Give a SQLite file or a postgres:// URL (tokens of a memory: server: serve --bootstrap-token)")
 	}
 	db := sqlite.NewDB(f.DB)
 	db.Memory = isMemory(f.DB)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/plantstore/plantstore/internal/cliflags"
 )
 
 // No Docker engine runs here: these tests check what can be checked
@@ -22,7 +24,7 @@ import (
 func envNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
-	for _, cmd := range commandFlags(model(t)) {
+	for _, cmd := range cliflags.Commands(model(t)) {
 		for _, f := range cmd.Flags {
 			for _, e := range f.Envs {
 				names[e] = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/internal/pgtest"
 )
 
@@ -107,7 +108,7 @@ func TestImportBadLine(t *testing.T) {
 func TestCopyRefusals(t *testing.T) {
 	db := migrated(t)
 	mustRun(t, "import", "--db", db, "--from", writeFile(t, "p.jsonl", `{"owner":"a","id":1,"name":"x"}`+"\n"))
-	if r := runCLI(t, nil, "copy", "--from", db, "--to", filepath.Join(filepath.Dir(db), ".", filepath.Base(db))); exitStatus(r.err) != 2 {
+	if r := runCLI(t, nil, "copy", "--from", db, "--to", filepath.Join(filepath.Dir(db), ".", filepath.Base(db))); cliexit.Status(r.err) != 2 {
 		t.Fatalf("copy to itself: %v, want exit 2", r.err)
 	}
 	other := migrated(t)

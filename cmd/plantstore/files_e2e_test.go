@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // withUmask sets the umask of the test process, which the binary's
@@ -95,7 +97,7 @@ func TestExportOverwrite(t *testing.T) {
 
 	out := writeFile(t, "out.jsonl", "keep me\n")
 	r := runCLI(t, nil, "export", "--db", db, "--to", out)
-	if exitStatus(r.err) != 1 || !strings.Contains(r.err.Error(), "exists") || !strings.Contains(r.err.Error(), "--force") {
+	if cliexit.Status(r.err) != 1 || !strings.Contains(r.err.Error(), "exists") || !strings.Contains(r.err.Error(), "--force") {
 		t.Fatalf("export over an existing file: %v, want exit 1 naming --force", r.err)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "keep me\n" {
@@ -114,7 +116,7 @@ func TestExportOverwrite(t *testing.T) {
 	}
 	check := func(what string, r result, msg string) {
 		t.Helper()
-		if exitStatus(r.err) != 1 || !strings.Contains(r.err.Error(), msg) {
+		if cliexit.Status(r.err) != 1 || !strings.Contains(r.err.Error(), msg) {
 			t.Errorf("%s: %v, want exit 1 with %q", what, r.err, msg)
 		}
 		after, err := os.ReadFile(served)

@@ -32,89 +32,46 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/clientcli"
+	"github.com/plantstore/plantstore/internal/buildinfo"
+	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		var exit exitCode
-		if !errors.As(err, &exit) {
-			fmt.Fprintln(os.Stderr, "plantstore:", describe(err))
+		var code cliexit.Code
+		if !errors.As(err, &code) {
+			fmt.Fprintln(os.Stderr, "plantstore:", cliexit.Describe(err))
 		}
-		os.Exit(exitStatus(err))
+		os.Exit(cliexit.Status(err))
 	}
 }
-
-// exitStatus is the process status for an error of run: an exitCode's own,
-// 2 for a usage error, else 1.
-func exitStatus(err error) int {
-	var exit exitCode
-	var usage *usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &exit):
-		return int(exit)
-	case errors.As(err, &usage):
-		return 2
-	}
-	return 1
-}
-
-// usageError is a bad command line found after parsing (a flag's value out
-// of range, flags that exclude each other): exit status 2, like the
-// parser's own errors.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-// usagef returns a usageError with the formatted message.
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
-
-// describe renders an error for the terminal: a domain error as its message
-// and cause, without the code.
-func describe(err error) string {
-	var e *plantstore.Error
-	if !errors.As(err, &e) {
-		return err.Error()
-	}
-	if e.Err != nil {
-		return e.Message + " (" + e.Err.Error() + ")"
-	}
-	return e.Message
-}
-
-// exitCode ends the program with a status and no further message (help
-// output, usage errors already printed by the parser).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // cli is the command line. Flags read their environment variable when not
-// given (kong's env tags document them; envResolver reads them through the
-// injected getenv so tests need not touch the process environment).
+// given (kong's env tags document them; cliflags.Resolver reads them
+// through the injected getenv so tests need not touch the process
+// environment).
 type cli struct {
-	Serve   serveCmd   `cmd:"" help:"Run the HTTP API."`
-	Migrate migrateCmd `cmd:"" help:"Apply pending schema migrations and exit."`
-	Token   tokenCmd   `cmd:"" help:"Create, list and revoke bearer tokens."`
-	Backup  backupCmd  `cmd:"" help:"Write a verified snapshot of a SQLite database, while it serves, as a tar archive with a manifest (--to FILE, or - for stdout)."`
-	Restore restoreCmd `cmd:"" help:"Restore a SQLite database from a backup archive, verified against its manifest; never over a database in use."`
-	Plants  plantsCmd  `cmd:"" help:"Client of a running server: create, get, list, update, delete and import plants."`
+	Serve   serveCmd         `cmd:"" help:"Run the HTTP API."`
+	Migrate migrateCmd       `cmd:"" help:"Apply pending schema migrations and exit."`
+	Token   tokenCmd         `cmd:"" help:"Create, list and revoke bearer tokens."`
+	Backup  backupCmd        `cmd:"" help:"Write a verified snapshot of a SQLite database, while it serves, as a tar archive with a manifest (--to FILE, or - for stdout)."`
+	Restore restoreCmd       `cmd:"" help:"Restore a SQLite database from a backup archive, verified against its manifest; never over a database in use."`
+	Plants  clientcli.Plants `cmd:"" help:"Client of a running server: create, get, list, update, delete and import plants."`
 
-	Webhooks webhooksCmd `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
-	Events   eventsCmd   `cmd:"" help:"Client of a running server: list the owner's events, or tail them as they happen."`
-	Tokens   tokensCmd   `cmd:"" help:"Client of a running server: list, create, show and revoke the owner's tokens over the API (the token needs tokens:manage)."`
+	Webhooks clientcli.Webhooks `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
+	Events   clientcli.Events   `cmd:"" help:"Client of a running server: list the owner's events, or tail them as they happen."`
+	Tokens   clientcli.Tokens   `cmd:"" help:"Client of a running server: list, create, show and revoke the owner's tokens over the API (the token needs tokens:manage)."`
 
 	Copy   copyCmd   `cmd:"" help:"Copy every table (plants, tokens, subscriptions and their secrets, deliveries, events) from one database to another, SQLite or PostgreSQL, while the source serves; verified, resumable."`
 	Export exportCmd `cmd:"" help:"Write a database's plants, every owner's, as JSON lines (one {owner,id,name,tag} per line)."`
 	Import importCmd `cmd:"" help:"Load plants from JSON lines (plantstore export's format) into a database, keeping each line's owner; existing ids are skipped."`
 
-	Healthcheck healthcheckCmd `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
-	Version     versionCmd     `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`
+	Healthcheck clientcli.Healthcheck `cmd:"" help:"Probe a running server's /healthz: exit 0 on a 200, else 1 (for container HEALTHCHECKs)."`
+	Version     versionCmd            `cmd:"" help:"Print the version (module, VCS revision and time, Go) and exit."`
 
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
@@ -142,10 +99,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		kong.Description("Plant Store: a plant store HTTP API on SQLite, with bearer tokens."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exit = code }),
-		kong.Resolvers(envResolver(getenv)),
+		kong.Resolvers(cliflags.Resolver(getenv)),
 		kong.UsageOnError(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
-		kong.Bind(e),
+		kong.Bind(e, &clientcli.Env{Stdout: stdout, Stderr: stderr}),
 		cliVars(),
 	)
 	if err != nil {
@@ -153,13 +110,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	kctx, err := parser.Parse(args)
 	if exit >= 0 {
-		return exitCode(exit) // --help, or a usage error kong already printed
+		return cliexit.Code(exit) // --help, or a usage error kong already printed
 	}
 	if err != nil {
-		parser.Errorf("%s%s", err, envSource(parser.Model, err, getenv))
-		return exitCode(2)
+		parser.Errorf("%s%s", err, cliflags.Source(parser.Model, err, getenv))
+		return cliexit.Code(2)
 	}
-	e.set = setFlags(kctx, args, getenv)
+	e.set = cliflags.Set(kctx, args, getenv)
 	return kctx.Run()
 }
 
@@ -167,47 +124,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // scope a token can carry, so that the help cannot omit one.
 func cliVars() kong.Vars {
 	return kong.Vars{
-		"version":        versionString(),
+		"version":        buildinfo.String(version),
 		"scopes":         strings.Join(plantstore.KnownScopes, ", "),
 		"default_scopes": strings.Join(plantstore.DefaultScopes, ", "),
 	}
-}
-
-// envResolver resolves a flag from the first of its env tag's variables
-// that getenv returns non-empty.
-func envResolver(getenv func(string) string) kong.Resolver {
-	return kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
-		for _, name := range flag.Envs {
-			if v := getenv(name); v != "" {
-				return v, nil
-			}
-		}
-		return nil, nil
-	})
-}
-
-// setFlags returns the flags of the chosen command that args (--name,
-// --name=..., --no-name) or the environment (a variable of the flag's env
-// tag, non-empty) gave.
-func setFlags(kctx *kong.Context, args []string, getenv func(string) string) map[string]bool {
-	set := map[string]bool{}
-	for _, f := range kctx.Flags() {
-		for _, name := range f.Envs {
-			if getenv(name) != "" {
-				set[f.Name] = true
-			}
-		}
-	}
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		set[name] = true
-		set[strings.TrimPrefix(name, "no-")] = true
-	}
-	return set
 }

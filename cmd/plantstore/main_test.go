@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
@@ -532,9 +533,9 @@ func TestHelp(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runCLI(t, nil, tt.args...)
-			var code exitCode
+			var code cliexit.Code
 			if !errors.As(r.err, &code) {
-				t.Fatalf("run returned %v, want an exitCode", r.err)
+				t.Fatalf("run returned %v, want a cliexit.Code", r.err)
 			}
 			if got, want := int(code), 0; got != want {
 				t.Fatalf("exit code = %d, want %d", got, want)
@@ -561,9 +562,9 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runCLI(t, nil, append(tt.args, "--db", tempDBPath(t))...)
-			var code exitCode
+			var code cliexit.Code
 			if !errors.As(r.err, &code) {
-				t.Fatalf("run returned %v, want an exitCode", r.err)
+				t.Fatalf("run returned %v, want a cliexit.Code", r.err)
 			}
 			if code == 0 {
 				t.Fatal("exit code 0 for a usage error")

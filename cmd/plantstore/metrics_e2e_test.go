@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 )
 
 // TestServeMetricsAddr: /metrics has a listener of its own, on loopback
@@ -15,7 +18,7 @@ import (
 // stops the start with an error naming the setting.
 func TestServeMetricsAddr(t *testing.T) {
 	t.Run("Default", func(t *testing.T) {
-		for _, cmd := range commandFlags(model(t)) {
+		for _, cmd := range cliflags.Commands(model(t)) {
 			if cmd.Command != "plantstore serve" {
 				continue
 			}
@@ -42,8 +45,8 @@ func TestServeMetricsAddr(t *testing.T) {
 		defer ln.Close()
 		r := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", ln.Addr().String(),
 			"--db", tempDBPath(t), "--no-bootstrap-admin")
-		if r.err == nil || exitStatus(r.err) != 1 {
-			t.Fatalf("serve with a taken metrics address: %v (exit %d), want exit 1", r.err, exitStatus(r.err))
+		if r.err == nil || cliexit.Status(r.err) != 1 {
+			t.Fatalf("serve with a taken metrics address: %v (exit %d), want exit 1", r.err, cliexit.Status(r.err))
 		}
 		for _, want := range []string{"--metrics-addr (PLANTSTORE_METRICS_ADDR)", ln.Addr().String(), "--metrics-addr="} {
 			if !strings.Contains(r.err.Error(), want) {

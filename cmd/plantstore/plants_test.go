@@ -17,6 +17,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	plantstorehttp "github.com/plantstore/plantstore/http"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -175,7 +176,7 @@ func TestPlantsCommands(t *testing.T) {
 }
 
 func TestPlantsUsage(t *testing.T) {
-	var code exitCode
+	var code cliexit.Code
 	r := runCLI(t, nil, "plants", "list")
 	if !errors.As(r.err, &code) || code != 2 || !strings.Contains(r.stderr, "--token") {
 		t.Errorf("no token: err = %v, stderr %q; want exit 2 naming --token", r.err, r.stderr)
@@ -328,7 +329,7 @@ func TestPlantsImport(t *testing.T) {
 				if r.stderr != "" {
 					t.Errorf("stderr = %q, want nothing (not a terminal: no progress bar)", r.stderr)
 				}
-				var code exitCode
+				var code cliexit.Code
 				if wantExit := !strings.HasSuffix(wantSummary, "conflicted 0, invalid 0"); wantExit != (errors.As(r.err, &code) && code == 1) {
 					t.Errorf("err = %v, want exit 1: %v", r.err, wantExit)
 				}
@@ -401,7 +402,7 @@ func TestPlantsImportInvalid(t *testing.T) {
 					t.Errorf("report lacks %q:\n%s", line, r.stdout)
 				}
 			}
-			if r.err == nil || exitStatus(r.err) != 1 || !strings.Contains(r.err.Error(), "nothing sent") {
+			if r.err == nil || cliexit.Status(r.err) != 1 || !strings.Contains(r.err.Error(), "nothing sent") {
 				t.Errorf("err = %v, want exit 1: nothing sent", r.err)
 			}
 			if diff := cmp.Diff([]client.Plant{{ID: 100, Name: "Original"}}, ps.stored(t)); diff != "" {

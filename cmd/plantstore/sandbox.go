@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/plantlines"
 )
 
@@ -89,7 +90,7 @@ func (c *serveCmd) seed(ctx context.Context, plants plantstore.PlantService, see
 					return
 				}
 				if _, _, err := plants.CreatePlant(ctx, seed[i].plant); err != nil {
-					cancel(fmt.Errorf("--seed %s: line %d: %s", c.Seed, seed[i].line, describe(err)))
+					cancel(fmt.Errorf("--seed %s: line %d: %s", c.Seed, seed[i].line, cliexit.Describe(err)))
 				}
 			}
 		})

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // TestServeMemory: serve --db memory: writes nothing to disk (its working
@@ -136,7 +138,7 @@ func TestServeMemorySeed(t *testing.T) {
 
 	t.Run("ErrNotMemory", func(t *testing.T) {
 		r := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", tempDBPath(t), "--seed", writeFile(t, "s.jsonl", `{"id":1,"name":"Fern"}`))
-		if got := exitStatus(r.err); got != 2 || !strings.Contains(r.err.Error(), "memory:") {
+		if got := cliexit.Status(r.err); got != 2 || !strings.Contains(r.err.Error(), "memory:") {
 			t.Fatalf("--seed with a file database: exit %d, %v; want 2 naming memory:", got, r.err)
 		}
 	})
@@ -163,7 +165,7 @@ func TestMemoryOtherCommands(t *testing.T) {
 		{"token", "revoke", "tok_0000000000000000"},
 	} {
 		r := runCLI(t, nil, append(args, "--db", "memory:")...)
-		if got := exitStatus(r.err); got != 2 || !strings.Contains(r.err.Error(), "memory:") {
+		if got := cliexit.Status(r.err); got != 2 || !strings.Contains(r.err.Error(), "memory:") {
 			t.Errorf("%v --db memory:: exit %d, %v; want 2 naming memory:", args, got, r.err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/term"
 	"golang.org/x/time/rate"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/slogbuf"
 	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/tracing"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -32,58 +34,57 @@ import (
 type serveCmd struct {
 	dbFlags
 	createDBFlag
-	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full: a write is acknowledged only after it is fsynced (survives power loss); relaxed: survives a process crash, may lose the last writes on power loss. On PostgreSQL durability is the server's (synchronous_commit)."`
-	WALAutocheckpoint   int           `name:"sqlite-wal-autocheckpoint" env:"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT" default:"1000" placeholder:"PAGES" help:"SQLite: checkpoint the WAL into the database file after a commit that leaves this many pages (4 KiB each) or more in it (PRAGMA wal_autocheckpoint). 0: never: the WAL then grows until another process checkpoints it. With Litestream keep the default (measured: docs/deployment.md)."`
+	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full (fsynced before acknowledged) or relaxed."`
+	WALAutocheckpoint   int           `name:"sqlite-wal-autocheckpoint" env:"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT" default:"1000" placeholder:"PAGES" help:"SQLite: checkpoint the WAL once it holds this many pages (0: never)."`
 	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
-	MetricsAddr         string        `name:"metrics-addr" env:"PLANTSTORE_METRICS_ADDR" default:"127.0.0.1:9464" placeholder:"ADDR" help:"Serve GET /metrics (Prometheus text format, no token) on this address, a listener of its own; the API listener (--addr) answers /metrics with 404. Loopback by default; the container image sets :9464 so that a scraper on its network reaches it. Empty (--metrics-addr=) or off: no metrics listener."`
-	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of the document served at /openapi.json (an absolute http(s) URL without query or fragment, e.g. https://api.example.com, behind a proxy). Default: relative (/), the server that served the document."`
-	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start (--no-migrate: refuse to start on an old schema instead)."`
-	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"When the database has no token at all, create one for owner admin with every scope (${scopes}) and print it once on stderr."`
-	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"Use this secret (32-256 visible ASCII characters) as the first admin token (every scope) instead of generating one."`
-	Seed                string        `name:"seed" env:"PLANTSTORE_SEED" type:"path" placeholder:"FILE" help:"With --db memory: only: create the plants of FILE (JSON lines or CSV, as plants import reads them) for owner admin before serving; a line that is not a valid plant stops the start, naming it."`
-	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a database lookup: a revoked token is refused within this time on every replica (0: immediately, one lookup per request)."`
+	MetricsAddr         string        `name:"metrics-addr" env:"PLANTSTORE_METRICS_ADDR" default:"127.0.0.1:9464" placeholder:"ADDR" help:"Serve GET /metrics on this address of its own (empty or off: none)."`
+	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of /openapi.json (default: relative, /)."`
+	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start."`
+	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"With no token yet, create and print one for admin (${scopes})."`
+	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"The first admin token's secret, instead of a generated one."`
+	Seed                string        `name:"seed" env:"PLANTSTORE_SEED" type:"path" placeholder:"FILE" help:"With --db memory: only: create FILE's plants for admin at start."`
+	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a lookup (0: off)."`
 	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
 	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
-	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications (401s) per minute allowed to each client IP, with a burst of 20; past it, that IP's requests with a missing or bad token get 429 (valid tokens still work). The IP is the TCP peer, X-Forwarded-For is not trusted: behind a proxy all clients share one. 0: no limit."`
+	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications per minute per client IP (0: no limit)."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
-	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhook deliveries reach loopback, private and link-local addresses. Without it they are refused: POST and PATCH /webhooks answer 400 (error 40002) to a URL whose host is such an address, localhost or a name under .localhost, and an attempt whose host name resolves to one fails at once, not retried (checked on the resolved address at connect time)."`
-	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook deliveries in flight at once per process. One owner gets at most a quarter of them (at least 1), so that its hanging receivers cannot hold them all; its pings count against that share too."`
-	WebhookInFlight     int           `name:"webhook-max-in-flight" env:"PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT" default:"2" help:"Webhook deliveries in flight at once to one subscription, counted over every replica. Pings (POST /webhooks/{id}/ping) count too, with this replica's pings in flight: past it, or past the owner's share of --webhook-concurrency, a ping answers 429 (error 42903)."`
-	WebhookMaxSubs      int           `name:"webhook-max-subscriptions" env:"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS" default:"16" help:"Webhook subscriptions one owner may have, disabled ones included (1..1000); past it POST /webhooks answers 409 (error 40902). It also bounds the deliveries one plant create writes."`
+	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses."`
+	WebhookConcurrency  int           `env:"PLANTSTORE_WEBHOOK_CONCURRENCY" default:"32" help:"Webhook deliveries in flight at once in this process."`
+	WebhookInFlight     int           `name:"webhook-max-in-flight" env:"PLANTSTORE_WEBHOOK_MAX_IN_FLIGHT" default:"2" help:"Webhook deliveries in flight at once to one subscription."`
+	WebhookMaxSubs      int           `name:"webhook-max-subscriptions" env:"PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS" default:"16" help:"Webhook subscriptions one owner may have (1..1000)."`
 	WebhookTimeout      time.Duration `env:"PLANTSTORE_WEBHOOK_TIMEOUT" default:"15s" help:"Time limit of one webhook delivery attempt (at most 1h)."`
-	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before the first retry of a failed delivery; the later ones scale with it (default: 11 attempts over about a day). At most 1h."`
-	WebhookDisableAfter time.Duration `env:"PLANTSTORE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a subscription whose delivery attempts have all failed for longer than this, at its next failed attempt (GET /webhooks/{id} then shows disabled_reason failing). 0: never (a 410 still disables it)."`
-	WebhookRetention    time.Duration `env:"PLANTSTORE_WEBHOOK_RETENTION" default:"720h" help:"How long delivery history is kept: attempts and finished deliveries older than this are deleted, 500 rows a statement, a pass a minute. 0 keeps everything."`
-	EventRetention      time.Duration `env:"PLANTSTORE_EVENT_RETENTION" default:"720h" help:"How long events (GET /events, the event stream) are kept: older ones are deleted in the background, 500 a statement, a pass a minute; a client resuming after a gap this long misses the ones deleted (the next seq is higher than its cursor plus one). 0 keeps everything."`
-	StreamHeartbeat     time.Duration `name:"event-stream-heartbeat" env:"PLANTSTORE_EVENT_STREAM_HEARTBEAT" default:"15s" help:"GET /events/stream: send a comment line (: heartbeat) on a stream that sent nothing for this long; and check each stream's token again this often, busy or idle (a revoked, expired or scope-reduced token's stream ends within this plus --token-cache-ttl; an expiring one at its expiry). 1s to 10m."`
-	StreamPoll          time.Duration `name:"event-stream-poll" env:"PLANTSTORE_EVENT_STREAM_POLL" default:"1s" help:"GET /events/stream: how often each stream reads the database for events this process did not write (another replica's on the same PostgreSQL); events written here wake it at once. 100ms to 1m."`
-	StreamMax           int           `name:"event-stream-max" env:"PLANTSTORE_EVENT_STREAM_MAX" default:"1000" help:"GET /events/stream: streams open at once on this server, one owner at most a quarter of them (at least 1); past either, 429 (error 42902). 1 to 100000."`
-	StreamMaxAge        time.Duration `name:"event-stream-max-age" env:"PLANTSTORE_EVENT_STREAM_MAX_AGE" default:"1h" help:"GET /events/stream: the longest a stream lasts (each one ends between 90% and 100% of it, so streams opened together do not reconnect together): it ends cleanly with a comment and retry: 1000, and the client reconnects with Last-Event-ID, missing nothing. 1s to 24h."`
-	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve Go's pprof profiles (/debug/pprof/) on this separate address, e.g. 127.0.0.1:6060; off when empty. Never expose it publicly."`
+	WebhookFirstRetry   time.Duration `env:"PLANTSTORE_WEBHOOK_FIRST_RETRY" default:"5s" help:"Delay before a failed delivery's first retry (at most 1h)."`
+	WebhookDisableAfter time.Duration `env:"PLANTSTORE_WEBHOOK_DISABLE_AFTER" default:"120h" help:"Disable a subscription failing for longer than this (0: never)."`
+	WebhookRetention    time.Duration `env:"PLANTSTORE_WEBHOOK_RETENTION" default:"720h" help:"How long delivery history is kept (0: forever)."`
+	EventRetention      time.Duration `env:"PLANTSTORE_EVENT_RETENTION" default:"720h" help:"How long events are kept (0: forever)."`
+	StreamHeartbeat     time.Duration `name:"event-stream-heartbeat" env:"PLANTSTORE_EVENT_STREAM_HEARTBEAT" default:"15s" help:"Event stream: heartbeat and token check interval (1s to 10m)."`
+	StreamPoll          time.Duration `name:"event-stream-poll" env:"PLANTSTORE_EVENT_STREAM_POLL" default:"1s" help:"Event stream: how often to read other replicas' events (100ms to 1m)."`
+	StreamMax           int           `name:"event-stream-max" env:"PLANTSTORE_EVENT_STREAM_MAX" default:"1000" help:"Event streams open at once on this server (1 to 100000)."`
+	StreamMaxAge        time.Duration `name:"event-stream-max-age" env:"PLANTSTORE_EVENT_STREAM_MAX_AGE" default:"1h" help:"Event stream: the longest a stream lasts (1s to 24h)."`
+	DebugAddr           string        `env:"PLANTSTORE_DEBUG_ADDR" help:"Serve pprof on this separate address (never public; empty: off)."`
 	LogLevel            string        `env:"PLANTSTORE_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level: debug, info, warn, error."`
-	Console             bool          `env:"PLANTSTORE_CONSOLE" default:"true" negatable:"" help:"Serve the browser console at /console (assets embedded in the binary; same origin only: --cors-origins and --public-url do not apply to it). --console=false or --no-console: /console is a 404."`
-	ConsoleDir          string        `name:"console-dir" env:"PLANTSTORE_CONSOLE_DIR" type:"path" placeholder:"DIR" help:"Development: serve the console from DIR (console/dist after npm run build in console/), read again on every request, instead of the copy embedded in the binary."`
-	CORSOrigins         []string      `name:"cors-origins" env:"PLANTSTORE_CORS_ORIGINS" placeholder:"ORIGIN,..." help:"Browser origins whose pages may call the API (CORS), comma-separated, each scheme://host[:port] with no path (e.g. https://app.example,http://localhost:5173), or * alone for any origin. Their preflights are answered 204 before authentication; their answers, errors included, carry Access-Control-Allow-Origin and expose the API's headers. Credentials (cookies) are never allowed: the API takes bearer tokens. Empty: no CORS headers at all."`
-	OTelEndpoint        string        `name:"otel-endpoint" env:"PLANTSTORE_OTEL_ENDPOINT" placeholder:"URL" help:"Export OpenTelemetry traces over OTLP/HTTP to this collector URL (e.g. http://127.0.0.1:4318; /v1/traces is appended unless the path ends with it): a span per request, per commit batch and per webhook attempt, with traceparent on deliveries. The standard OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT and _CERTIFICATE variables apply. Empty: no tracing, at no cost."`
-	OTelSampleRatio     float64       `name:"otel-sample-ratio" env:"PLANTSTORE_OTEL_SAMPLE_RATIO" default:"1" help:"With --otel-endpoint: the share of traces started here that are recorded, 0 to 1; a request whose traceparent says sampled is always recorded."`
-	OIDCIssuer          string        `name:"oidc-issuer" env:"PLANTSTORE_OIDC_ISSUER" placeholder:"URL" help:"Accept JWT access tokens from this OpenID Connect issuer too: its keys come from URL/.well-known/openid-configuration (fetched at start, at most 10s) and are fetched again for an unknown key id. Needs --jwt-audience."`
-	JWTJWKSFile         string        `name:"jwt-jwks-file" env:"PLANTSTORE_JWT_JWKS_FILE" placeholder:"PATH" help:"Accept JWT access tokens signed by a key of this local JWKS file (offline setups; instead of --oidc-issuer). Needs --jwt-issuer and --jwt-audience."`
-	JWTIssuer           string        `name:"jwt-issuer" env:"PLANTSTORE_JWT_ISSUER" help:"The iss a JWT must carry, with --jwt-jwks-file (with --oidc-issuer it is that URL)."`
-	JWTAudience         string        `name:"jwt-audience" env:"PLANTSTORE_JWT_AUDIENCE" help:"A value the aud of a JWT must contain (this API's identifier at the issuer); required with --oidc-issuer or --jwt-jwks-file."`
-	JWTOwnerClaim       string        `name:"jwt-owner-claim" env:"PLANTSTORE_JWT_OWNER_CLAIM" default:"sub" help:"The JWT claim (a non-empty string) whose value, after --jwt-owner-prefix, is the owner."`
-	JWTOwnerPrefix      string        `name:"jwt-owner-prefix" env:"PLANTSTORE_JWT_OWNER_PREFIX" placeholder:"PREFIX" help:"Put this before the owner claim to make a JWT's owner (default: jwt:ISSUER#, so owners are jwt:ISSUER#SUB), keeping JWT owners apart from opaque tokens' owners. At most 192 bytes; an owner over 256 bytes is refused (401)."`
-	JWTSharedOwners     bool          `name:"jwt-shared-owners" env:"PLANTSTORE_JWT_SHARED_OWNERS" help:"RISK: make a JWT's owner the claim's value as is, shared with opaque tokens' owners: a JWT whose claim is admin then reads and changes owner admin's plants and webhooks (secrets included). Only for an issuer trusted to name any owner. Excludes --jwt-owner-prefix."`
+	Console             bool          `env:"PLANTSTORE_CONSOLE" default:"true" negatable:"" help:"Serve the browser console at /console."`
+	ConsoleDir          string        `name:"console-dir" env:"PLANTSTORE_CONSOLE_DIR" type:"path" placeholder:"DIR" help:"Development: serve the console from DIR, not the embedded copy."`
+	CORSOrigins         []string      `name:"cors-origins" env:"PLANTSTORE_CORS_ORIGINS" placeholder:"ORIGIN,..." help:"Browser origins whose pages may call the API (CORS), or *."`
+	OTelEndpoint        string        `name:"otel-endpoint" env:"PLANTSTORE_OTEL_ENDPOINT" placeholder:"URL" help:"Export traces over OTLP/HTTP to this collector URL (empty: off)."`
+	OTelSampleRatio     float64       `name:"otel-sample-ratio" env:"PLANTSTORE_OTEL_SAMPLE_RATIO" default:"1" help:"The share of the traces started here that are recorded (0 to 1)."`
+	OIDCIssuer          string        `name:"oidc-issuer" env:"PLANTSTORE_OIDC_ISSUER" placeholder:"URL" help:"Accept JWTs from this OpenID Connect issuer (needs --jwt-audience)."`
+	JWTJWKSFile         string        `name:"jwt-jwks-file" env:"PLANTSTORE_JWT_JWKS_FILE" placeholder:"PATH" help:"Accept JWTs signed by a key of this local JWKS file."`
+	JWTIssuer           string        `name:"jwt-issuer" env:"PLANTSTORE_JWT_ISSUER" help:"The iss a JWT must carry, with --jwt-jwks-file."`
+	JWTAudience         string        `name:"jwt-audience" env:"PLANTSTORE_JWT_AUDIENCE" help:"A value a JWT's aud must contain (required with JWTs)."`
+	JWTOwnerClaim       string        `name:"jwt-owner-claim" env:"PLANTSTORE_JWT_OWNER_CLAIM" default:"sub" help:"The JWT claim that names the owner."`
+	JWTOwnerPrefix      string        `name:"jwt-owner-prefix" env:"PLANTSTORE_JWT_OWNER_PREFIX" placeholder:"PREFIX" help:"What a JWT's owner starts with (default: jwt:ISSUER#)."`
+	JWTSharedOwners     bool          `name:"jwt-shared-owners" env:"PLANTSTORE_JWT_SHARED_OWNERS" help:"RISK: a JWT's owner is its claim as is, shared with opaque tokens'."`
+}
+
+// Help is the long help of serve.
+func (c *serveCmd) Help() string {
+	return "Each flag in full, with its limits and what it interacts with: docs/configuration.md."
 }
 
 // Run serves until ctx is cancelled (SIGTERM/SIGINT), then shuts down
 // gracefully: stop accepting, finish in-flight requests, close the database.
 func (c *serveCmd) Run(ctx context.Context, e *env) error {
-	logHandler := newLogHandler(e, c.LogLevel)
-	// Log lines are buffered (slogbuf.Handler): the last ones,
-	// after the server's, are the dispatcher's and the database's, whose
-	// deferred stops run before this.
-	defer logHandler.Flush()
-	logger := slog.New(logHandler)
 	// On one CPU Go runs one goroutine at a time; while the group committer
 	// sits in a cgo call (SQLite's fsync) the handlers would wait for the
 	// scheduler to take the processor back, and batches stay tiny. A second
@@ -92,53 +93,123 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	if runtime.GOMAXPROCS(0) < 2 && e.getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(2)
 	}
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	srv, err := wire(ctx, cfg, e)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	return srv.Run(ctx)
+}
+
+// serveConfig is serve's configuration: its flags, checked once (config),
+// with what they name read in (the --seed file's plants).
+type serveConfig struct {
+	*serveCmd
+	seed []seedPlant
+}
+
+// config checks serve's flags, reads the --seed file and sets the database
+// settings that serve's flags decide; nothing is opened yet.
+func (c *serveCmd) config() (*serveConfig, error) {
 	if err := c.validate(); err != nil {
-		return err
-	}
-	consoleHandler, err := c.console()
-	if err != nil {
-		return err
-	}
-	jwtVerifier, err := c.jwtVerifier(ctx)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	if c.Seed != "" && !isMemory(c.DB) {
-		return invalidSetting("seed", "PLANTSTORE_SEED", "needs --db memory: (a sandbox); load plants into a database with plantstore plants import")
+		return nil, invalidSetting("seed", "PLANTSTORE_SEED", "needs --db memory: (a sandbox); load plants into a database with plantstore plants import")
 	}
 	seed, err := c.readSeed()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	c.warnIgnored(logger, e.set)
 	c.durability = sqlite.Durability(c.Durability)
 	c.walAutocheckpoint = walAutocheckpoint(c.WALAutocheckpoint)
 	c.create = c.createDBFlag.rule()
 	c.memoryOK = true
-	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
-	registry := plantstoreprometheus.NewRegistry()
-	c.onCommit = plantstoreprometheus.CommitObserver(registry)
-	tracing, err := c.newTracing(ctx)
-	if err != nil {
-		return err
+	return &serveConfig{serveCmd: c, seed: seed}, nil
+}
+
+// app is what serve runs: its parts, each built once by wire. Run
+// serves until ctx ends and shuts the HTTP server down; Close stops the
+// other parts, the last built first.
+type app struct {
+	cfg    *serveConfig
+	logs   *slogbuf.Handler
+	logger *slog.Logger
+	http   *plantstorehttp.Server
+	stops  []func()
+}
+
+// onClose adds a stop for Close to run.
+func (s *app) onClose(stop func()) { s.stops = append(s.stops, stop) }
+
+// Close runs the stops, the last added first: the dispatcher records its
+// attempts in flight, the database closes after committing what was
+// queued, the last spans are exported, the last log lines flushed.
+func (s *app) Close() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
 	}
-	// Registered before the database's and the dispatcher's stops: runs
-	// after them, so their last spans are exported.
+}
+
+// wire builds serve's parts once, each from those built before it: the log,
+// the settings that reach out (the console's directory, the JWT issuer's
+// keys), tracing, the metrics registry, the storage, the parts the
+// webhook dispatcher and pinger share (wake signal, pings in flight,
+// client), the pinger, the services, the dispatcher of their outbox, the
+// first token and the seed, the background loops, the HTTP server. On an
+// error it stops what it built.
+func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
+	c := cfg.serveCmd
+	s := &app{cfg: cfg, logs: newLogHandler(e, c.LogLevel)}
+	// Log lines are buffered (slogbuf.Handler): the last ones,
+	// after the server's, are the dispatcher's and the database's, whose
+	// stops run before this.
+	s.onClose(func() { s.logs.Flush() })
 	defer func() {
-		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)
-		defer cancel()
-		if err := tracing.shutdown(tctx); err != nil {
-			logger.Warn("otel: export the last spans", "err", err)
+		if err != nil {
+			s.Close()
 		}
 	}()
-	if tracing != nil {
-		c.tracerProvider = tracing.provider
+	logger := slog.New(s.logs)
+	s.logger = logger
+	consoleHandler, err := c.console()
+	if err != nil {
+		return nil, err
+	}
+	jwtVerifier, err := c.jwtVerifier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.warnIgnored(logger, e.set)
+	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
+
+	registry := plantstoreprometheus.NewRegistry()
+	c.onCommit = plantstoreprometheus.CommitObserver(registry)
+	tp, err := c.tracerProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tp != nil {
+		// Stopped after the database and the dispatcher, so that their
+		// last spans are exported.
+		s.onClose(func() {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingShutdownTimeout)
+			defer cancel()
+			if err := tp.Shutdown(tctx); err != nil {
+				logger.Warn("otel: export the last spans", "err", err)
+			}
+		})
+		c.dbFlags.tracerProvider = tp
 	}
 	db, err := c.open(ctx, c.Migrate || isMemory(c.DB))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
+	s.onClose(func() { db.Close() })
 	registerWALMetrics(registry, db)
 	switch {
 	case isMemory(c.DB):
@@ -147,104 +218,118 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 		logger.Warn("created a new, empty database", "db", c.DB)
 	}
 
-	// One clock for the services, the dispatcher and the transport. The
-	// dispatcher exists first so the plant service can wake it after a
-	// commit; it gets its outbox from the services.
+	// One clock for the services, the dispatcher and the transport.
 	now := time.Now
-	dispatcher := c.dispatcher(logger, registry)
-	if tracing != nil {
-		dispatcher.TracerProvider = tracing.provider
+	hooks := c.webhookOptions(logger, registry, now)
+	if tp != nil {
+		hooks.TracerProvider = tp
 	}
 	svc := service.New(db, service.Config{
 		Now:           now,
-		Notify:        dispatcher.Notify,
+		Notifier:      hooks.Wake,
 		TokenCacheTTL: c.TokenCacheTTL,
 		OnTokenCache:  plantstoreprometheus.TokenCacheObserver(registry),
 		OnEvent:       plantstoreprometheus.EventObserver(registry),
 
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
-		Ping:                dispatcher.Ping,
+		Pinger:              webhook.NewPinger(hooks),
 		CheckWebhookURL:     c.checkWebhookURL(),
 	})
-	dispatcher.Outbox, dispatcher.Now = svc.Outbox, now
-	logHandler.Flush() // bootstrap writes to stderr directly: keep the order
+	dispatcher, err := webhook.NewDispatcher(svc.Outbox, hooks)
+	if err != nil {
+		return nil, err
+	}
+	s.logs.Flush() // bootstrap writes to stderr directly: keep the order
 	if err := c.bootstrap(ctx, svc.Tokens, e, logger); err != nil {
-		return err
+		return nil, err
 	}
-	if err := c.seed(ctx, svc.Plants, seed, logger); err != nil {
-		return err
+	if err := c.seed(ctx, svc.Plants, cfg.seed, logger); err != nil {
+		return nil, err
 	}
-
-	dctx, stopDispatcher := context.WithCancel(context.WithoutCancel(ctx))
-	dispatched := make(chan error, 1)
-	go func() { dispatched <- dispatcher.Run(dctx) }()
-	defer func() {
-		stopDispatcher()
-		<-dispatched
-	}()
-	pctx, stopPruner := context.WithCancel(context.WithoutCancel(ctx))
-	pruned := make(chan struct{})
-	go func() { defer close(pruned); svc.Events.RunPruner(pctx, c.EventRetention, logger) }()
-	defer func() {
-		stopPruner()
-		<-pruned
-	}()
-
-	s := plantstorehttp.NewServer()
-	s.Addr = c.Addr
-	s.PlantService, s.TokenService, s.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
-	s.EventService, s.EventNotifier = svc.Events, svc.Notifier
-	s.EventStreamHeartbeat, s.EventStreamPoll, s.EventStreamMax = c.StreamHeartbeat, c.StreamPoll, c.StreamMax
-	s.EventStreamMaxAge = c.StreamMaxAge
-	s.Storage = db
-	s.Logger = logger
-	s.Now = now
-	s.Registry = registry
-	s.RateLimit, s.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
-	s.AuthFailureLimit = c.AuthFailureLimit
-	s.JWT = jwtVerifier
-	s.CORSOrigins = c.CORSOrigins
-	if tracing != nil {
-		s.TracerProvider = tracing.provider
-	}
-	s.PublicURL = c.PublicURL
-	s.Console = consoleHandler
-	s.MetricsAddr = c.metricsAddr()
-	if err := s.Open(); err != nil {
-		if errors.Is(err, plantstorehttp.ErrMetricsListen) {
-			return failedSetting("metrics-addr", "PLANTSTORE_METRICS_ADDR", "%v: give a free address, or --metrics-addr= (PLANTSTORE_METRICS_ADDR=off) to serve no metrics", err)
-		}
-		return err
-	}
+	s.background(ctx, dispatcher.Run)
+	s.background(ctx, func(ctx context.Context) { svc.Events.RunPruner(ctx, c.EventRetention, logger) })
 	if c.DebugAddr != "" {
 		stop, err := serveDebug(c.DebugAddr, logger)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer stop()
+		s.onClose(stop)
 	}
+
+	h := plantstorehttp.NewServer()
+	h.Addr = c.Addr
+	h.PlantService, h.TokenService, h.WebhookService = svc.Plants, svc.Tokens, svc.Webhooks
+	h.EventService, h.EventNotifier = svc.Events, svc.Notifier
+	h.EventStreamHeartbeat, h.EventStreamPoll, h.EventStreamMax = c.StreamHeartbeat, c.StreamPoll, c.StreamMax
+	h.EventStreamMaxAge = c.StreamMaxAge
+	h.Storage = db
+	h.Logger = logger
+	h.Now = now
+	h.Registry = registry
+	h.RateLimit, h.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
+	h.AuthFailureLimit = c.AuthFailureLimit
+	h.JWT = jwtVerifier
+	h.CORSOrigins = c.CORSOrigins
+	if tp != nil {
+		h.TracerProvider = tp
+	}
+	h.PublicURL = c.PublicURL
+	h.Console = consoleHandler
+	h.MetricsAddr = c.metricsAddr()
+	if err := h.Open(); err != nil {
+		if errors.Is(err, plantstorehttp.ErrMetricsListen) {
+			return nil, failedSetting("metrics-addr", "PLANTSTORE_METRICS_ADDR", "%v: give a free address, or --metrics-addr= (PLANTSTORE_METRICS_ADDR=off) to serve no metrics", err)
+		}
+		return nil, err
+	}
+	s.http = h
+	return s, nil
+}
+
+// background runs loop on a context of its own until Close, which stops it
+// and waits for it to return (the dispatcher then has recorded its
+// attempts in flight).
+func (s *app) background(ctx context.Context, loop func(context.Context)) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); loop(ctx) }()
+	s.onClose(func() { stop(); <-done })
+}
+
+// Run logs the start, serves until ctx ends, then shuts the HTTP server
+// down within --shutdown-timeout.
+func (s *app) Run(ctx context.Context) error {
+	c := s.cfg
 	metrics := "off"
-	if s.MetricsURL() != "" {
-		metrics = s.MetricsURL() + "/metrics"
+	if s.http.MetricsURL() != "" {
+		metrics = s.http.MetricsURL() + "/metrics"
 	}
-	logger.Info("plantstore serving", append([]any{"addr", c.Addr, "url", s.URL(), "metrics", metrics, "db", displayDB(c.DB)},
+	s.logger.Info("plantstore serving", append([]any{"addr", c.Addr, "url", s.http.URL(), "metrics", metrics, "db", displayDB(c.DB)},
 		c.backendSettings()...)...)
-	logHandler.Flush()
+	s.logs.Flush()
 
 	<-ctx.Done()
-	logger.Info("plantstore shutting down", "grace", c.ShutdownTimeout)
+	s.logger.Info("plantstore shutting down", "grace", c.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	// Close returns once the requests have been answered and their log
-	// lines written into the buffer, which it flushes.
-	if err := s.Close(sctx); err != nil {
+	// lines written into the buffer, which it flushes. Then Close stops
+	// the rest.
+	if err := s.http.Close(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	// Then the dispatcher (deferred above) records its attempts in flight,
-	// the database closes after committing what was queued, and the last
-	// log lines are flushed.
 	return nil
+}
+
+// tracerProvider starts tracing (package tracing) with --otel-endpoint; nil
+// when it is empty (tracing off).
+func (c *serveCmd) tracerProvider(ctx context.Context) (*sdktrace.TracerProvider, error) {
+	tp, err := tracing.Start(ctx, c.OTelEndpoint, c.OTelSampleRatio)
+	if tracing.IsExporterError(err) {
+		return nil, failedSetting("otel-endpoint", "PLANTSTORE_OTEL_ENDPOINT", "%v", err)
+	}
+	return tp, err
 }
 
 // backendSettings are the start-up log's attributes of the backend --db
@@ -350,16 +435,21 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (plantstorehttp.JWTVerifier,
 	return v, nil
 }
 
-// dispatcher builds the webhook dispatcher; the caller sets its Outbox.
-func (c *serveCmd) dispatcher(logger *slog.Logger, reg prometheus.Registerer) *webhook.Dispatcher {
+// webhookOptions are the options of the webhook dispatcher and pinger,
+// with the parts they share: the wake signal, the table of pings in flight
+// and the client.
+func (c *serveCmd) webhookOptions(logger *slog.Logger, reg prometheus.Registerer, now func() time.Time) webhook.Options {
 	scale := float64(c.WebhookFirstRetry) / float64(webhook.DefaultSchedule[0])
 	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
 	for i, d := range webhook.DefaultSchedule {
 		schedule[i] = time.Duration(float64(d) * scale)
 	}
-	return &webhook.Dispatcher{
+	return webhook.Options{
+		Wake:           new(webhook.Wake),
+		InFlight:       new(webhook.InFlight),
 		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
 		Logger:         logger,
+		Now:            now,
 		Metrics:        plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes),
 		Concurrency:    c.WebhookConcurrency,
 		MaxInFlight:    c.WebhookInFlight,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,37 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
-
-// TestTextColumn: a printable string is shown as it is; any other (a
-// control character, a format character such as a bidirectional override,
-// invalid UTF-8) and one that starts with a quote are quoted, escapes and
-// all.
-func TestTextColumn(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"", ""},
-		{"Fern", "Fern"},
-		{"Boston fern <green> & co", "Boston fern <green> & co"},
-		{"é 🌱 漢字", "é 🌱 漢字"},
-		{"\x1b]0;pwned\x07", `"\x1b]0;pwned\a"`},
-		{"\x1b[2J", `"\x1b[2J"`},
-		{"a\tb", `"a\tb"`},
-		{"a\nb", `"a\nb"`},
-		{"a\rb", `"a\rb"`},
-		{"a\x7f", `"a\x7f"`},
-		{"a\u009b2J", `"a\u009b2J"`}, // C1 CSI
-		{"abc\u202edef", `"abc\u202edef"`},
-		{"a\u200bb", `"a\u200bb"`},
-		{"a\u00a0b", `"a\u00a0b"`},
-		{"a\xffb", `"a\xffb"`},
-		{`"Fern"`, `"\"Fern\""`},
-		{`Fern "Boston"`, `Fern "Boston"`},
-	} {
-		if got := textColumn(tt.in); got != tt.want {
-			t.Errorf("textColumn(%q) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
 
 // hostile is a stored string made to act on a terminal: retitle it (OSC
 // 0, ended by BEL), clear it (CSI 2J), and reverse the text after it.
@@ -130,7 +100,7 @@ func TestTablesEscapeStoredStrings(t *testing.T) {
 		}
 	}
 	cancel()
-	var exit exitCode
+	var exit cliexit.Code
 	if err := <-done; !errors.As(err, &exit) || exit != 130 {
 		t.Errorf("events tail after cancel: %v, want exit 130", err)
 	}
@@ -143,20 +113,4 @@ func TestTablesEscapeStoredStrings(t *testing.T) {
 		}
 	}
 	checkPrintable(t, "events tail --format table", strings.ReplaceAll(tail, "\t", " "))
-}
-
-// TestDeliveryTablesEscape: the attempt tables of webhooks deliveries and
-// webhooks ping escape what the receiver side put in an attempt's error.
-func TestDeliveryTablesEscape(t *testing.T) {
-	var out bytes.Buffer
-	plant := int64(7)
-	if err := writeDeliveries(&out, []client.Delivery{{MessageID: "msg_1", PlantID: &plant, Attempt: 1, State: "failed", Error: hostile}}); err != nil {
-		t.Fatal(err)
-	}
-	checkPrintable(t, "webhooks deliveries --format table", out.String())
-	out.Reset()
-	if err := writePing(&out, &client.PingResult{MessageID: "msg_2", Error: hostile}); err != nil {
-		t.Fatal(err)
-	}
-	checkPrintable(t, "webhooks ping --format table", out.String())
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // TestTokenCreateTTLBound: token create refuses a --ttl beyond 100 years
@@ -15,7 +17,7 @@ func TestTokenCreateTTLBound(t *testing.T) {
 	mustRun(t, "migrate", "--db", path)
 	for _, ttl := range []string{"2500000h", "876601h"} {
 		r := runCLI(t, nil, "token", "create", "--owner", "alice", "--ttl", ttl, "--db", path)
-		if exitStatus(r.err) != 2 || !strings.Contains(r.err.Error(), "at most 100 years") {
+		if cliexit.Status(r.err) != 2 || !strings.Contains(r.err.Error(), "at most 100 years") {
 			t.Errorf("token create --ttl %s: %v, want exit 2 saying at most 100 years", ttl, r.err)
 		}
 		if secretRE.MatchString(r.stdout) || secretRE.MatchString(r.stderr) {
@@ -46,7 +48,7 @@ func TestServeTimeFlagBounds(t *testing.T) {
 	} {
 		// A missing database: a serve that accepted the setting stops there.
 		r := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", missingDBPath(t), "--no-bootstrap-admin", tt.flag, tt.value)
-		if exitStatus(r.err) != 2 || !strings.Contains(r.err.Error(), tt.flag) || !strings.Contains(r.err.Error(), "at most 1h") {
+		if cliexit.Status(r.err) != 2 || !strings.Contains(r.err.Error(), tt.flag) || !strings.Contains(r.err.Error(), "at most 1h") {
 			t.Errorf("serve %s %s: %v, want exit 2 naming %s and at most 1h", tt.flag, tt.value, r.err, tt.flag)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/clientcli"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -28,7 +30,7 @@ type tokenCreateCmd struct {
 	// Create is --create: without it a SQLite --db that does not exist is
 	// an error naming it (a command run in the wrong directory must not
 	// print a token of a new, empty database that no server reads).
-	Create bool `name:"create" help:"SQLite: create the --db database (and its directory, migrated) when it does not exist, as plantstore migrate does, then the token. Without it a missing database is an error."`
+	Create bool `name:"create" help:"SQLite: create the --db database if it does not exist."`
 }
 
 // Run creates the token and prints its secret, the only time it is shown.
@@ -37,7 +39,7 @@ func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
 	// database is opened, the error is about the owner whatever the
 	// database's state.
 	if err := plantstore.ValidateOwner(strings.TrimSpace(c.Owner)); err != nil {
-		return usagef("--owner: %s", describe(err))
+		return cliexit.Usagef("--owner: %s", cliexit.Describe(err))
 	}
 	if c.Create {
 		c.create = createAlways
@@ -57,7 +59,7 @@ func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
 	}
 	tok, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: c.TTL})
 	if err != nil && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody {
-		return &usageError{cliError(err)} // a scope or TTL the flags gave
+		return &cliexit.UsageError{Err: cliError(err)} // a scope or TTL the flags gave
 	}
 	if err != nil {
 		return cliError(err)
@@ -78,7 +80,7 @@ func tokenCreated(t *plantstore.Token) string {
 	if t.ExpiresAt != nil {
 		expires = t.ExpiresAt.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("created %s for owner %s (scopes %s, expires %s)", t.ID, textColumn(t.Owner), strings.Join(t.Scopes, " "), expires)
+	return fmt.Sprintf("created %s for owner %s (scopes %s, expires %s)", t.ID, clientcli.TextColumn(t.Owner), strings.Join(t.Scopes, " "), expires)
 }
 
 type tokenListCmd struct {
@@ -126,7 +128,7 @@ func (c *tokenListCmd) Run(ctx context.Context, e *env) error {
 		if t.ExpiresAt != nil {
 			expires = t.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", textColumn(t.ID), textColumn(t.Owner), textColumn(strings.Join(t.Scopes, ",")),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clientcli.TextColumn(t.ID), clientcli.TextColumn(t.Owner), clientcli.TextColumn(strings.Join(t.Scopes, ",")),
 			t.CreatedAt.Format(time.RFC3339), expires, t.Status(now))
 	}
 	return tw.Flush()

@@ -65,7 +65,7 @@ func TestTokenCreateStderr(t *testing.T) {
 // TestTokenCreateHelpListsScopes: the help of token create (and of serve's
 // bootstrap flag) names every scope a token can carry.
 func TestTokenCreateHelpListsScopes(t *testing.T) {
-	r := runCLI(t, nil, "token", "create", "--help") // exits 0 through an exitCode error
+	r := runCLI(t, nil, "token", "create", "--help") // exits 0 through a cliexit.Code error
 	for _, scope := range plantstore.KnownScopes {
 		if !strings.Contains(r.stdout, scope) {
 			t.Errorf("token create --help lacks the scope %s:\n%s", scope, r.stdout)

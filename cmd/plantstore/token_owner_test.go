@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // TestTokenCreate_ErrOwner: `token create --owner` takes 1-256 bytes of
@@ -36,7 +37,7 @@ func TestTokenCreate_ErrOwner(t *testing.T) {
 				if r.err == nil {
 					t.Fatalf("--db %s: no error; stdout %q", path, r.stdout)
 				}
-				if msg := describe(r.err); !strings.HasPrefix(msg, "--owner: owner must") || !strings.Contains(msg, tt.want) {
+				if msg := cliexit.Describe(r.err); !strings.HasPrefix(msg, "--owner: owner must") || !strings.Contains(msg, tt.want) {
 					t.Fatalf("--db %s: error %q, want --owner: owner must ... %s", path, msg, tt.want)
 				}
 				if r.stdout != "" || secretRE.MatchString(r.stderr) {

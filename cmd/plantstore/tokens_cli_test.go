@@ -11,6 +11,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // tokens runs `plantstore tokens ARGS` against the server with token.
@@ -126,8 +127,8 @@ func TestTokensCLI(t *testing.T) {
 		{ps.token, []string{"list"}, "lacks the tokens:manage scope"},
 	} {
 		r := ps.tokens(t, tt.token, tt.args...)
-		if r.err == nil || exitStatus(r.err) != 1 || !strings.Contains(r.err.Error(), tt.want) {
-			t.Errorf("tokens %v: err %v (exit %d), want exit 1 and %q", tt.args, r.err, exitStatus(r.err), tt.want)
+		if r.err == nil || cliexit.Status(r.err) != 1 || !strings.Contains(r.err.Error(), tt.want) {
+			t.Errorf("tokens %v: err %v (exit %d), want exit 1 and %q", tt.args, r.err, cliexit.Status(r.err), tt.want)
 		}
 	}
 	if got, err := ps.svc.Tokens.FindOwnerToken(context.Background(), "carol", created.ID); err != nil || got.RevokedAt == nil {
@@ -147,12 +148,12 @@ func TestTokensCLIUsage(t *testing.T) {
 		{"tokens", "show"},
 		{"tokens", "list", "--format", "xml"},
 	} {
-		if r := runCLI(t, env, args...); exitStatus(r.err) != 2 {
-			t.Errorf("%v: exit %d (%v), want 2", args, exitStatus(r.err), r.err)
+		if r := runCLI(t, env, args...); cliexit.Status(r.err) != 2 {
+			t.Errorf("%v: exit %d (%v), want 2", args, cliexit.Status(r.err), r.err)
 		}
 	}
-	if r := runCLI(t, nil, "tokens", "list"); exitStatus(r.err) != 2 || !strings.Contains(r.stderr, "--token") {
-		t.Errorf("no token: exit %d, stderr %q; want 2 naming --token", exitStatus(r.err), r.stderr)
+	if r := runCLI(t, nil, "tokens", "list"); cliexit.Status(r.err) != 2 || !strings.Contains(r.stderr, "--token") {
+		t.Errorf("no token: exit %d, stderr %q; want 2 naming --token", cliexit.Status(r.err), r.stderr)
 	}
 }
 

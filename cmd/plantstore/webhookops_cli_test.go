@@ -41,12 +41,12 @@ func TestWebhookOpsCLI(t *testing.T) {
 	msg := failed[0].MessageID
 	status.Store(http.StatusOK)
 
-	// A disabled subscription can be neither pinged nor resent to.
-	if r := run("webhooks", "ping", w.ID); r.code != 1 || !strings.Contains(r.stderr, "error 40903") {
-		t.Errorf("ping while disabled: exit %d, stderr %q; want 1 and error 40903", r.code, r.stderr)
-	}
-	if r := run("webhooks", "resend", w.ID, msg); r.code != 1 || !strings.Contains(r.stderr, "error 40903") {
-		t.Errorf("resend while disabled: exit %d, stderr %q; want 1 and error 40903", r.code, r.stderr)
+	// A disabled subscription is neither pinged nor resent to (409 40903,
+	// issue 21).
+	for _, args := range [][]string{{"webhooks", "ping", w.ID}, {"webhooks", "resend", w.ID, msg}} {
+		if r := run(args...); r.code != 1 || !strings.Contains(r.stderr, "error 40903") {
+			t.Errorf("%v while disabled: exit %d, stderr %q; want 1 and error 40903", args, r.code, r.stderr)
+		}
 	}
 
 	// update --enable prints the recover command to run.
@@ -57,6 +57,7 @@ func TestWebhookOpsCLI(t *testing.T) {
 		!strings.Contains(r.stderr, "plantstore webhooks recover "+w.ID+" --since ") {
 		t.Errorf("update --enable = %+v, stderr %q", e, r.stderr)
 	}
+	// Enabled again, it is pinged.
 	var p client.PingResult
 	run("webhooks", "ping", w.ID).ok(t).decode(t, &p)
 	if !p.Succeeded || p.StatusCode != 200 || !strings.HasPrefix(p.MessageID, "msg_") {

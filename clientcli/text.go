@@ -1,12 +1,14 @@
-package main
+package clientcli
 
 import (
+	"encoding/json"
+	"io"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
 
-// textColumn is a string from the database or the server (plant names
+// TextColumn is a string from the database or the server (plant names
 // and tags, owners, webhook URLs and descriptions, attempt errors, ids) as
 // the text and table output of every command shows it: as it is when it
 // is valid UTF-8 of printable characters only (unicode.IsPrint: letters,
@@ -18,7 +20,7 @@ import (
 // reorder text (bidirectional overrides), or pass for another (a name that
 // is itself in quotes is quoted too). JSON output needs none of this: its
 // encoder escapes control characters already.
-func textColumn(s string) string {
+func TextColumn(s string) string {
 	if s == "" {
 		return s
 	}
@@ -33,4 +35,11 @@ func textColumn(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// WriteJSON writes v as indented JSON: the json output of every command.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

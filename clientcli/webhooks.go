@@ -1,8 +1,7 @@
-package main
+package clientcli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,10 +11,10 @@ import (
 	"github.com/plantstore/plantstore/client"
 )
 
-// webhooksCmd is `plantstore webhooks`: a client of a running server that
+// Webhooks is `plantstore webhooks`: a client of a running server that
 // manages the token owner's subscriptions (the token needs the
 // webhooks:manage scope).
-type webhooksCmd struct {
+type Webhooks struct {
 	Create       webhooksCreateCmd       `cmd:"" help:"Subscribe a URL to new plants (or, with --types, to plant events); prints the signing secret (shown only here and by rotate-secret)."`
 	List         webhooksListCmd         `cmd:"" help:"List subscriptions, one page or --all of them."`
 	Get          webhooksGetCmd          `cmd:"" help:"Print a subscription and its state."`
@@ -33,11 +32,11 @@ type webhooksCreateCmd struct {
 	formatFlag
 	URL         string   `arg:"" name:"url" help:"Absolute http:// or https:// URL of the receiver."`
 	Description string   `help:"Description (at most 256 characters)."`
-	Types       []string `help:"Event types to receive as envelopes (plant.created,plant.updated,plant.deleted); none: new plants only, the body a NewPlant."`
+	Types       []string `help:"Event types to receive as envelopes (none: new plants only)."`
 }
 
 // Run creates the subscription and prints it with its secret.
-func (c *webhooksCreateCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksCreateCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -46,7 +45,7 @@ func (c *webhooksCreateCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+	return c.printWebhooks(e.Stdout, []client.Webhook{*w}, true)
 }
 
 type webhooksListCmd struct {
@@ -59,7 +58,7 @@ type webhooksListCmd struct {
 
 // Run prints one page (and, on stderr, the flag for the next one) or all
 // subscriptions.
-func (c *webhooksListCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksListCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -70,11 +69,11 @@ func (c *webhooksListCmd) Run(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		if err := c.printWebhooks(e.stdout, page.Webhooks, false); err != nil {
+		if err := c.printWebhooks(e.Stdout, page.Webhooks, false); err != nil {
 			return err
 		}
 		if page.Next != nil && page.Next.After != "" {
-			fmt.Fprintf(e.stderr, "more subscriptions follow: --after %s (or --all)\n", textColumn(page.Next.After))
+			fmt.Fprintf(e.Stderr, "more subscriptions follow: --after %s (or --all)\n", TextColumn(page.Next.After))
 		}
 		return nil
 	}
@@ -85,7 +84,7 @@ func (c *webhooksListCmd) Run(ctx context.Context, e *env) error {
 		}
 		hooks = append(hooks, w)
 	}
-	return c.printWebhooks(e.stdout, hooks, false)
+	return c.printWebhooks(e.Stdout, hooks, false)
 }
 
 type webhooksGetCmd struct {
@@ -95,7 +94,7 @@ type webhooksGetCmd struct {
 }
 
 // Run prints the subscription.
-func (c *webhooksGetCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksGetCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -104,7 +103,7 @@ func (c *webhooksGetCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+	return c.printWebhooks(e.Stdout, []client.Webhook{*w}, true)
 }
 
 type webhooksDeleteCmd struct {
@@ -113,7 +112,7 @@ type webhooksDeleteCmd struct {
 }
 
 // Run deletes the subscription; it prints nothing.
-func (c *webhooksDeleteCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksDeleteCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -125,11 +124,11 @@ type webhooksRotateSecretCmd struct {
 	clientFlags
 	formatFlag
 	ID                 string         `arg:"" help:"Id of the subscription (whk_...)."`
-	OldSecretExpiresIn *time.Duration `name:"old-secret-expires-in" help:"How long the previous secret keeps signing (whole seconds, at most 168h; 0s: stop now, as after a leak). Default: the server's, 24h."`
+	OldSecretExpiresIn *time.Duration `name:"old-secret-expires-in" help:"How long the previous secret keeps signing (default: 24h)."`
 }
 
 // Run rotates the secret and prints the subscription with the new one.
-func (c *webhooksRotateSecretCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksRotateSecretCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -138,7 +137,7 @@ func (c *webhooksRotateSecretCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+	return c.printWebhooks(e.Stdout, []client.Webhook{*w}, true)
 }
 
 type webhooksDeliveriesCmd struct {
@@ -153,7 +152,7 @@ type webhooksDeliveriesCmd struct {
 
 // Run prints one page (and, on stderr, the flag for the next one) or all
 // delivery attempts.
-func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -174,16 +173,16 @@ func (c *webhooksDeliveriesCmd) Run(ctx context.Context, e *env) error {
 		}
 		ds = page.Deliveries
 		if page.Next != nil && page.Next.After != "" {
-			defer fmt.Fprintf(e.stderr, "more attempts follow: --after %s (or --all)\n", textColumn(page.Next.After))
+			defer fmt.Fprintf(e.Stderr, "more attempts follow: --after %s (or --all)\n", TextColumn(page.Next.After))
 		}
 	}
 	if c.Format != "table" {
 		if ds == nil {
 			ds = []client.Delivery{}
 		}
-		return writeJSON(e.stdout, ds)
+		return WriteJSON(e.Stdout, ds)
 	}
-	return writeDeliveries(e.stdout, ds)
+	return writeDeliveries(e.Stdout, ds)
 }
 
 // writeDeliveries writes delivery attempts as a table, their strings
@@ -202,8 +201,8 @@ func writeDeliveries(w io.Writer, ds []client.Delivery) error {
 		if d.NextAttemptAt != nil {
 			next = d.NextAttemptAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.1fms\t%s\t%s\n", d.AttemptedAt.Format(time.RFC3339), textColumn(d.MessageID),
-			plant, d.Attempt, textColumn(d.State), status, d.DurationMS, next, textColumn(d.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.1fms\t%s\t%s\n", d.AttemptedAt.Format(time.RFC3339), TextColumn(d.MessageID),
+			plant, d.Attempt, TextColumn(d.State), status, d.DurationMS, next, TextColumn(d.Error))
 	}
 	return tw.Flush()
 }
@@ -219,7 +218,7 @@ func (f formatFlag) printWebhooks(w io.Writer, hooks []client.Webhook, one bool)
 		} else if hooks == nil {
 			v = []client.Webhook{}
 		}
-		return writeJSON(w, v)
+		return WriteJSON(w, v)
 	}
 	secret := false
 	for _, h := range hooks {
@@ -234,20 +233,13 @@ func (f formatFlag) printWebhooks(w io.Writer, hooks []client.Webhook, one bool)
 	for _, h := range hooks {
 		enabled := "yes"
 		if !h.Enabled {
-			enabled = "no (" + textColumn(h.DisabledReason) + ")"
+			enabled = "no (" + TextColumn(h.DisabledReason) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", textColumn(h.ID), textColumn(h.URL), enabled, h.CreatedAt.Format(time.RFC3339), textColumn(h.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", TextColumn(h.ID), TextColumn(h.URL), enabled, h.CreatedAt.Format(time.RFC3339), TextColumn(h.Description))
 		if secret {
-			fmt.Fprintf(tw, "\t%s", textColumn(h.Secret))
+			fmt.Fprintf(tw, "\t%s", TextColumn(h.Secret))
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
-}
-
-// writeJSON writes v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

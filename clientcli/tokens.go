@@ -1,4 +1,4 @@
-package main
+package clientcli
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
-// tokensCmd is `plantstore tokens`: a client of a running server that
+// Tokens is `plantstore tokens`: a client of a running server that
 // manages the calling token's owner's tokens over the API (the token needs
 // the tokens:manage scope). `plantstore token ...` works on the database
 // itself instead.
-type tokensCmd struct {
+type Tokens struct {
 	List   tokensListCmd   `cmd:"" help:"List the owner's tokens, oldest first: one page or --all of them (never a secret)."`
 	Create tokensCreateCmd `cmd:"" help:"Create a token of the owner, within the calling token's scopes and expiry, and print it with its secret (shown only here)."`
 	Show   tokensShowCmd   `cmd:"" help:"Print one of the owner's tokens (never its secret)."`
@@ -32,7 +33,7 @@ type tokensListCmd struct {
 
 // Run prints one page (and, on stderr, the flag for the next one) or all
 // tokens.
-func (c *tokensListCmd) Run(ctx context.Context, e *env) error {
+func (c *tokensListCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -43,11 +44,11 @@ func (c *tokensListCmd) Run(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		if err := c.printTokens(e.stdout, page.Tokens, false); err != nil {
+		if err := c.printTokens(e.Stdout, page.Tokens, false); err != nil {
 			return err
 		}
 		if page.Next != nil && page.Next.After != "" {
-			fmt.Fprintf(e.stderr, "more tokens follow: --after %s (or --all)\n", textColumn(page.Next.After))
+			fmt.Fprintf(e.Stderr, "more tokens follow: --after %s (or --all)\n", TextColumn(page.Next.After))
 		}
 		return nil
 	}
@@ -58,28 +59,28 @@ func (c *tokensListCmd) Run(ctx context.Context, e *env) error {
 		}
 		tokens = append(tokens, t)
 	}
-	return c.printTokens(e.stdout, tokens, false)
+	return c.printTokens(e.Stdout, tokens, false)
 }
 
 type tokensCreateCmd struct {
 	clientFlags
 	formatFlag
-	Scope []string      `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated): plants:read, plants:write, webhooks:manage, tokens:manage; each one the calling token holds."`
-	TTL   time.Duration `name:"ttl" help:"Lifetime in whole seconds, e.g. 720h, at most 100 years; by the calling token's own expiry if it has one. 0 or absent: no expiry (only from a token that has none)."`
+	Scope []string      `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated)."`
+	TTL   time.Duration `name:"ttl" help:"Lifetime in whole seconds, e.g. 720h (0: no expiry)."`
 }
 
 // Run creates the token and prints it with its secret, the only time the
 // secret is shown.
-func (c *tokensCreateCmd) Run(ctx context.Context, e *env) error {
+func (c *tokensCreateCmd) Run(ctx context.Context, e *Env) error {
 	if c.TTL < 0 || c.TTL%time.Second != 0 {
-		return usagef("--ttl %v: want whole seconds, 0 or more", c.TTL)
+		return cliexit.Usagef("--ttl %v: want whole seconds, 0 or more", c.TTL)
 	}
 	var scopes []string
 	for _, s := range c.Scope {
 		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
 	}
 	if len(scopes) == 0 {
-		return usagef("--scope: name at least one scope")
+		return cliexit.Usagef("--scope: name at least one scope")
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -89,7 +90,7 @@ func (c *tokensCreateCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.printTokens(e.stdout, []client.Token{*t}, true)
+	return c.printTokens(e.Stdout, []client.Token{*t}, true)
 }
 
 type tokensShowCmd struct {
@@ -99,7 +100,7 @@ type tokensShowCmd struct {
 }
 
 // Run prints the token.
-func (c *tokensShowCmd) Run(ctx context.Context, e *env) error {
+func (c *tokensShowCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func (c *tokensShowCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.printTokens(e.stdout, []client.Token{*t}, true)
+	return c.printTokens(e.Stdout, []client.Token{*t}, true)
 }
 
 type tokensRevokeCmd struct {
@@ -120,7 +121,7 @@ type tokensRevokeCmd struct {
 // Run revokes the token (requests with it are refused from then on: at
 // once by the server that answered, by other replicas within their token
 // cache TTL) and prints it.
-func (c *tokensRevokeCmd) Run(ctx context.Context, e *env) error {
+func (c *tokensRevokeCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ func (c *tokensRevokeCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.printTokens(e.stdout, []client.Token{*t}, true)
+	return c.printTokens(e.Stdout, []client.Token{*t}, true)
 }
 
 // printTokens writes tokens as a JSON value (one must be an object, else an
@@ -144,7 +145,7 @@ func (f formatFlag) printTokens(w io.Writer, tokens []client.Token, one bool) er
 		} else if tokens == nil {
 			v = []client.Token{}
 		}
-		return writeJSON(w, v)
+		return WriteJSON(w, v)
 	}
 	secret := false
 	for _, t := range tokens {
@@ -162,12 +163,12 @@ func (f formatFlag) printTokens(w io.Writer, tokens []client.Token, one bool) er
 			expires = t.ExpiresAt.Format(time.RFC3339)
 		}
 		if t.Last4 != nil {
-			last4 = textColumn(*t.Last4)
+			last4 = TextColumn(*t.Last4)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", textColumn(t.ID), textColumn(strings.Join(t.Scopes, ",")),
-			t.CreatedAt.Format(time.RFC3339), expires, textColumn(t.Status), last4)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s", TextColumn(t.ID), TextColumn(strings.Join(t.Scopes, ",")),
+			t.CreatedAt.Format(time.RFC3339), expires, TextColumn(t.Status), last4)
 		if secret {
-			fmt.Fprintf(tw, "\t%s", textColumn(t.Secret))
+			fmt.Fprintf(tw, "\t%s", TextColumn(t.Secret))
 		}
 		fmt.Fprintln(tw)
 	}

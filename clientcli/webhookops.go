@@ -1,4 +1,4 @@
-package main
+package clientcli
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 type webhooksUpdateCmd struct {
@@ -17,26 +18,26 @@ type webhooksUpdateCmd struct {
 	ID          string   `arg:"" help:"Id of the subscription (whk_...)."`
 	URL         *string  `name:"url" help:"New receiver URL (absolute http:// or https://)."`
 	Description *string  `help:"New description (\"\" clears it)."`
-	Types       []string `help:"Event types it receives from now on (plant.created,plant.updated,plant.deleted); see --untyped."`
+	Types       []string `help:"Event types it receives from now on; see --untyped."`
 	Untyped     bool     `help:"Make it untyped: bare new plants, creates only."`
-	Enable      bool     `help:"Re-enable a disabled subscription (prints missed_since: pass it to webhooks recover --since)."`
+	Enable      bool     `help:"Re-enable a disabled subscription."`
 	Disable     bool     `help:"Disable it: no deliveries until re-enabled."`
 }
 
 // Run changes the subscription and prints it as changed.
-func (c *webhooksUpdateCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksUpdateCmd) Run(ctx context.Context, e *Env) error {
 	if c.Enable && c.Disable {
-		return usagef("--enable and --disable exclude each other")
+		return cliexit.Usagef("--enable and --disable exclude each other")
 	}
 	if c.Untyped && c.Types != nil {
-		return usagef("--types and --untyped exclude each other")
+		return cliexit.Usagef("--types and --untyped exclude each other")
 	}
 	patch := client.WebhookPatch{URL: c.URL, Description: c.Description, Types: c.Types, Untyped: c.Untyped}
 	if c.Enable || c.Disable {
 		patch.Enabled = &c.Enable
 	}
 	if patch.URL == nil && patch.Description == nil && patch.Types == nil && !patch.Untyped && patch.Enabled == nil {
-		return usagef("nothing to change: give --url, --description, --types, --untyped, --enable or --disable")
+		return cliexit.Usagef("nothing to change: give --url, --description, --types, --untyped, --enable or --disable")
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -47,10 +48,10 @@ func (c *webhooksUpdateCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	if w.MissedSince != nil {
-		fmt.Fprintf(e.stderr, "re-enabled: re-queue what failed meanwhile with: plantstore webhooks recover %s --since %s\n",
-			textColumn(w.ID), w.MissedSince.Format(time.RFC3339Nano))
+		fmt.Fprintf(e.Stderr, "re-enabled: re-queue what failed meanwhile with: plantstore webhooks recover %s --since %s\n",
+			TextColumn(w.ID), w.MissedSince.Format(time.RFC3339Nano))
 	}
-	return c.printWebhooks(e.stdout, []client.Webhook{*w}, true)
+	return c.printWebhooks(e.Stdout, []client.Webhook{*w}, true)
 }
 
 type webhooksResendCmd struct {
@@ -61,7 +62,7 @@ type webhooksResendCmd struct {
 }
 
 // Run queues the delivery and prints it.
-func (c *webhooksResendCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksResendCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -71,15 +72,15 @@ func (c *webhooksResendCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	if c.Format != "table" {
-		return writeJSON(e.stdout, d)
+		return WriteJSON(e.Stdout, d)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MESSAGE\tSTATE\tATTEMPTS\tCREATED\tNEXT")
 	next := ""
 	if d.NextAttemptAt != nil {
 		next = d.NextAttemptAt.Format(time.RFC3339)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", textColumn(d.MessageID), textColumn(d.State), d.Attempts, d.CreatedAt.Format(time.RFC3339), next)
+	fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", TextColumn(d.MessageID), TextColumn(d.State), d.Attempts, d.CreatedAt.Format(time.RFC3339), next)
 	return tw.Flush()
 }
 
@@ -87,11 +88,11 @@ type webhooksRecoverCmd struct {
 	clientFlags
 	formatFlag
 	ID    string `arg:"" help:"Id of the subscription (whk_...)."`
-	Since string `required:"" help:"Re-queue the deliveries that failed and were created at or after this time: RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (24h); neither in the future nor before 1970. A recover re-queues each failed delivery once, whatever its since."`
+	Since string `required:"" help:"Re-queue what failed since: an RFC 3339 time or a duration ago."`
 }
 
 // Run re-queues the failed deliveries and prints how many.
-func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksRecoverCmd) Run(ctx context.Context, e *Env) error {
 	since, err := parseSince(c.Since, time.Now())
 	if err != nil {
 		return err
@@ -107,9 +108,9 @@ func (c *webhooksRecoverCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	if c.Format != "table" {
-		return writeJSON(e.stdout, r)
+		return WriteJSON(e.Stdout, r)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SINCE\tREQUEUED")
 	fmt.Fprintf(tw, "%s\t%d\n", r.Since.Format(time.RFC3339Nano), r.Requeued)
 	return tw.Flush()
@@ -123,7 +124,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		err = plantstore.CheckSince(since, now)
 	}
 	if err != nil {
-		return time.Time{}, usagef("--since %q: %v", s, err)
+		return time.Time{}, cliexit.Usagef("--since %q: %v", s, err)
 	}
 	return since, nil
 }
@@ -136,7 +137,7 @@ type webhooksPingCmd struct {
 
 // Run pings the receiver and prints the outcome; it exits 1 when the
 // receiver did not answer 2xx.
-func (c *webhooksPingCmd) Run(ctx context.Context, e *env) error {
+func (c *webhooksPingCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -146,14 +147,14 @@ func (c *webhooksPingCmd) Run(ctx context.Context, e *env) error {
 		return err
 	}
 	if c.Format != "table" {
-		if err := writeJSON(e.stdout, p); err != nil {
+		if err := WriteJSON(e.Stdout, p); err != nil {
 			return err
 		}
-	} else if err := writePing(e.stdout, p); err != nil {
+	} else if err := writePing(e.Stdout, p); err != nil {
 		return err
 	}
 	if !p.Succeeded {
-		return exitCode(1)
+		return cliexit.Code(1)
 	}
 	return nil
 }
@@ -167,6 +168,6 @@ func writePing(w io.Writer, p *client.PingResult) error {
 	if p.StatusCode != 0 {
 		status = fmt.Sprint(p.StatusCode)
 	}
-	fmt.Fprintf(tw, "%s\t%t\t%s\t%.1fms\t%s\n", textColumn(p.MessageID), p.Succeeded, status, p.DurationMS, textColumn(p.Error))
+	fmt.Fprintf(tw, "%s\t%t\t%s\t%.1fms\t%s\n", TextColumn(p.MessageID), p.Succeeded, status, p.DurationMS, TextColumn(p.Error))
 	return tw.Flush()
 }

@@ -1,10 +1,11 @@
-package main
+package clientcli
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
 // plantsUpdateCmd is `plantstore plants update`: PATCH /plants/{id}.
@@ -15,17 +16,17 @@ type plantsUpdateCmd struct {
 	Name      *string `help:"New name (1 to 256 characters)."`
 	Tag       *string `help:"New tag (at most 64 characters)."`
 	RemoveTag bool    `name:"remove-tag" help:"Remove the plant's tag."`
-	IfMatch   string  `name:"if-match" placeholder:"ETAG" help:"Change only if the plant's ETag is still this one (printed on stderr by plants get and update); else exit 1 with error 41201 and nothing changes."`
+	IfMatch   string  `name:"if-match" placeholder:"ETAG" help:"Change only if the plant's ETag is still this one."`
 }
 
 // Run changes the plant and prints it as changed, and its new ETag on
 // stderr.
-func (c *plantsUpdateCmd) Run(ctx context.Context, e *env) error {
+func (c *plantsUpdateCmd) Run(ctx context.Context, e *Env) error {
 	if c.Tag != nil && c.RemoveTag {
-		return usagef("--tag and --remove-tag exclude each other")
+		return cliexit.Usagef("--tag and --remove-tag exclude each other")
 	}
 	if c.Name == nil && c.Tag == nil && !c.RemoveTag {
-		return usagef("nothing to change: give --name, --tag or --remove-tag")
+		return cliexit.Usagef("nothing to change: give --name, --tag or --remove-tag")
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -36,7 +37,7 @@ func (c *plantsUpdateCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := c.print(e.stdout, []client.Plant{*p}, true); err != nil {
+	if err := c.print(e.Stdout, []client.Plant{*p}, true); err != nil {
 		return err
 	}
 	printETag(e, p)
@@ -44,8 +45,8 @@ func (c *plantsUpdateCmd) Run(ctx context.Context, e *env) error {
 }
 
 // printETag writes the plant's ETag on stderr, for a later --if-match.
-func printETag(e *env, p *client.Plant) {
+func printETag(e *Env, p *client.Plant) {
 	if p.ETag != "" {
-		fmt.Fprintf(e.stderr, "etag: %s\n", p.ETag)
+		fmt.Fprintf(e.Stderr, "etag: %s\n", p.ETag)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package clientcli
 
 import (
 	"bufio"
@@ -10,10 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -21,16 +19,17 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 	"github.com/plantstore/plantstore/plantlines"
 )
 
 type plantsImportCmd struct {
 	clientFlags
 	File        string `arg:"" type:"path" help:"File to import; - reads stdin."`
-	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension: .csv is CSV, .jsonl, .json and .ndjson JSON; otherwise, and on stdin, by the first byte that is not blank: { or [ is JSON, anything else CSV), jsonl or csv."`
+	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension, else by the first byte), jsonl or csv."`
 	Concurrency int    `default:"8" help:"Creates in flight at once."`
-	Resume      bool   `help:"GET each plant first: one already stored identically counts as replayed and is not sent again; one stored differently counts as conflicted."`
-	Rejects     string `type:"path" placeholder:"FILE" help:"Write every conflicted, invalid or failed line to FILE (created or truncated), one JSON object a line: {\"line\":N,\"outcome\":\"invalid\",\"error\":\"...\",\"input\":\"the line's text\"}."`
+	Resume      bool   `help:"GET each plant first: send only those not stored yet."`
+	Rejects     string `type:"path" placeholder:"FILE" help:"Write every conflicted, invalid or failed line to FILE."`
 
 	// reached is set once the server has answered anything: until then a
 	// connection that fails stops the import at once.
@@ -110,9 +109,9 @@ type importResult struct {
 // Run reads the whole input, sends the creates with bounded concurrency and
 // prints the counts. When ctx ends (SIGINT, SIGTERM) it sends nothing more,
 // waits for the creates in flight and prints the counts.
-func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
+func (c *plantsImportCmd) Run(ctx context.Context, e *Env) error {
 	if c.Concurrency < 1 {
-		return usagef("--concurrency: must be at least 1, got %d", c.Concurrency)
+		return cliexit.Usagef("--concurrency: must be at least 1, got %d", c.Concurrency)
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -124,7 +123,7 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 	} else {
 		data, err = os.ReadFile(c.File)
 	}
-	var exit exitCode
+	var exit cliexit.Code
 	if errors.As(err, &exit) {
 		return err
 	}
@@ -157,16 +156,16 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 				n++
 			}
 		}
-		if err := c.report(e.stdout, invalid); err != nil && !errors.As(err, &exit) {
+		if err := c.report(e.Stdout, invalid); err != nil && !errors.As(err, &exit) {
 			return err
 		}
 		return fmt.Errorf("plants import: nothing sent: %d invalid lines (each must be a plant POST /plants would take); fix them and import again", n)
 	}
 
 	var bar *progressbar.ProgressBar
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := e.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(len(items),
-			progressbar.OptionSetWriter(e.stderr),
+			progressbar.OptionSetWriter(e.Stderr),
 			progressbar.OptionSetDescription("importing"),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
@@ -186,7 +185,7 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *env) error {
 	var inFlight atomic.Int64
 	unwatch := context.AfterFunc(ctx, func() {
 		stopNow()
-		fmt.Fprintf(e.stderr, "plantstore: interrupted: sending nothing more, waiting for %d request(s) in flight\n", inFlight.Load())
+		fmt.Fprintf(e.Stderr, "plantstore: interrupted: sending nothing more, waiting for %d request(s) in flight\n", inFlight.Load())
 	})
 	defer unwatch()
 
@@ -233,9 +232,9 @@ feed:
 	if err := context.Cause(reqCtx); err != nil {
 		return fmt.Errorf("plants import: stopped: %w", err)
 	}
-	err = c.report(e.stdout, results)
+	err = c.report(e.Stdout, results)
 	if cause := context.Cause(ctx); cause != nil {
-		return exitCode(interruptStatus(cause))
+		return cliexit.Interrupted(cause)
 	}
 	return err
 }
@@ -276,18 +275,8 @@ func readInterruptible(ctx context.Context, r io.Reader) ([]byte, error) {
 	case res := <-done:
 		return res.data, res.err
 	case <-ctx.Done():
-		return nil, exitCode(interruptStatus(context.Cause(ctx)))
+		return nil, cliexit.Interrupted(context.Cause(ctx))
 	}
-}
-
-// interruptStatus is the exit status after the signal that cause (the
-// cause of signal.NotifyContext's context) names: 128 + its number, as a
-// shell shows a process killed by it; 130 (SIGINT) for any other cause.
-func interruptStatus(cause error) int {
-	if strings.Contains(cause.Error(), syscall.SIGTERM.String()) {
-		return 128 + int(syscall.SIGTERM)
-	}
-	return 128 + int(syscall.SIGINT)
 }
 
 // rejectJSON is one line of --rejects.
@@ -323,7 +312,7 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 	for _, r := range results {
 		counts[r.outcome]++
 		if r.outcome >= outcomeConflicted && r.outcome <= outcomeFailed && counts[r.outcome] <= maxListed {
-			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, textColumn(r.detail))
+			fmt.Fprintf(w, "%s: line %d: %s\n", outcomeNames[r.outcome], r.line, TextColumn(r.detail))
 		}
 	}
 	for o := outcomeConflicted; o <= outcomeFailed; o++ {
@@ -342,7 +331,7 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 		return err
 	}
 	if counts[outcomeConflicted]+counts[outcomeInvalid]+counts[outcomeFailed] > 0 {
-		return exitCode(1)
+		return cliexit.Code(1)
 	}
 	return nil
 }

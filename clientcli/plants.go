@@ -1,4 +1,4 @@
-package main
+package clientcli
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
-// plantsCmd is `plantstore plants`: a client of a running server.
-type plantsCmd struct {
+// Plants is `plantstore plants`: a client of a running server.
+type Plants struct {
 	Create plantsCreateCmd `cmd:"" help:"Create a plant (idempotent: the same plant again is not an error)."`
 	Get    plantsGetCmd    `cmd:"" help:"Print a plant."`
 	List   plantsListCmd   `cmd:"" help:"List plants, one page or --all of them."`
@@ -30,7 +31,7 @@ type clientFlags struct {
 func (f *clientFlags) client() (*client.Client, error) {
 	c, err := client.New(serverURL(f.Server), f.Token)
 	if err != nil {
-		return nil, usagef("--server %q or --token: %w", f.Server, err)
+		return nil, cliexit.Usagef("--server %q or --token: %w", f.Server, err)
 	}
 	return c, nil
 }
@@ -61,7 +62,7 @@ func (f formatFlag) print(w io.Writer, plants []client.Plant, one bool) error {
 			if p.Tag != nil {
 				tag = *p.Tag
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.ID, textColumn(p.Name), textColumn(tag))
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.ID, TextColumn(p.Name), TextColumn(tag))
 		}
 		return tw.Flush()
 	}
@@ -85,7 +86,7 @@ type plantsCreateCmd struct {
 }
 
 // Run creates the plant and prints the stored one.
-func (c *plantsCreateCmd) Run(ctx context.Context, e *env) error {
+func (c *plantsCreateCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func (c *plantsCreateCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return c.print(e.stdout, []client.Plant{*p}, true)
+	return c.print(e.Stdout, []client.Plant{*p}, true)
 }
 
 type plantsGetCmd struct {
@@ -104,7 +105,7 @@ type plantsGetCmd struct {
 }
 
 // Run prints the plant, and its ETag on stderr.
-func (c *plantsGetCmd) Run(ctx context.Context, e *env) error {
+func (c *plantsGetCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func (c *plantsGetCmd) Run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := c.print(e.stdout, []client.Plant{*p}, true); err != nil {
+	if err := c.print(e.Stdout, []client.Plant{*p}, true); err != nil {
 		return err
 	}
 	printETag(e, p)
@@ -123,11 +124,11 @@ func (c *plantsGetCmd) Run(ctx context.Context, e *env) error {
 type plantsDeleteCmd struct {
 	clientFlags
 	ID      int64  `arg:"" help:"Id of the plant."`
-	IfMatch string `name:"if-match" placeholder:"ETAG" help:"Delete only if the plant's ETag is still this one (else exit 1 with error 41201)."`
+	IfMatch string `name:"if-match" placeholder:"ETAG" help:"Delete only if the plant's ETag is still this one."`
 }
 
 // Run deletes the plant; it prints nothing.
-func (c *plantsDeleteCmd) Run(ctx context.Context, e *env) error {
+func (c *plantsDeleteCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -146,7 +147,7 @@ type plantsListCmd struct {
 
 // Run prints one page (and, on stderr, the flag for the next one) or all
 // plants.
-func (c *plantsListCmd) Run(ctx context.Context, e *env) error {
+func (c *plantsListCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -157,11 +158,11 @@ func (c *plantsListCmd) Run(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		if err := c.print(e.stdout, page.Plants, false); err != nil {
+		if err := c.print(e.Stdout, page.Plants, false); err != nil {
 			return err
 		}
 		if page.Next != nil && page.Next.After != nil {
-			fmt.Fprintf(e.stderr, "more plants follow: --after %d (or --all)\n", *page.Next.After)
+			fmt.Fprintf(e.Stderr, "more plants follow: --after %d (or --all)\n", *page.Next.After)
 		}
 		return nil
 	}
@@ -172,5 +173,5 @@ func (c *plantsListCmd) Run(ctx context.Context, e *env) error {
 		}
 		plants = append(plants, p)
 	}
-	return c.print(e.stdout, plants, false)
+	return c.print(e.Stdout, plants, false)
 }

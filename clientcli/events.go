@@ -1,4 +1,4 @@
-package main
+package clientcli
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/cliexit"
 )
 
-// eventsCmd is `plantstore events`: a client of a running server that
+// Events is `plantstore events`: a client of a running server that
 // reads the token owner's events (the token needs plants:read).
-type eventsCmd struct {
+type Events struct {
 	List eventsListCmd `cmd:"" help:"List events by seq, one page or --all of them."`
 	Tail eventsTailCmd `cmd:"" help:"Follow the event stream: print each event as one line as it happens, resuming after a dropped connection; Ctrl-C ends it (exit 130)."`
 }
@@ -31,7 +32,7 @@ type eventsListCmd struct {
 
 // Run prints one page (and, on stderr, the flag for the next one) or all
 // events.
-func (c *eventsListCmd) Run(ctx context.Context, e *env) error {
+func (c *eventsListCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -52,16 +53,16 @@ func (c *eventsListCmd) Run(ctx context.Context, e *env) error {
 		}
 		events = page.Events
 		if page.Next != nil {
-			defer fmt.Fprintf(e.stderr, "more events follow: --after %d (or --all)\n", page.Next.After)
+			defer fmt.Fprintf(e.Stderr, "more events follow: --after %d (or --all)\n", page.Next.After)
 		}
 	}
 	if c.Format != "table" {
 		if events == nil {
 			events = []client.Event{}
 		}
-		return writeJSON(e.stdout, events)
+		return WriteJSON(e.Stdout, events)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTYPE\tCREATED\tPLANT\tNAME\tTAG\tID")
 	for _, ev := range events {
 		writeEventRow(tw, ev)
@@ -76,36 +77,36 @@ func writeEventRow(w io.Writer, ev client.Event) {
 	if ev.Data.Tag != nil {
 		tag = *ev.Data.Tag
 	}
-	fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", ev.Seq, textColumn(ev.Type), ev.CreatedAt.Format(time.RFC3339Nano),
-		ev.Data.ID, textColumn(ev.Data.Name), textColumn(tag), textColumn(ev.ID))
+	fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", ev.Seq, TextColumn(ev.Type), ev.CreatedAt.Format(time.RFC3339Nano),
+		ev.Data.ID, TextColumn(ev.Data.Name), TextColumn(tag), TextColumn(ev.ID))
 }
 
 type eventsTailCmd struct {
 	clientFlags
 	formatFlag
-	After int64 `help:"Start after this seq (e.g. the last one printed before); default 0: every event kept, then the new ones."`
+	After int64 `help:"Start after this seq (default 0: every event kept)."`
 }
 
 // Run prints the events of the stream, one per line (compact JSON, or
 // tab-separated with --format table), until interrupted.
-func (c *eventsTailCmd) Run(ctx context.Context, e *env) error {
+func (c *eventsTailCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(e.stdout)
+	enc := json.NewEncoder(e.Stdout)
 	opts := client.TailOptions{OnReconnect: func(after int64, err error) {
-		fmt.Fprintf(e.stderr, "plantstore: event stream: %v; reconnecting after seq %s\n", describe(err), strconv.FormatInt(after, 10))
+		fmt.Fprintf(e.Stderr, "plantstore: event stream: %v; reconnecting after seq %s\n", cliexit.Describe(err), strconv.FormatInt(after, 10))
 	}}
 	for ev, err := range cl.TailEvents(ctx, c.After, opts) {
 		if err != nil {
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-				return exitCode(130) // Ctrl-C (or SIGTERM): the usual status of an interrupted command
+				return cliexit.Code(130) // Ctrl-C (or SIGTERM): the usual status of an interrupted command
 			}
 			return err
 		}
 		if c.Format == "table" {
-			writeEventRow(e.stdout, ev)
+			writeEventRow(e.Stdout, ev)
 			continue
 		}
 		if err := enc.Encode(ev); err != nil {
