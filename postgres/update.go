@@ -35,10 +35,9 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 	var p *plantstore.Plant
 	var err error
 	if ev == nil {
-		p, err = queryOne(ctx, db, func(row pgx.CollectableRow) (*plantstore.Plant, error) {
+		p, err = writeOne(ctx, db, func(row pgx.CollectableRow) (*plantstore.Plant, error) {
 			return scanPlant(row, owner, id)
 		}, qUpdatePlant, owner, id, upd.Name, upd.SetTag, upd.Tag, expect == nil, expName, expTag)
-		err = db.wrote(err)
 	} else {
 		err = db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
 			var err error
