@@ -105,6 +105,9 @@ func (c *serveCmd) Run(ctx context.Context, e *env) error {
 	c.memoryOK = true
 	registry := plantstorehttp.NewRegistry()
 	c.onCommit = plantstorehttp.CommitObserver(registry)
+	c.onDropConns = func(cause error) {
+		logger.Warn("database: dropped every pooled connection: the server is gone or read-only (a failover?); new ones go through the --db hosts again", "err", cause)
+	}
 	tracing, err := c.newTracing(ctx)
 	if err != nil {
 		return err
