@@ -265,6 +265,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	detached := context.WithoutCancel(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var outage claimOutage
 	for {
 		// Wait for an idle worker, then take every other idle one.
 		select {
@@ -287,8 +288,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		tasks, err := s.outbox.ClaimTasks(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
 			PerSubscription: s.perSubscription, PerOwner: s.perOwner})
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("webhook: claim tasks", "err", err)
+		if ctx.Err() == nil {
+			outage.log(s.log, err)
 		}
 		if len(tasks) > n {
 			s.log.Error("webhook: claim returned more tasks than asked; the extra ones wait for their lease to expire",
@@ -314,6 +315,34 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-wake:
 		case <-timer.C:
 		}
+	}
+}
+
+// claimOutage logs the claims that fail because the storage is
+// unavailable (plantstore.ErrUnavailable: a database restart, a failover)
+// once per outage, not once per poll: a warning at the first, an info line
+// with its length once a claim succeeds again. Other failures are errors,
+// each logged.
+type claimOutage struct {
+	since  time.Time // the first failed claim of the outage; zero: none
+	failed int       // claims failed since
+}
+
+func (o *claimOutage) log(log *slog.Logger, err error) {
+	switch {
+	case err == nil && !o.since.IsZero():
+		log.Info("webhook: claims work again after the storage was unavailable",
+			"for", time.Since(o.since).Round(time.Millisecond), "failed_claims", o.failed)
+		*o = claimOutage{}
+	case err == nil:
+	case !errors.Is(err, plantstore.ErrUnavailable):
+		log.Error("webhook: claim tasks", "err", err)
+	case o.since.IsZero():
+		log.Warn("webhook: claim tasks: the storage is unavailable; claiming again at each poll until it is back", "err", err)
+		o.since, o.failed = time.Now(), 1
+	default:
+		o.failed++
+		log.Debug("webhook: claim tasks", "err", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -696,4 +697,70 @@ func TestDispatcherPrunes(t *testing.T) {
 	if len(o.prunes) != 0 {
 		t.Fatalf("%d PruneOutbox calls with no retention", len(o.prunes))
 	}
+}
+
+// failingClaims is an outbox whose claims fail with err until n of them
+// have, then work.
+type failingClaims struct {
+	*memOutbox
+	err  error
+	n    int32
+	seen atomic.Int32
+}
+
+func (f *failingClaims) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+	if f.seen.Add(1) <= f.n {
+		return nil, f.err
+	}
+	return f.memOutbox.ClaimTasks(ctx, c)
+}
+
+// TestDispatcherClaimOutageLogs: while the storage is unavailable (a
+// failover) every poll's claim fails; that is logged once as a warning and
+// once as an info line when claims work again, not as an error per poll.
+// Any other failure is an error, each time.
+func TestDispatcherClaimOutageLogs(t *testing.T) {
+	for _, tt := range []struct {
+		name               string
+		err                error
+		warns, infos, errs int
+	}{
+		{"Unavailable", fmt.Errorf("postgres: claim: %w: connection refused", plantstore.ErrUnavailable), 1, 1, 0},
+		{"Other", fmt.Errorf("bad row"), 0, 0, 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf syncBuffer
+			o := &failingClaims{memOutbox: newMemOutbox(), err: tt.err, n: 20}
+			d := newDispatcher(o.memOutbox, nil)
+			d.Outbox = o
+			d.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			stop, _ := start(t, d)
+			waitFor(t, "the claims to work again", func() bool { return o.seen.Load() > o.n+2 })
+			stop()
+			log := buf.String()
+			for level, want := range map[string]int{"WARN": tt.warns, "INFO": tt.infos, "ERROR": tt.errs} {
+				if got := strings.Count(log, "level="+level); got != want {
+					t.Errorf("%d %s lines after %d failed claims, want %d:\n%s", got, level, o.n, want, log)
+				}
+			}
+		})
+	}
+}
+
+// syncBuffer is a strings.Builder safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
