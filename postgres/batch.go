@@ -42,11 +42,22 @@ import (
 // lock its rows in key order.
 //
 // A domain outcome (a create whose key is taken, a delete of a missing
-// row) writes nothing and is no error. If anything else fails (a
-// serialization failure, a timeout, a bad row: one failing statement
-// aborts a PostgreSQL transaction), nothing of the batch is committed and
-// each op runs alone: apply again, on a batch of one, with the bounded
-// retries. A failing write fails alone, and the SQL of a write exists once.
+// row) writes nothing and is no error. If anything else fails, what
+// happens next follows the commit-outcome rule (outcome.go). When the
+// failure proves that nothing of the batch was committed (a serialization
+// failure, a statement timeout, a bad row: one failing statement aborts a
+// PostgreSQL transaction, and the server skips the rest of the pipeline,
+// COMMIT included; or nothing was sent), each op runs alone: apply again,
+// on a batch of one, with the bounded retries. A failing write fails
+// alone, and the SQL of a write exists once. When the batch may have
+// committed (the connection lost after the pipeline went out, a timeout
+// waiting for the COMMIT's answer, a warning while it waited for the
+// synchronous standby), no op runs again: each fails with
+// outcomeUnknownError (503), and the client's retry finds the row or
+// writes it.
+//
+// A create whose key was taken is answered with the row read back only
+// once a commit that followed the read returned (qConfirm).
 
 // committers is how many batches may be in flight at once per process.
 const committers = 2
@@ -129,7 +140,8 @@ type writeOp struct {
 	err        error             // unwrapped: ErrNotFound, ErrContended, or a failure
 	deliveries int               // a create's outbox rows
 	taken      bool              // a create's key was taken: existing is to be read
-	unresolved bool              // a create's key was taken, but the row gone when read
+	unresolved bool              // a create's key was taken, but the row gone when read, or its read not confirmed
+	readErr    error             // why the read of a taken key was not confirmed (with unresolved)
 }
 
 // failed tells a write that failed for the storage or the code: a batch
@@ -144,7 +156,7 @@ func (op *writeOp) name() string {
 }
 
 func (op *writeOp) reset() {
-	op.existing, op.err, op.deliveries, op.taken, op.unresolved = nil, nil, 0, false, false
+	op.existing, op.err, op.deliveries, op.taken, op.unresolved, op.readErr = nil, nil, 0, false, false, nil
 }
 
 // write queues op for group commit and waits for its outcome, within
@@ -173,7 +185,8 @@ func (op *writeOp) until() (t time.Time, ok bool) {
 
 // commit is the group commit's Apply: it runs batch in one transaction and
 // the ops that need it alone, and records the outcome of each transaction
-// for Ping (wrote: one atomic load for a batch that commits).
+// for Ping (wrote: one atomic load for a batch that commits). A batch that
+// may have committed is not run again (see above).
 func (db *DB) commit(batch []*writeOp) {
 	ops := slices.SortedStableFunc(slices.Values(batch), func(a, b *writeOp) int {
 		return cmp.Or(cmp.Compare(a.plant.Owner, b.plant.Owner), cmp.Compare(a.plant.ID, b.plant.ID))
@@ -182,7 +195,10 @@ func (db *DB) commit(batch []*writeOp) {
 	err := db.wrote(db.apply(ctx, ops))
 	cancel()
 	for _, op := range ops {
-		if err != nil || op.unresolved {
+		switch {
+		case err != nil && !committedNothing(err):
+			op.existing, op.err = nil, err
+		case err != nil || op.unresolved:
 			db.alone(op)
 		}
 	}
@@ -208,7 +224,9 @@ func batchContext(ops []*writeOp) (context.Context, context.CancelFunc) {
 // alone runs op by itself, within its caller's deadline: apply on a batch
 // of one, retried on a serialization failure or a deadlock, and run again
 // when the row that blocked a create was gone before it could be read (up
-// to maxUnresolved times; then ErrContended). Its outcome is recorded for
+// to maxUnresolved times; then ErrContended). It fails with the error of
+// a read that could not be confirmed, and is not run again after an error
+// that leaves its commit's outcome unknown. Its outcome is recorded for
 // Ping (wrote).
 func (db *DB) alone(op *writeOp) {
 	ctx := op.ctx
@@ -225,6 +243,9 @@ func (db *DB) alone(op *writeOp) {
 			if err := db.apply(ctx, one); err != nil || !op.unresolved {
 				return err
 			}
+			if op.readErr != nil {
+				return op.readErr
+			}
 			if tries++; tries == maxUnresolved {
 				return plantstore.ErrContended
 			}
@@ -237,59 +258,138 @@ func (db *DB) alone(op *writeOp) {
 
 // apply runs ops, which must be in key order, in one transaction and sets
 // each op's outcome; a create whose key was taken reads the row that had
-// it. On error nothing is committed and the outcomes mean nothing.
+// it. Its error is a notCommittedError when nothing is committed (the
+// outcomes then mean nothing), or an outcomeUnknownError (see commit).
 //
-// When no key repeats, those reads come after the commit, in one more
-// round trip (only for batches with such creates): the create changed
-// nothing, and the row it returns had the key at a moment within the
-// call. A create whose row is gone by then, or whose read failed, is left
-// unresolved, for alone.
+// When no key repeats, the reads come after the commit, in one more
+// round trip (only for batches with such creates; see confirmReads): the
+// create changed nothing, and the row it returns had the key at a moment
+// within the call. A create whose row is gone by then, or whose read
+// failed, is left unresolved, for alone.
 //
 // INSERT ... ON CONFLICT DO NOTHING waits for a concurrent insert or
 // delete of the same key to commit or abort, so of concurrent creates one
-// inserts and the others find its row. The batch relies on READ COMMITTED
-// (the connections' default, see Open): at a stricter level such a
-// conflict is a serialization failure, and the ops are retried alone.
+// inserts and the others find its row. The batch relies on READ COMMITTED,
+// which its BEGIN names: at a stricter level such a conflict is a
+// serialization failure, and the ops are retried alone.
 func (db *DB) apply(ctx context.Context, ops []*writeOp) error {
 	if repeatsKey(ops) {
 		return db.applyInOrder(ctx, runs(ops))
 	}
 	b := &pgx.Batch{}
+	db.queueBegin(b)
 	for _, run := range runs(ops) {
 		queueRun(b, run)
 	}
-	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := db.sendTx(ctx, b); err != nil {
 		return err
 	}
 	// Committed: from here on no op may run again but those left
-	// unresolved.
-	if b := lookups(ops); b.Len() > 0 {
-		if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
-			for _, op := range ops {
-				op.unresolved = op.unresolved || op.taken
+	// unresolved, which wrote nothing.
+	db.confirmReads(ctx, ops)
+	return nil
+}
+
+// sendTx ends b, a pipeline that begins a transaction (queueBegin), with
+// COMMIT and sends it, in one round trip. It returns nil once the COMMIT
+// returned with no warning; else a notCommittedError or an
+// outcomeUnknownError (commitError).
+func (db *DB) sendTx(ctx context.Context, b *pgx.Batch) error {
+	committed := false
+	b.Queue(`COMMIT`).Exec(func(tag pgconn.CommandTag) error {
+		committed = tag.String() == "COMMIT"
+		return nil
+	})
+	err := db.onConn(ctx, true, func(c *pgx.Conn) error {
+		err := c.SendBatch(ctx, b).Close()
+		switch {
+		case committed:
+			return nil // the COMMIT returned; only the pipeline's end was lost, if anything
+		case err == nil:
+			return &notCommittedError{errRolledBack}
+		}
+		return commitError(err)
+	})
+	return err
+}
+
+// errRolledBack is the error of a transaction whose COMMIT answered
+// ROLLBACK.
+var errRolledBack = errors.New("the transaction was rolled back")
+
+// qConfirm writes a WAL record in the transaction that reads the rows of
+// creates whose key was taken, so that its commit waits for the
+// synchronous standby (where there is one) up to a point after those rows'
+// commits: a transaction that wrote nothing would commit without waiting.
+// So a create answered with such a row (a replay) is confirmed by a commit
+// that followed the read on the same server (outcome.go), even when the
+// row's own commit was not (a cancelled wait for the standby, a crash of
+// its writer). pg_logical_emit_message (PostgreSQL 9.6 and later, any
+// role) writes a logical decoding message that nothing here reads.
+const qConfirm = `SELECT pg_logical_emit_message(true, 'plantstore', 'confirm')`
+
+// confirmReads reads, for each create of ops whose key was taken, the row
+// that has it, and confirms the reads (qConfirm), in one transaction and
+// one round trip. A create whose row is gone, or whose read is not
+// confirmed (readErr), is left unresolved.
+func (db *DB) confirmReads(ctx context.Context, ops []*writeOp) {
+	reads := lookups(ops)
+	if reads.Len() == 0 {
+		return
+	}
+	b := &pgx.Batch{}
+	db.queueBegin(b)
+	b.QueuedQueries = append(b.QueuedQueries, reads.QueuedQueries...)
+	b.Queue(qConfirm)
+	if err := db.sendTx(ctx, b); err != nil {
+		for _, op := range ops {
+			if op.taken || op.existing != nil {
+				op.existing, op.taken, op.unresolved, op.readErr = nil, false, true, err
 			}
 		}
 	}
-	return nil
 }
 
 // applyInOrder runs runs one after another in a transaction of its own,
 // reading the rows that had the keys of each run's creates before the
-// next run.
+// next run; the transaction's commit confirms those reads (qConfirm).
 func (db *DB) applyInOrder(ctx context.Context, runs [][]*writeOp) error {
-	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		for _, run := range runs {
-			b := &pgx.Batch{}
-			queueRun(b, run)
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return err
-			}
-			if err := tx.SendBatch(ctx, lookups(run)).Close(); err != nil {
-				return err
-			}
+	return db.onConn(ctx, true, func(c *pgx.Conn) error {
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{BeginQuery: db.beginSQL(pgx.ReadCommitted)})
+		if err != nil {
+			return &notCommittedError{err}
 		}
-		return nil
+		if err := db.runInOrder(ctx, tx, runs); err != nil {
+			tx.Rollback(ctx)
+			return &notCommittedError{err} // COMMIT was not sent
+		}
+		return commitError(tx.Commit(ctx))
 	})
+}
+
+// runInOrder is the body of applyInOrder's transaction.
+func (db *DB) runInOrder(ctx context.Context, tx pgx.Tx, runs [][]*writeOp) error {
+	confirm := false
+	for _, run := range runs {
+		b := &pgx.Batch{}
+		queueRun(b, run)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		reads := lookups(run)
+		if reads.Len() == 0 {
+			continue
+		}
+		confirm = true
+		if err := tx.SendBatch(ctx, reads).Close(); err != nil {
+			return err
+		}
+	}
+	if confirm {
+		_, err := tx.Exec(ctx, qConfirm)
+		return err
+	}
+	return nil
 }
 
 // runs splits ops (in key order) into runs that alternate between creates

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -151,5 +152,51 @@ func BenchmarkFindPlant(b *testing.B) {
 		if _, err := db.FindPlant(context.Background(), "alice", 1); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkExecMode compares the two ways the store runs statements:
+// named prepared statements (the default) and, with TransactionPooler,
+// unnamed ones whose descriptions pgx caches (each parsed and planned
+// again by the server): a group commit of 1 and of 32 creates, and a
+// read of one plant.
+//
+//	go test -run '^$' -bench ExecMode -benchtime 2000x ./postgres/
+func BenchmarkExecMode(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	for _, pooler := range []bool{false, true} {
+		mode := "prepared"
+		if pooler {
+			mode = "pooler"
+		}
+		db := NewDB(url)
+		db.Config.TransactionPooler = pooler
+		OpenMigrated(b, db)
+		for _, size := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/commit=%d", mode, size), func(b *testing.B) {
+				owner := fmt.Sprint(mode, size, "-", time.Now().UnixNano())
+				var id int64
+				for b.Loop() {
+					b.StopTimer()
+					ops := benchCreates(owner, id, size)
+					id += int64(size)
+					b.StartTimer()
+					db.commit(ops)
+					for _, op := range ops {
+						if op.err != nil {
+							b.Fatal(op.err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/row")
+			})
+		}
+		b.Run(mode+"/find", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := db.FindPlant(context.Background(), "nobody", 1); !errors.Is(err, plantstore.ErrNotFound) {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -7,6 +7,14 @@
 // code: nothing else. Every rule a client sees is the service layer's, and
 // every timestamp comes from the caller.
 //
+// A write is acknowledged only when its commit is known to have taken
+// effect, and run again only when its transaction is known to have
+// committed nothing (outcome.go); a server that goes away or turns
+// read-only makes the pool drop its connections at once, so that a
+// multi-host URL finds the new primary after a failover (failover.go); the
+// settings a transaction needs travel inside it, so that PgBouncer in
+// transaction mode takes the connections (session.go).
+//
 // Any number of plantstore replicas can share one database: what must hold
 // across them (one row per key, the first token, one claim per delivery) is
 // enforced by the database, not by process memory.
@@ -61,6 +69,16 @@ type Config struct {
 	// group commit included; past it the call fails with
 	// plantstore.ErrUnavailable. Zero: no bound.
 	OpTimeout time.Duration
+	// TransactionPooler says that the URL reaches PostgreSQL through a
+	// transaction-mode pooler (PgBouncer pool_mode = transaction), which
+	// gives each transaction any of its server connections: the store then
+	// uses no named prepared statements (pgx's
+	// QueryExecModeCacheDescribe: unnamed statements whose descriptions
+	// are cached, one round trip as before). Without it statements are
+	// prepared once per connection (pgx's default), which is cheaper on
+	// the server (see docs/scaling.md) and fails through such a pooler. A
+	// default_query_exec_mode in the URL wins over either.
+	TransactionPooler bool
 }
 
 // DB is the PostgreSQL row store: a connection pool, and the group commit
@@ -78,9 +96,19 @@ type DB struct {
 	// TracerProvider, if set, gets an OpenTelemetry span of each batch;
 	// nil: none, at no cost. Set it before Open.
 	TracerProvider trace.TracerProvider
+	// OnDropConns, if set, is called when the store drops every pooled
+	// connection because a statement's error said the server is gone or
+	// read-only (a failover: see failover.go), with that error, its
+	// password redacted. Set it before Open.
+	OnDropConns func(cause error)
 
-	pool  *pgxpool.Pool
-	queue *groupcommit.Queue[*writeOp]
+	pool     *pgxpool.Pool
+	queue    *groupcommit.Queue[*writeOp]
+	settings settings // sent inside each transaction (session.go)
+
+	// dropped is when the pooled connections were last dropped (Unix
+	// nanoseconds; see failover.go).
+	dropped atomic.Int64
 
 	// failed is the error of the last write that failed for the storage
 	// (see writeFault); nil once a write succeeds, or Ping's probe write.
@@ -113,17 +141,17 @@ func (db *DB) Open(ctx context.Context) error {
 	if db.Config.ConnectTimeout > 0 {
 		cfg.ConnConfig.ConnectTimeout = db.Config.ConnectTimeout
 	}
-	// Group commit runs each batch as an implicit transaction (see apply),
-	// which takes the session's default isolation: READ COMMITTED, unless
-	// the URL asks for another.
-	if _, ok := cfg.ConnConfig.RuntimeParams["default_transaction_isolation"]; !ok {
-		cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	// No setting goes in the startup packet (a pooler would refuse it):
+	// each transaction carries them (session.go).
+	db.settings = newSettings(db.Config)
+	if db.Config.TransactionPooler && !setsExecMode(db.URL) {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
-	if db.Config.StatementTimeout > 0 {
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(db.Config.StatementTimeout.Milliseconds())
-	}
+	cfg.ConnConfig.OnNotice = noteWarning
+	cfg.ConnConfig.Tracer = dropTracer{db}
 	cfg.HealthCheckPeriod = 5 * time.Second
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		stateOf(conn.PgConn()).born = time.Now()
 		// Times come back in UTC, whatever the session's TimeZone.
 		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
 			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
@@ -194,18 +222,20 @@ var errWriteFailed = errors.New("the last write failed")
 // default_transaction_read_only) refuses, as it refuses every write.
 const qProbe = `INSERT INTO webhook_owners (owner) VALUES ('plantstore:probe') ON CONFLICT (owner) DO NOTHING`
 
-// probeWrite runs qProbe in a transaction and rolls it back: three round
+// probeWrite runs qProbe in a transaction and rolls it back: two round
 // trips, leaving nothing behind.
 func (db *DB) probeWrite(ctx context.Context) error {
-	tx, err := db.pool.Begin(ctx)
-	if err != nil {
+	return db.onConn(ctx, false, func(c *pgx.Conn) error {
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{BeginQuery: db.beginSQL(pgx.ReadCommitted)})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, qProbe)
+		if rbErr := tx.Rollback(ctx); err == nil {
+			err = rbErr
+		}
 		return err
-	}
-	_, err = tx.Exec(ctx, qProbe)
-	if rbErr := tx.Rollback(ctx); err == nil {
-		err = rbErr
-	}
-	return err
+	})
 }
 
 // wrote records the outcome of a write for Ping and returns err: a fault
@@ -307,32 +337,39 @@ func retry(ctx context.Context, try func() error) error {
 
 // inTx runs fn, a write, in a transaction at iso and commits it, within
 // OpTimeout, with retries, and records the outcome (wrote). fn must use
-// the ctx it is given. Errors come back unwrapped.
+// the ctx it is given. Errors come back unwrapped; a warning while it
+// commits is an outcomeUnknownError (onConn).
 func (db *DB) inTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
+	opts := pgx.TxOptions{BeginQuery: db.beginSQL(iso)}
 	return db.wrote(retry(ctx, func() error {
-		return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: iso}, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		return db.onConn(ctx, true, func(c *pgx.Conn) error {
+			return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
+		})
 	}))
 }
 
-// exec runs one write statement in a transaction of its own (autocommit),
-// within OpTimeout, with retries, and records the outcome (wrote). Errors
-// come back unwrapped.
+// exec runs one write statement in a transaction of its own (implicit,
+// with the session settings), within OpTimeout, with retries, and records
+// the outcome (wrote). Errors come back unwrapped.
 func (db *DB) exec(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	err = retry(ctx, func() (err error) {
-		tag, err = db.pool.Exec(ctx, sql, args...)
-		return err
+	err = retry(ctx, func() error {
+		b := &pgx.Batch{}
+		b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
+			tag = t
+			return nil
+		})
+		return db.send(ctx, b)
 	})
 	return tag, db.wrote(err)
 }
 
-// queryOne returns the first row of a statement (a read, or a write with
-// RETURNING, whose caller records its outcome with wrote) run alone within
-// OpTimeout, with retries; no row is plantstore.ErrNotFound. Errors come
-// back unwrapped.
+// queryOne returns the first row of a read run alone within OpTimeout,
+// with retries; no row is plantstore.ErrNotFound. Errors come back
+// unwrapped. Reads carry no session settings (see session.go).
 func queryOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql string, args ...any) (v T, err error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
@@ -345,6 +382,26 @@ func queryOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql str
 		err = plantstore.ErrNotFound
 	}
 	return v, err
+}
+
+// writeOne is queryOne for a write with RETURNING, in a transaction of
+// its own (implicit, with the session settings): it records the outcome
+// (wrote), and a warning while it commits is an outcomeUnknownError.
+func writeOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql string, args ...any) (v T, err error) {
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	err = retry(ctx, func() error {
+		b := &pgx.Batch{}
+		b.Queue(sql, args...).Query(func(rows pgx.Rows) (err error) {
+			v, err = pgx.CollectOneRow(rows, scan)
+			return err
+		})
+		return db.send(ctx, b)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = plantstore.ErrNotFound
+	}
+	return v, db.wrote(err)
 }
 
 // queryAll returns every row of a read run within OpTimeout (an empty
@@ -414,20 +471,21 @@ func wrap(op string, err error) error {
 
 // unavailable reports errors that mean the database cannot serve now, as
 // opposed to errors of the statement itself: the faults of writeFault, a
-// statement timeout (57014), a timeout of the call, the store closed, and
-// Ping's errWriteFailed.
+// statement timeout (57014), a timeout of the call, the store closed,
+// Ping's errWriteFailed, and a commit whose outcome is unknown (see
+// outcome.go).
 func unavailable(err error) bool {
 	var (
 		connErr *pgconn.ConnectError
 		netErr  net.Error
 	)
-	if errors.Is(err, errWriteFailed) {
+	if errors.Is(err, errWriteFailed) || outcomeUnknown(err) {
 		return true
 	}
 	if code := pgCode(err); code != "" {
 		return storageCode(code) || code == codeQueryCanceled
 	}
-	return errors.As(err, &connErr) || errors.As(err, &netErr) ||
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || connectionLost(err) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, groupcommit.ErrClosed) ||
 		pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 }
@@ -455,10 +513,15 @@ func storageCode(code string) bool {
 
 // writeFault reports the errors of a write that say the storage cannot
 // take writes now, which Ping then checks with a probe write (see wrote):
-// a server error of storageCode, or the connection refused or lost. A
-// timeout (the statement's or the call's) and the caller's cancellation
-// are not: they say nothing of the storage (a lock wait, a slow client).
+// a server error of storageCode, the connection refused or lost, or a
+// commit the server warned about (outcome.go). A timeout (the statement's
+// or the call's) and the caller's cancellation are not: they say nothing
+// of the storage (a lock wait, a slow client).
 func writeFault(err error) bool {
+	var unknown *outcomeUnknownError
+	if errors.As(err, &unknown) && unknown.warning != nil {
+		return true
+	}
 	if code := pgCode(err); code != "" {
 		return storageCode(code)
 	}
@@ -469,7 +532,8 @@ func writeFault(err error) bool {
 		connErr *pgconn.ConnectError
 		netErr  net.Error
 	)
-	return errors.As(err, &connErr) || (errors.As(err, &netErr) && !netErr.Timeout()) || pgconn.SafeToRetry(err)
+	return errors.As(err, &connErr) || (errors.As(err, &netErr) && !netErr.Timeout()) || connectionLost(err) ||
+		pgconn.SafeToRetry(err)
 }
 
 // redact drops the password from errors that quote the connection string.

@@ -52,15 +52,18 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 }
 
 // sendBatch sends the batch that build makes, which writes, as one
-// implicit transaction, within OpTimeout, with retries (build runs again
-// for each try), and records the outcome (wrote). Errors come back
-// unwrapped.
+// implicit transaction (with the session settings), within OpTimeout,
+// with retries (build runs again for each try), and records the outcome
+// (wrote). Errors come back unwrapped; a warning while it commits is an
+// outcomeUnknownError.
 func (db *DB) sendBatch(ctx context.Context, build func() *pgx.Batch) error {
-	return db.wrote(db.readBatch(ctx, build))
+	ctx, cancel := db.opContext(ctx)
+	defer cancel()
+	return db.wrote(retry(ctx, func() error { return db.send(ctx, build()) }))
 }
 
 // readBatch is sendBatch for a batch that only reads: its outcome is not
-// recorded.
+// recorded, and it carries no session settings (see session.go).
 func (db *DB) readBatch(ctx context.Context, build func() *pgx.Batch) error {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
@@ -108,18 +111,18 @@ SELECT id FROM gone`
 // DeleteSubscription deletes the owner's subscription id with its
 // deliveries and attempts.
 func (db *DB) DeleteSubscription(ctx context.Context, owner, id string) error {
-	_, err := queryOne(ctx, db, pgx.RowTo[string], qDeleteSubscription, owner, id)
-	return wrap("delete webhook", db.wrote(err))
+	_, err := writeOne(ctx, db, pgx.RowTo[string], qDeleteSubscription, owner, id)
+	return wrap("delete webhook", err)
 }
 
 // RotateSecret makes secret the signing secret and keeps the old one until
 // previousUntil.
 func (db *DB) RotateSecret(ctx context.Context, owner, id, secret string, previousUntil time.Time) (*plantstore.Subscription, error) {
-	s, err := queryOne(ctx, db, scanSubscription, `UPDATE webhook_subscriptions s
+	s, err := writeOne(ctx, db, scanSubscription, `UPDATE webhook_subscriptions s
 	SET previous_secret = secret, previous_secret_until = $1, secret = $2
 	WHERE owner = $3 AND id = $4 RETURNING `+subscriptionColumns,
 		previousUntil, secret, owner, id)
-	if err = db.wrote(err); err != nil {
+	if err != nil {
 		return nil, wrap("rotate webhook secret", err)
 	}
 	return s, nil

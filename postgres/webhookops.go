@@ -80,11 +80,11 @@ func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plants
 // ResendDelivery makes the subscription's delivery pending and due at now,
 // and recoverable again.
 func (db *DB) ResendDelivery(ctx context.Context, owner, id, messageID string, now time.Time) (*plantstore.Delivery, error) {
-	d, err := queryOne(ctx, db, scanDelivery, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $1, recovered_at = NULL
+	d, err := writeOne(ctx, db, scanDelivery, `UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $1, recovered_at = NULL
 	WHERE message_id = $2 AND subscription_id = $3 AND owner = $4
 	RETURNING message_id, subscription_id, plant_id, state, attempts, created_at, next_attempt_at`,
 		now, messageID, id, owner)
-	if err = db.wrote(err); err != nil {
+	if err != nil {
 		return nil, wrap("resend webhook delivery", err)
 	}
 	return d, nil
@@ -115,11 +115,9 @@ SELECT EXISTS (SELECT 1 FROM sub), (SELECT COUNT(*) FROM upd)`
 func (db *DB) RecoverDeliveries(ctx context.Context, owner, id string, since, now time.Time, limit int) (int, error) {
 	var owned bool
 	var n int
-	ctx, cancel := db.opContext(ctx)
-	defer cancel()
-	err := db.wrote(retry(ctx, func() error {
-		return db.pool.QueryRow(ctx, qRecover, owner, id, since, now, limit).Scan(&owned, &n)
-	}))
+	_, err := writeOne(ctx, db, func(row pgx.CollectableRow) (struct{}, error) {
+		return struct{}{}, row.Scan(&owned, &n)
+	}, qRecover, owner, id, since, now, limit)
 	if err == nil && !owned {
 		err = plantstore.ErrNotFound
 	}

@@ -292,3 +292,29 @@ func runBinaryErr(args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// TestRedactURL: the passwords of a postgres:// URL are masked wherever
+// they are, on the multi-host forms too (which net/url refuses), and the
+// rest is kept as written.
+func TestRedactURL(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"postgres://u:secret@db:5432/app?sslmode=require", "postgres://u:xxxxx@db:5432/app?sslmode=require"},
+		{"postgres://u:secret@h1:5432,h2:5433,h3:5434/app?target_session_attrs=read-write",
+			"postgres://u:xxxxx@h1:5432,h2:5433,h3:5434/app?target_session_attrs=read-write"},
+		{"postgresql://u:secret@h1:5432,h2/app", "postgresql://u:xxxxx@h1:5432,h2/app"},
+		{"postgres://u:s%40cret@[::1]:5432,[::1]:5433/app", "postgres://u:xxxxx@[::1]:5432,[::1]:5433/app"},
+		{"postgres://h1,h2/app?user=u&password=secret&sslpassword=key&application_name=x",
+			"postgres://h1,h2/app?user=u&password=xxxxx&sslpassword=xxxxx&application_name=x"},
+		{"postgres://u@h1,h2/app", "postgres://u@h1,h2/app"},
+		{"postgres://u:@h/app", "postgres://u:xxxxx@h/app"},
+		{"postgres:///app?host=/run/postgresql", "postgres:///app?host=/run/postgresql"},
+		{"postgres://u:pa:ss@h/app", "postgres://u:xxxxx@h/app"},
+	} {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := displayDB(tt.in); strings.Contains(got, "secret") || strings.Contains(got, "cret") {
+			t.Errorf("displayDB(%q) = %q shows the password", tt.in, got)
+		}
+	}
+}

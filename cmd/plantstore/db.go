@@ -29,10 +29,11 @@ const defaultDBPath = "data/plantstore.db"
 
 // dbFlags selects the database; every command takes them.
 type dbFlags struct {
-	DB                 string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file, a postgres:// URL, or (serve only) memory:."`
-	DBMaxConns         int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
-	DBStatementTimeout time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
-	DBTimeout          time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call; past it the request gets 503."`
+	DB                  string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"Database: a SQLite file, a postgres:// URL, or (serve only) memory:."`
+	DBMaxConns          int32         `name:"db-max-conns" env:"PLANTSTORE_DB_MAX_CONNS" default:"16" help:"PostgreSQL: connections in this process's pool."`
+	DBStatementTimeout  time.Duration `name:"db-statement-timeout" env:"PLANTSTORE_DB_STATEMENT_TIMEOUT" default:"5s" help:"PostgreSQL: server-side limit per statement."`
+	DBTimeout           time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"Limit for one storage call; past it the request gets 503."`
+	DBTransactionPooler bool          `name:"db-transaction-pooler" env:"PLANTSTORE_DB_TRANSACTION_POOLER" help:"PostgreSQL: the --db URL goes through a transaction-mode pooler (PgBouncer pool_mode = transaction): no named prepared statements."`
 
 	// durability is set by serve's --durability; other commands use full.
 	durability sqlite.Durability
@@ -43,6 +44,9 @@ type dbFlags struct {
 	onCommit func(writes int, took time.Duration)
 	// tracerProvider gets the group commits' spans (serve's --otel-endpoint).
 	tracerProvider trace.TracerProvider
+	// onDropConns is told when PostgreSQL's pool drops its connections
+	// after a failover (serve logs it).
+	onDropConns func(cause error)
 	// create says whether the command may create a SQLite database that
 	// does not exist; created is set by connect when it did.
 	create  createRule
@@ -140,17 +144,47 @@ func isPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// displayDB is the --db value fit for logs and messages: a URL's password
-// is masked.
+// displayDB is the --db value fit for logs and messages: a URL's
+// passwords are masked (redactURL).
 func displayDB(db string) string {
 	if !isPostgres(db) {
 		return db
 	}
-	u, err := url.Parse(db)
-	if err != nil {
-		return "postgres://(unparsable URL)"
+	return redactURL(db)
+}
+
+// redactURL masks the passwords of a postgres:// URL, in its user
+// information and in password or sslpassword parameters, and keeps the
+// rest as written. It reads the URL the way libpq and pgx do rather than
+// with net/url, which refuses the multi-host form
+// (postgres://u:p@h1:5432,h2/db: "invalid port") or an IPv6 host list: the
+// user information ends at the first '@' before any '/', and the
+// parameters follow the first '?'.
+func redactURL(s string) string {
+	scheme, rest, _ := strings.Cut(s, "://")
+	out := scheme + "://"
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		user, _, hasPassword := strings.Cut(rest[:i], ":")
+		out += user
+		if hasPassword {
+			out += ":xxxxx"
+		}
+		out += "@"
+		rest = rest[i+1:]
 	}
-	return u.Redacted()
+	base, query, hasQuery := strings.Cut(rest, "?")
+	out += base
+	if !hasQuery {
+		return out
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		key, _, _ := strings.Cut(p, "=")
+		if k, err := url.QueryUnescape(key); err == nil && (k == "password" || k == "sslpassword") {
+			params[i] = key + "=xxxxx"
+		}
+	}
+	return out + "?" + strings.Join(params, "&")
 }
 
 // connect opens the database without looking at its schema. A SQLite file
@@ -185,7 +219,9 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 		db.Config.MaxConns = f.DBMaxConns
 		db.Config.StatementTimeout = f.DBStatementTimeout
 		db.Config.OpTimeout = f.DBTimeout
+		db.Config.TransactionPooler = f.DBTransactionPooler
 		db.OnCommit = f.onCommit
+		db.OnDropConns = f.onDropConns
 		db.TracerProvider = f.tracerProvider
 		return db, nil
 	case f.DBTimeout <= 0:

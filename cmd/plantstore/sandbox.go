@@ -152,6 +152,7 @@ func (f *dbFlags) ignored(set map[string]bool) []string {
 	for _, flag := range []struct{ name, env string }{
 		{"db-max-conns", "PLANTSTORE_DB_MAX_CONNS"},
 		{"db-statement-timeout", "PLANTSTORE_DB_STATEMENT_TIMEOUT"},
+		{"db-transaction-pooler", "PLANTSTORE_DB_TRANSACTION_POOLER"},
 	} {
 		if set[flag.name] {
 			out = append(out, fmt.Sprintf("--%s (%s) is ignored: it applies to PostgreSQL only", flag.name, flag.env))

@@ -189,6 +189,9 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 
 	registry := plantstoreprometheus.NewRegistry()
 	c.onCommit = plantstoreprometheus.CommitObserver(registry)
+	c.onDropConns = func(cause error) {
+		logger.Warn("database: dropped every pooled connection: the server is gone or read-only (a failover?); new ones go through the --db hosts again", "err", cause)
+	}
 	tp, err := c.tracerProvider(ctx)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,9 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 //
+// StartPgBouncer puts a PgBouncer in transaction pooling mode in front of a
+// server, for the tests of plantstore through a pooler.
+//
 // Where PostgreSQL is absent (no binaries and no PLANTSTORE_TEST_POSTGRES_URL)
 // the tests skip with a message, unless PLANTSTORE_TEST_REQUIRE_POSTGRES is
 // set (CI sets it), which turns the skip into a failure.

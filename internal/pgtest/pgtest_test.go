@@ -2,11 +2,14 @@ package pgtest_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore/internal/pgtest"
 )
@@ -145,4 +148,30 @@ func TestClusterSettings(t *testing.T) {
 	if got, want := queryString(t, shared, `SHOW max_connections`), "200"; got != want {
 		t.Fatalf("max_connections = %s, want %s", got, want)
 	}
+}
+
+// TestPgBouncer: the test pooler serves a database of its server, in
+// transaction pooling mode with the stock ignore_startup_parameters: a
+// client that sends statement_timeout in its startup packet is refused
+// (FATAL 08P01), as plantstore's connections were before issue 24.
+func TestPgBouncer(t *testing.T) {
+	db := pgtest.NewDatabase(t)
+	b := pgtest.StartPgBouncer(t, db, pgtest.PgBouncerOptions{PoolSize: 1})
+	url := b.Via(t, db)
+	conn := mustConnect(t, url+"&default_query_exec_mode=simple_protocol")
+	if got := queryString(t, conn, `SELECT current_database()`); !strings.HasSuffix(db, "/"+got+"?sslmode=disable") {
+		t.Fatalf("current_database() through the pooler = %q, want the database of %s", got, db)
+	}
+	_, err := connect(t, url+"&statement_timeout=5000")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "08P01" || !strings.Contains(pgErr.Message, "unsupported startup parameter") {
+		t.Fatalf("connect with a statement_timeout startup parameter: err = %v, want FATAL 08P01 unsupported startup parameter", err)
+	}
+	b.Stop(t)
+	if _, err := connect(t, url); err == nil {
+		t.Fatal("connected through a stopped pooler")
+	}
+	b.Start(t)
+	conn = mustConnect(t, url+"&default_query_exec_mode=simple_protocol")
+	exec(t, conn, `SELECT 1`)
 }
