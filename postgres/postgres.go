@@ -43,6 +43,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/groupcommit"
+	"github.com/plantstore/plantstore/portable"
 )
 
 //go:embed migration/*.sql
@@ -115,7 +116,7 @@ type DB struct {
 	failed atomic.Pointer[error]
 }
 
-var _ plantstore.Backend = (*DB)(nil)
+var _ portable.Backend = (*DB)(nil)
 
 // NewDB returns a DB for the postgres:// URL; call Open before use.
 func NewDB(url string) *DB {

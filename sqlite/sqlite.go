@@ -30,6 +30,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/groupcommit"
+	"github.com/plantstore/plantstore/portable"
 )
 
 //go:embed migration/*.sql
@@ -136,7 +137,7 @@ type DB struct {
 	inUse func()
 }
 
-var _ plantstore.Backend = (*DB)(nil)
+var _ portable.Backend = (*DB)(nil)
 
 // NewDB returns a DB for the file at path; call Open before use.
 func NewDB(path string) *DB {

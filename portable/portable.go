@@ -1,4 +1,10 @@
-package plantstore
+// Package portable is the portable schema: every table that holds data, as
+// both backends have it (same names, same columns, same keys), with values
+// in one Go form, and the interface through which a backend's tables are
+// read and written as such rows (TableStore). It is what plantstore copy
+// (dbcopy) moves between backends, what export (plantlines) reads and what a
+// backup counts; the row stores implement TableStore in their copy.go.
+package portable
 
 import (
 	"bytes"
@@ -10,15 +16,14 @@ import (
 	"hash"
 	"iter"
 	"time"
+
+	"github.com/plantstore/plantstore"
 )
 
-// The portable schema: every table that holds data, as both backends have it
-// (same names, same columns, same keys), with values in one Go form. It is
-// what plantstore copy moves between backends, what export reads and what a
-// backup counts. Derived tables are not in it (PostgreSQL's webhook_owners,
-// which a backend rebuilds from webhook_subscriptions), nor the migration
-// tables. storetest checks it against each backend's real columns, so a
-// migration that adds a column must add it here too.
+// Tables, the schema: derived tables are not in it (PostgreSQL's
+// webhook_owners, which a backend rebuilds from webhook_subscriptions), nor
+// the migration tables. storetest checks it against each backend's real
+// columns, so a migration that adds a column must add it here too.
 
 // ColumnType is the Go form of a column's values.
 type ColumnType uint8
@@ -267,7 +272,7 @@ func compareValues(a, b any) int {
 		b, _ := b.(time.Time)
 		return a.Compare(b)
 	}
-	panic(fmt.Sprintf("plantstore: a row value of type %T", a))
+	panic(fmt.Sprintf("portable: a row value of type %T", a))
 }
 
 // TableChecksum is a running checksum of a table's rows, taken in key order:
@@ -305,7 +310,7 @@ func (s *TableChecksum) Add(row Row) {
 			b = append(b, 4)
 			b = binary.BigEndian.AppendUint64(b, uint64(v.UnixMicro()))
 		default:
-			panic(fmt.Sprintf("plantstore: a row value of type %T", v))
+			panic(fmt.Sprintf("portable: a row value of type %T", v))
 		}
 	}
 	s.h.Write(b)
@@ -325,7 +330,7 @@ type TableStore interface {
 	Snapshot(ctx context.Context) (Snapshot, error)
 	// ReplaceRows deletes t's rows with the keys of del (rows of which only
 	// the key is read) and inserts ins, in one transaction; a row of ins
-	// whose key exists after the deletes fails the call (ErrExists).
+	// whose key exists after the deletes fails the call (plantstore.ErrExists).
 	ReplaceRows(ctx context.Context, t *Table, del, ins []Row) error
 }
 
@@ -337,4 +342,11 @@ type Snapshot interface {
 	// Count returns how many rows t has.
 	Count(ctx context.Context, t *Table) (int64, error)
 	Close() error
+}
+
+// Backend is a backend whose tables can also be read and written as portable
+// rows: what copy, export, backups and the conformance suite open.
+type Backend interface {
+	plantstore.Backend
+	TableStore
 }
