@@ -307,7 +307,7 @@ type AttemptResult struct {
 }
 
 // Claim is what a dispatcher asks of the outbox: due deliveries, leased to
-// it, chosen fairly (see Pick).
+// it, chosen fairly (the service's scheduler: service.Pick).
 type Claim struct {
 	// Lease is how long the deliveries stay with the claimer: until the
 	// database's clock passes the claim's time plus Lease (on PostgreSQL
@@ -325,17 +325,21 @@ type Claim struct {
 	// way (0: no bound).
 	PerOwner int
 	// Busy counts attempts in flight that hold no lease (the claimer's
-	// pings): Pick counts them with the leased ones against both bounds.
+	// pings): the scheduler counts them with the leased ones against both
+	// bounds.
 	Busy []InFlight
 }
 
 // DueDelivery is a delivery a claim may take: pending, due by the
-// database's clock, not leased.
+// database's clock, not leased. Live says that its subscription is there
+// and enabled; a claim fails the pending deliveries of one that is not
+// (OutboxStore.LeaseDeliveries).
 type DueDelivery struct {
 	MessageID      string
 	SubscriptionID string
 	Owner          string
 	NextAttemptAt  time.Time
+	Live           bool
 }
 
 // InFlight counts the leased deliveries (or other attempts in flight, see
@@ -346,117 +350,14 @@ type InFlight struct {
 	N              int
 }
 
-// DuePerSubscription is how many of each subscription's earliest due
-// deliveries a row store reads for Pick: all Pick can take of one.
-func (c Claim) DuePerSubscription() int {
-	if c.PerSubscription > 0 {
-		return min(c.Limit, c.PerSubscription)
-	}
-	return c.Limit
-}
-
-// Pick chooses the deliveries of due that the claim takes, given those in
-// flight, at most c.Limit: no subscription past c.PerSubscription, no owner
-// past c.PerOwner, and, among the rest, the least busy first, in rounds:
-// every owner's next delivery before any owner's one after it, the owner
-// with the fewest in flight first, and within an owner every
-// subscription's next delivery before any subscription's one after it; ties
-// go to the earliest due. So one owner's backlog, however old, takes no
-// more than its share while another owner has a delivery due.
-//
-// The row stores call it with every subscription's earliest due
-// deliveries (c.DuePerSubscription of each), which is all it can pick
-// from.
-func (c Claim) Pick(due []DueDelivery, inFlight []InFlight) []DueDelivery {
-	if c.Limit < 1 || len(due) == 0 {
-		return nil
-	}
-	subBusy := make(map[string]int, len(inFlight))
-	ownerBusy := make(map[string]int, len(inFlight))
-	for _, fs := range [][]InFlight{inFlight, c.Busy} {
-		for _, f := range fs {
-			subBusy[f.SubscriptionID] += f.N
-			ownerBusy[f.Owner] += f.N
-		}
-	}
-	cands := make([]pickCand, len(due))
-	for i := range due {
-		cands[i].d = &due[i]
-	}
-	slices.SortFunc(cands, func(a, b pickCand) int { return earliest(a.d, b.d) })
-	// Each subscription's deliveries take its next in-flight levels.
-	cands = takeLevels(cands, func(x *pickCand) string { return x.d.SubscriptionID }, subBusy, c.PerSubscription,
-		func(x *pickCand, level int) { x.sub = level })
-	// Within an owner, lower subscription levels first; each then takes
-	// the owner's next level.
-	slices.SortStableFunc(cands, func(a, b pickCand) int {
-		if c := strings.Compare(a.d.Owner, b.d.Owner); c != 0 {
-			return c
-		}
-		return a.sub - b.sub
-	})
-	cands = takeLevels(cands, func(x *pickCand) string { return x.d.Owner }, ownerBusy, c.PerOwner,
-		func(x *pickCand, level int) { x.owner = level })
-	slices.SortFunc(cands, func(a, b pickCand) int {
-		if a.owner != b.owner {
-			return a.owner - b.owner
-		}
-		if a.sub != b.sub {
-			return a.sub - b.sub
-		}
-		return earliest(a.d, b.d)
-	})
-	out := make([]DueDelivery, 0, min(c.Limit, len(cands)))
-	for _, x := range cands[:min(c.Limit, len(cands))] {
-		out = append(out, *x.d)
-	}
-	return out
-}
-
-// pickCand is a delivery Pick considers, with the in-flight levels it
-// would take in its subscription and its owner.
-type pickCand struct {
-	d          *DueDelivery
-	sub, owner int
-}
-
-// earliest orders deliveries by due time, then subscription and message.
-func earliest(a, b *DueDelivery) int {
-	if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.SubscriptionID, b.SubscriptionID); c != 0 {
-		return c
-	}
-	return strings.Compare(a.MessageID, b.MessageID)
-}
-
-// takeLevels gives each candidate, in order, the next in-flight level of
-// its key (the first is busy[key]) through set, and leaves out those at or
-// past bound (0: no bound).
-func takeLevels(cands []pickCand, key func(*pickCand) string, busy map[string]int, bound int, set func(*pickCand, int)) []pickCand {
-	next := make(map[string]int, len(busy))
-	kept := cands[:0]
-	for _, x := range cands {
-		k := key(&x)
-		level, ok := next[k]
-		if !ok {
-			level = busy[k]
-		}
-		next[k] = level + 1
-		if bound > 0 && level >= bound {
-			continue
-		}
-		set(&x, level)
-		kept = append(kept, x)
-	}
-	return kept
-}
-
 // OutboxService is the dispatcher's side of the transactional outbox.
 type OutboxService interface {
-	// ClaimTasks leases due deliveries as the store's ClaimDeliveries does
-	// and sets each task's URL and signing secrets.
+	// ClaimTasks leases at most c.Limit due deliveries, chosen fairly
+	// across owners and subscriptions within c's bounds, and sets each
+	// task's URL and signing secrets. A due delivery whose subscription is
+	// disabled or gone is marked failed instead and not returned, so fewer
+	// than c.Limit may come back while more are due. Concurrent claims
+	// (other processes included) never return the same delivery.
 	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
 	// CompleteTask records an attempt and the delivery's new state, and
 	// releases the lease; an attempt that failed may disable the
@@ -473,17 +374,24 @@ type OutboxService interface {
 // OutboxStore is a backend's outbox: the deliveries written with their
 // plants, and the attempts made.
 type OutboxStore interface {
-	// ClaimDeliveries leases at most c.Limit due deliveries (state
-	// pending, next attempt at or before the database's now, no lease or an
-	// expired one) until the database's now plus c.Lease, chosen by
-	// c.Pick among each subscription's earliest due deliveries, and
-	// returns them with their Subscription set. A due delivery whose
-	// subscription is disabled or gone is marked failed instead and not
-	// returned, so fewer than c.Limit may come back while more are due.
-	// Concurrent claims (other processes included) never return the same
-	// delivery. Its cost grows with the number of subscriptions that have
+	// DueDeliveries reads, by the database's clock, the earliest due
+	// deliveries (state pending, next attempt at or before now, no lease or
+	// an expired one) of each subscription that has any, at most
+	// perSubscription of each, with whether the subscription is live, and
+	// the deliveries leased now, counted per subscription over every
+	// claimer sharing the database (none when nothing is due). It writes
+	// nothing. Its cost grows with the number of subscriptions that have
 	// pending deliveries, not with the number of deliveries.
-	ClaimDeliveries(ctx context.Context, c Claim) ([]*Task, error)
+	DueDeliveries(ctx context.Context, perSubscription int) (due []DueDelivery, leased []InFlight, err error)
+	// LeaseDeliveries leases, in one transaction, each delivery of picked
+	// (by MessageID and SubscriptionID) that is still pending, due and
+	// unleased, and whose subscription is enabled, until the database's
+	// now plus lease, and returns them with their Subscription set; those
+	// no longer so are left out. It also marks failed the pending
+	// deliveries of each subscription of dead that is gone or disabled.
+	// Concurrent leases (other processes included) never return the same
+	// delivery.
+	LeaseDeliveries(ctx context.Context, picked []DueDelivery, dead []string, lease time.Duration) ([]*Task, error)
 	// CompleteDelivery records attempt r of t (r.AttemptedAt set), sets the
 	// delivery's state and releases its lease. A failed attempt (any state
 	// but succeeded) sets the subscription's FailingSince to r.AttemptedAt
@@ -498,7 +406,7 @@ type OutboxStore interface {
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
 	// CountLeased counts the deliveries leased now (pending, with a lease
 	// that the database's clock has not passed), counted over every
-	// claimer sharing the database as ClaimDeliveries counts them: those
+	// claimer sharing the database as DueDeliveries counts them: those
 	// of the owner's subscription subscriptionID, and those of all the
 	// owner's subscriptions. An unknown subscription or owner counts 0.
 	CountLeased(ctx context.Context, owner, subscriptionID string) (subscription, ownerTotal int, err error)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
 var fixedNow = time.Date(2025, 3, 1, 12, 0, 0, 123456000, time.UTC)
@@ -145,8 +146,8 @@ func TestUnavailable(t *testing.T) {
 			_, err := db.ListAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: "whk_1", Limit: 10})
 			return err
 		}},
-		{"ClaimDeliveries", func(ctx context.Context) error {
-			_, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		{"ClaimTasks", func(ctx context.Context) error {
+			_, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 			return err
 		}},
 		{"OutboxStats", func(ctx context.Context) error { _, _, err := db.OutboxStats(ctx); return err }},

@@ -40,7 +40,7 @@ func owners(tasks []*plantstore.Task) map[string]int {
 }
 
 func testOutboxStore(t *testing.T, bs Backends) {
-	// ClaimDeliveries sets Task.Subscription to the row as it is at the claim.
+	// LeaseDeliveries sets Task.Subscription to the row as it is at the claim.
 	t.Run("ClaimFillsSubscription", func(t *testing.T) {
 		b := bs.Open(t)
 		sub := insertSubscription(t, b, "alice", fixedNow, nil)
@@ -168,7 +168,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 			wg.Go(func() {
 				<-start
 				for {
-					tasks, err := b.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 3})
+					tasks, err := claimStore(t.Context(), b, plantstore.Claim{Lease: time.Hour, Limit: 3})
 					if err != nil {
 						errs[w] = err
 						return
@@ -214,7 +214,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		total := 0
 		for range claimers {
 			wg.Go(func() {
-				tasks, err := b.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 10, PerSubscription: 2, PerOwner: 5})
+				tasks, err := claimStore(t.Context(), b, plantstore.Claim{Lease: time.Hour, Limit: 10, PerSubscription: 2, PerOwner: 5})
 				if err != nil {
 					t.Error(err)
 				}

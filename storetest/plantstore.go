@@ -85,7 +85,7 @@ func testPlantStore(t *testing.T, bs Backends) {
 			t.Fatalf("%d pending deliveries, want %d", got, want)
 		}
 		checkTime(t, "oldest pending", oldest, ev.CreatedAt)
-		tasks, err := b.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := claimStore(ctx, b, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func testPlantStore(t *testing.T, bs Backends) {
 			t.Fatalf("%d pending deliveries, want %d (only the first insert's)", got, want)
 		}
 		checkTime(t, "oldest pending", oldest, ev.CreatedAt)
-		tasks, err := b.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := claimStore(ctx, b, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,10 +35,11 @@
 // rows, about 2000 rows in one call), RevokeToken keeping an earlier
 // revocation time, every timestamp stored as given (to the microsecond:
 // PostgreSQL keeps microseconds), InsertSubscription's cap (ErrLimit, never
-// passed by concurrent inserts), ListSubscriptions' pages, ClaimDeliveries
-// (due by the database's clock, earliest first, leases of the length
-// asked, fair across owners and subscriptions within the bounds, a large
-// backlog hiding no other owner's delivery, filling Task.Subscription),
+// passed by concurrent inserts), ListSubscriptions' pages, claims
+// (DueDeliveries and LeaseDeliveries through the service's scheduler: due
+// by the database's clock, earliest first, leases of the length asked,
+// fair across owners and subscriptions within the bounds, a large backlog
+// hiding no other owner's delivery, filling Task.Subscription),
 // CompleteDelivery (attempts stored as given, FailingSince kept,
 // r.AttemptedAt as the subscription's disabled time) and PruneOutbox. The
 // database's clock is not the suite's: a delivery is made due or not by the

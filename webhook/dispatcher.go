@@ -148,7 +148,7 @@ type Options struct {
 // attempt. Several dispatchers (replicas) may share one outbox: the lease
 // keeps a task with one of them at a time.
 //
-// Claims are fair (plantstore.Claim.Pick): round-robin across owners, then
+// Claims are fair (the service's scheduler, service.Pick): round-robin across owners, then
 // across an owner's subscriptions, at most MaxInFlight attempts in flight
 // to one subscription and MaxInFlightPerOwner to one owner (both counted
 // over every dispatcher sharing the database), so one owner's slow or
