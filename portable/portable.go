@@ -79,6 +79,7 @@ func textNull(name string) Column { return Column{Name: name, Type: TypeText, Nu
 func integer(name string) Column  { return Column{Name: name, Type: TypeInt} }
 func intNull(name string) Column  { return Column{Name: name, Type: TypeInt, Null: true} }
 func blob(name string) Column     { return Column{Name: name, Type: TypeBytes} }
+func blobNull(name string) Column { return Column{Name: name, Type: TypeBytes, Null: true} }
 func stamp(name string) Column    { return Column{Name: name, Type: TypeTime} }
 func stampNull(name string) Column {
 	return Column{Name: name, Type: TypeTime, Null: true}
@@ -97,10 +98,11 @@ var Tables = []*Table{
 	{Name: "webhook_subscriptions", Key: 1, Columns: []Column{
 		text("id"), text("owner"), text("url"), text("description"), text("secret"),
 		textNull("previous_secret"), stampNull("previous_secret_until"), stamp("created_at"),
-		stampNull("disabled_at"), textNull("disabled_reason"), stampNull("failing_since"), textNull("types"),
+		stampNull("disabled_at"), textNull("disabled_reason"), stampNull("failing_since"), integer("event_mask"),
 	}},
 	{Name: "webhook_deliveries", Key: 2, Columns: []Column{
-		text("message_id"), text("subscription_id"), text("owner"), integer("plant_id"), blob("payload"),
+		text("message_id"), text("subscription_id"), text("owner"), integer("plant_id"),
+		text("event_type"), intNull("seq"), text("name"), textNull("tag"), integer("typed"), blobNull("stored_body"),
 		text("state"), integer("attempts"), stampNull("next_attempt_at"), stampNull("lease_until"),
 		stamp("created_at"), stampNull("recovered_at"),
 	}},
@@ -110,7 +112,7 @@ var Tables = []*Table{
 		text("state"), stampNull("next_attempt_at"), textNull("response_body"),
 	}},
 	{Name: "events", Key: 2, Columns: []Column{
-		text("owner"), integer("seq"), text("id"), text("type"), integer("plant_id"), blob("data"), stamp("created_at"),
+		text("owner"), integer("seq"), text("id"), text("type"), integer("plant_id"), text("name"), textNull("tag"), stamp("created_at"),
 	}},
 	{Name: "event_sequences", Key: 1, Columns: []Column{
 		text("owner"), integer("last"),

@@ -32,7 +32,7 @@ func TestBulkInsertPlants_SkipsExisting(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, _, err := db.InsertPlant(ctx, fern, nil); err != nil {
+	if _, _, err := insert3(db.InsertPlant(ctx, fern, nil)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{
@@ -129,13 +129,13 @@ func TestUnavailable(t *testing.T) {
 		call func(ctx context.Context) error
 	}{
 		{"Ping", db.Ping},
-		{"InsertPlant", func(ctx context.Context) error { _, _, err := db.InsertPlant(ctx, fern, nil); return err }},
+		{"InsertPlant", func(ctx context.Context) error { _, _, err := insert3(db.InsertPlant(ctx, fern, nil)); return err }},
 		{"FindPlant", func(ctx context.Context) error { _, err := db.FindPlant(ctx, "alice", 1); return err }},
 		{"ListPlants", func(ctx context.Context) error {
 			_, err := db.ListPlants(ctx, plantstore.PlantFilter{Owner: "alice", Limit: 10})
 			return err
 		}},
-		{"DeletePlant", func(ctx context.Context) error { return db.DeletePlant(ctx, "alice", 2, nil) }},
+		{"DeletePlant", func(ctx context.Context) error { return errOnly(db.DeletePlant(ctx, "alice", 2, nil)) }},
 		{"BulkInsertPlants", func(ctx context.Context) error {
 			_, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{fern})
 			return err
@@ -188,7 +188,7 @@ func TestUnavailable_OpTimeout(t *testing.T) {
 	}
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
 	start := time.Now()
-	_, _, err = db.InsertPlant(t.Context(), p, nil)
+	_, _, err = insert3(db.InsertPlant(t.Context(), p, nil))
 	took := time.Since(start)
 	if !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant behind a lock: err = %v, want ErrUnavailable", err)
@@ -203,7 +203,7 @@ func TestUnavailable_Closed(t *testing.T) {
 	db := MustOpenDB(t)
 	db.Close()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, _, err := db.InsertPlant(t.Context(), p, nil); !errors.Is(err, plantstore.ErrUnavailable) {
+	if _, _, err := insert3(db.InsertPlant(t.Context(), p, nil)); !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant after Close: err = %v, want ErrUnavailable", err)
 	}
 }

@@ -62,7 +62,8 @@ UPDATE webhook_deliveries d SET lease_until = now() + $3::BIGINT * INTERVAL '1 m
 FROM picked, webhook_subscriptions s
 WHERE d.message_id = picked.message_id AND d.subscription_id = picked.subscription_id
 	AND s.id = d.subscription_id AND s.disabled_at IS NULL
-RETURNING d.message_id, d.subscription_id, d.owner, d.plant_id, d.payload, d.attempts, d.created_at, ` + subscriptionColumns
+RETURNING d.message_id, d.subscription_id, d.owner, d.plant_id, d.event_type, COALESCE(d.seq, 0), d.name, d.tag, d.typed = 1, d.stored_body,
+	d.attempts, d.created_at, ` + subscriptionColumns
 
 // qFailDead fails the pending deliveries of the subscriptions in $1 that
 // are gone or disabled.
@@ -130,13 +131,20 @@ func (db *DB) LeaseDeliveries(ctx context.Context, picked []plantstore.DueDelive
 // deliveryKeys names deliveries for qLease.
 type deliveryKeys struct{ messages, subscriptions []string }
 
-// scanLeased scans a row of qLease: a task and its subscription.
+// scanLeased scans a row of qLease: a delivery, the facts of its event, and
+// its subscription.
 func scanLeased(row pgx.CollectableRow) (*plantstore.Task, error) {
 	t := &plantstore.Task{Subscription: &plantstore.Subscription{}}
-	dest := append([]any{&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &t.CreatedAt},
-		subscriptionDest(t.Subscription)...)
+	e := &t.Event
+	var typed bool
+	dest := append([]any{&t.MessageID, &t.SubscriptionID, &t.Owner, &e.PlantID, &e.Type, &e.Seq, &e.Name, &e.Tag, &typed, &t.StoredBody,
+		&t.Attempts, &t.CreatedAt}, subscriptionDest(t.Subscription)...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
+	}
+	e.Owner, e.ID, e.CreatedAt = t.Owner, plantstore.EventIDOf(t.MessageID), t.CreatedAt
+	if typed {
+		t.Body = plantstore.BodyEvent
 	}
 	return t, nil
 }

@@ -31,7 +31,7 @@ func TestLeaseByServerClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 1 || tasks[0].PlantID != 1 {
+	if len(tasks) != 1 || tasks[0].Event.PlantID != 1 {
 		t.Fatalf("claimed %+v, want plant 1's delivery only", tasks)
 	}
 	var left float64

@@ -68,7 +68,7 @@ func TestMemory(t *testing.T) {
 		t.Errorf("Path = %q, want memory:", a.Path)
 	}
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: time.Now()}
-	if _, _, err := a.InsertPlant(ctx, p, nil); err != nil {
+	if _, _, err := insert3(a.InsertPlant(ctx, p, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.FindPlant(ctx, "alice", 1); err != nil {

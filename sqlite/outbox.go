@@ -50,7 +50,7 @@ WHERE subs.head <= ?1`
 const qLease = `UPDATE webhook_deliveries SET lease_until = ?1
 WHERE message_id = ?2 AND subscription_id = ?3 AND state = 'pending' AND next_attempt_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 	AND EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?3 AND disabled_at IS NULL)
-RETURNING message_id, subscription_id, owner, plant_id, payload, attempts, created_at`
+RETURNING message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, stored_body, attempts, created_at`
 
 // qFailDead fails the pending deliveries of a subscription that is gone or
 // disabled.
@@ -147,14 +147,32 @@ func (db *DB) DueDeliveries(ctx context.Context, perSub int) (due []plantstore.D
 	return due, leased, wrap("read due webhook deliveries", rows.Err())
 }
 
-// scanLeased scans a row of qLease.
+// scanLeased scans a row of qLease: a delivery and the facts of its event.
 func scanLeased(s scanner) (*plantstore.Task, error) {
 	t := &plantstore.Task{}
-	var created int64
-	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &created); err != nil {
+	var (
+		created    int64
+		seq        sql.NullInt64
+		tag        sql.NullString
+		typed      bool
+		storedBody []byte
+	)
+	e := &t.Event
+	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &e.PlantID, &e.Type, &seq, &e.Name, &tag, &typed, &storedBody,
+		&t.Attempts, &created); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromNanos(created)
+	e.Owner, e.ID, e.Seq, e.CreatedAt = t.Owner, plantstore.EventIDOf(t.MessageID), seq.Int64, t.CreatedAt
+	if tag.Valid {
+		e.Tag = &tag.String
+	}
+	if typed {
+		t.Body = plantstore.BodyEvent
+	}
+	if len(storedBody) > 0 {
+		t.StoredBody = storedBody
+	}
 	return t, nil
 }
 

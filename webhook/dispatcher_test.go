@@ -231,8 +231,9 @@ func start(t *testing.T, d *webhook.Dispatcher) (stop func(), done <-chan struct
 
 func task(id, url string, secrets ...string) plantstore.Task {
 	return plantstore.Task{
-		MessageID: id, SubscriptionID: "whk_" + id, Owner: "alice", PlantID: 7,
-		Payload: []byte(`{"id":7,"name":"Fern"}`), URL: url, Secrets: secrets,
+		MessageID: id, SubscriptionID: "whk_" + id, Owner: "alice",
+		Event: plantstore.Event{Owner: "alice", ID: plantstore.EventIDOf(id), Type: plantstore.EventPlantCreated, PlantID: 7, Name: "Fern"},
+		URL:   url, Secrets: secrets,
 		CreatedAt: time.Now(),
 	}
 }
