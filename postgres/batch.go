@@ -120,7 +120,7 @@ LEFT JOIN (SELECT owner, seq, count(*) AS deliveries FROM delivered GROUP BY own
 // writeOp is one queued plant write and its outcome.
 type writeOp struct {
 	ctx      context.Context // the caller's: for running alone
-	deadline time.Time       // OpTimeout after the call (zero: none)
+	deadline time.Time       // OpTimeout after the call
 	del      bool
 	plant    *plantstore.Plant // a delete's has Owner and ID only
 	event    *plantstore.Event
@@ -154,9 +154,7 @@ func (op *writeOp) reset() {
 // would cost allocations per write).
 func (db *DB) write(ctx context.Context, op *writeOp) error {
 	op.ctx = ctx
-	if db.Config.OpTimeout > 0 {
-		op.deadline = time.Now().Add(db.Config.OpTimeout)
-	}
+	op.deadline = time.Now().Add(db.Timeout())
 	if err := db.queue.DoBy(ctx, op.deadline, op); err != nil {
 		return wrap(op.name(), err)
 	}

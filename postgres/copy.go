@@ -13,6 +13,10 @@ import (
 	"github.com/plantstore/plantstore/portable"
 )
 
+// The portable rows (portable.TableStore) of the database: what copy,
+// export and backups read and write.
+var _ portable.Backend = (*DB)(nil)
+
 // Snapshot starts a REPEATABLE READ, READ ONLY transaction on a connection
 // of its own: every read of it sees the database as of its first statement.
 // Its statements have no statement_timeout (a table is one streamed query).

@@ -161,7 +161,7 @@ func TestUnavailable(t *testing.T) {
 		if !errors.Is(err, plantstore.ErrUnavailable) {
 			t.Errorf("%s: err = %v, want ErrUnavailable", tt.name, err)
 		}
-		if limit := db.Config.OpTimeout + time.Second; took > limit {
+		if limit := db.OpTimeout + time.Second; took > limit {
 			t.Errorf("%s took %v, more than %v", tt.name, took, limit)
 		}
 	}
@@ -193,8 +193,8 @@ func TestUnavailable_OpTimeout(t *testing.T) {
 	if !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant behind a lock: err = %v, want ErrUnavailable", err)
 	}
-	if took < db.Config.OpTimeout-100*time.Millisecond || took > db.Config.OpTimeout+time.Second {
-		t.Fatalf("InsertPlant gave up after %v, want about OpTimeout (%v)", took, db.Config.OpTimeout)
+	if took < db.OpTimeout-100*time.Millisecond || took > db.OpTimeout+time.Second {
+		t.Fatalf("InsertPlant gave up after %v, want about OpTimeout (%v)", took, db.OpTimeout)
 	}
 }
 

@@ -54,7 +54,7 @@ func openProxied(t *testing.T) (*DB, *faultProxy, *pgx.Conn) {
 	direct := pgtest.NewDatabase(t)
 	p, url := startProxy(t, direct)
 	db := NewDB(url)
-	db.Config.OpTimeout = 5 * time.Second
+	db.OpTimeout = 5 * time.Second
 	return OpenMigrated(t, db), p, adminConn(t, direct)
 }
 
@@ -189,7 +189,7 @@ func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
 	c := pgtest.StartCluster(t)
 	url := c.CreateDatabase(t, "")
 	db := NewDB(url)
-	db.Config.OpTimeout = 10 * time.Second
+	db.OpTimeout = 10 * time.Second
 	OpenMigrated(t, db)
 	admin := adminConn(t, url)
 	ctx := t.Context()

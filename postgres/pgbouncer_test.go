@@ -32,7 +32,7 @@ func TestConformancePgBouncer(t *testing.T) {
 			b := pgtest.StartPgBouncer(t, c.URL(""), pgtest.PgBouncerOptions{})
 			db := postgres.NewDB(b.Via(t, c.CreateDatabase(t, "")))
 			db.Config.TransactionPooler = true
-			db.Config.OpTimeout = 2 * time.Second
+			db.OpTimeout = 2 * time.Second
 			db.Config.ConnectTimeout = time.Second
 			return postgres.OpenMigrated(t, db), func() { c.Stop(t) }, func() { c.Start(t) }
 		},

@@ -75,7 +75,7 @@ func TestUnavailable_Codes(t *testing.T) {
 // and writes succeed; a write that succeeds clears the failure too.
 func TestReadOnly(t *testing.T) {
 	db := openBatchDB(t)
-	db.Config.OpTimeout = 5 * time.Second
+	db.OpTimeout = 5 * time.Second
 	admin := adminConn(t, db.URL)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}

@@ -13,6 +13,10 @@ import (
 	"github.com/plantstore/plantstore/portable"
 )
 
+// The portable rows (portable.TableStore) of the database: what copy,
+// export and backups read and write.
+var _ portable.Backend = (*DB)(nil)
+
 // Snapshot starts a read transaction on a connection of the read pool: in
 // WAL mode it sees the database as of its first read, whatever commits
 // later (those of a server serving the file included). While it is open the

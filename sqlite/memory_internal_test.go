@@ -15,7 +15,8 @@ import (
 // openMemoryDB opens a new, migrated Memory database, closed by t's cleanup.
 func openMemoryDB(t *testing.T, opTimeout time.Duration) *DB {
 	t.Helper()
-	db := &DB{Memory: true, OpTimeout: opTimeout}
+	db := &DB{Memory: true}
+	db.OpTimeout = opTimeout
 	if err := db.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func (f *dbFlags) backend() (portable.Backend, error) {
 		db := postgres.NewDB(f.DB)
 		db.Config.MaxConns = f.DBMaxConns
 		db.Config.StatementTimeout = f.DBStatementTimeout
-		db.Config.OpTimeout = f.DBTimeout
+		db.OpTimeout = f.DBTimeout
 		db.Config.TransactionPooler = f.DBTransactionPooler
 		db.OnCommit = f.onCommit
 		db.OnDropConns = f.onDropConns
