@@ -63,9 +63,6 @@ func (e *Event) MessageID() string { return "msg_" + strings.TrimPrefix(e.ID, "e
 // messageID: the inverse of Event.MessageID.
 func EventIDOf(messageID string) string { return "evt_" + strings.TrimPrefix(messageID, "msg_") }
 
-// SetPlant sets the event's plant facts to p's id, name and tag.
-func (e *Event) SetPlant(p *Plant) { e.PlantID, e.Name, e.Tag = p.ID, p.Name, p.Tag }
-
 // NewEventID returns a fresh event id: "evt_" and 24 random hex digits.
 func NewEventID() (string, error) {
 	b := make([]byte, 12)

@@ -13,10 +13,6 @@ import (
 	"github.com/plantstore/plantstore/portable"
 )
 
-// The portable rows (portable.TableStore) of the database: what copy,
-// export and backups read and write.
-var _ portable.Backend = (*DB)(nil)
-
 // Snapshot starts a read transaction on a connection of the read pool: in
 // WAL mode it sees the database as of its first read, whatever commits
 // later (those of a server serving the file included). While it is open the
@@ -151,3 +147,7 @@ func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []por
 		return nil
 	})
 }
+
+// A DB is a portable.Backend: its tables read and written as portable rows
+// by copy, export and backups (Snapshot, ReplaceRows).
+var _ portable.Backend = (*DB)(nil)
