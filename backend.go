@@ -16,7 +16,6 @@ type Backend interface {
 	WebhookStore
 	OutboxStore
 	EventStore
-	TableStore
 
 	// Open connects (SQLite: opens the file, or creates it unless
 	// sqlite.DB.MustExist) and checks that the storage answers. It does not

@@ -1,18 +1,13 @@
-// SSE: see http/events_stream.go (another engineer).
-
 package plantstore
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
+	"strings"
 	"time"
-
-	"github.com/go-faster/jx"
 )
 
 // Event types: every change of a plant is one event of one of these types.
@@ -33,9 +28,13 @@ func ValidEventType(t string) bool { return slices.Contains(EventTypes, t) }
 // events.
 const DefaultEventRetention = 720 * time.Hour
 
-// PlantEvent is one change of one plant (the name Event is the webhook
-// outbox's, in webhook.go). The backend writes it in the transaction of the
-// change, so a committed change always has its event and a failed one none.
+// Event is one change of one plant: what GET /events and the stream list,
+// and what a webhook delivery announces. The service makes it (ID, Type,
+// CreatedAt); the backend writes it in the transaction of the change, with
+// the owner's next Seq and the plant as the change left it, so a committed
+// change always has its event and a failed one none. Its JSON forms (the
+// contract's PlantEvent, and NewPlant for untyped subscriptions) are
+// package eventjson's.
 //
 // Seq is per owner: the owner's first event has 1 and each next one the
 // previous plus 1, with no gaps; events of one owner become visible to
@@ -43,53 +42,26 @@ const DefaultEventRetention = 720 * time.Hour
 // Seq below N of that owner, on PostgreSQL across replicas too). So
 // "every event after Seq N" is a complete, resumable cursor: GET
 // /events?after=N and the SSE stream's Last-Event-ID both use it.
-type PlantEvent struct {
-	Seq     int64  // per owner, from 1, +1 per event, no gaps
-	ID      string // "evt_" + 24 hex digits (NewEventID): unique, for receivers to deduplicate
-	Owner   string
-	Type    string // EventPlantCreated, EventPlantUpdated or EventPlantDeleted
-	PlantID int64
-	// Data is the plant as the contract's Plant JSON (Plant.EventData):
-	// after the change; for a delete, as it was.
-	Data      json.RawMessage
+type Event struct {
+	Owner string
+	Seq   int64  // per owner, from 1, +1 per event, no gaps; 0 until written
+	ID    string // "evt_" + 24 hex digits (NewEventID): unique, for receivers to deduplicate
+	Type  string // EventPlantCreated, EventPlantUpdated or EventPlantDeleted
+	// The plant after the change; for a delete, as it was.
+	PlantID   int64
+	Name      string
+	Tag       *string
 	CreatedAt time.Time
 }
 
-// Envelope returns the event as the contract's PlantEvent JSON,
-// {"type","id","seq","created_at","data"}: the body of a typed webhook
-// delivery and the items of GET /events (and the data of an SSE message).
-func (e *PlantEvent) Envelope() []byte {
-	prefix, suffix := e.EnvelopeParts()
-	return append(strconv.AppendInt(prefix, e.Seq, 10), suffix...)
-}
+// MessageID returns the webhook-id of the event's deliveries: "msg_" and
+// the hex digits of its ID (the same on every attempt, and on the
+// deliveries of every subscription).
+func (e *Event) MessageID() string { return "msg_" + strings.TrimPrefix(e.ID, "evt_") }
 
-// EnvelopeParts returns the envelope's JSON before and after the decimal
-// Seq: a store that assigns Seq in its transaction writes a typed delivery's
-// body as prefix, Seq, suffix, with no JSON encoder of its own.
-func (e *PlantEvent) EnvelopeParts() (prefix, suffix []byte) {
-	var w jx.Encoder
-	w.SetBytes(make([]byte, 0, 40+len(e.Type)+len(e.ID)))
-	w.ObjStart()
-	w.FieldStart("type")
-	w.Str(e.Type)
-	w.FieldStart("id")
-	w.Str(e.ID)
-	w.FieldStart("seq")
-	prefix = w.Bytes()
-	var v jx.Encoder
-	v.SetBytes(make([]byte, 0, 64+len(e.Data)))
-	v.RawStr(`,"created_at":`)
-	v.Str(e.CreatedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)) // PostgreSQL's precision: the same on every backend and every read
-	v.RawStr(`,"data":`)
-	v.Raw(e.Data)
-	v.RawStr(`}`)
-	return prefix, v.Bytes()
-}
-
-// EventData returns the plant as an event's data: the contract's Plant,
-// {"id","name","tag"} with tag absent when unset (the NewPlant JSON of
-// WebhookPayload; the same fields).
-func (p *Plant) EventData() json.RawMessage { return p.WebhookPayload() }
+// EventIDOf returns the ID of the event whose deliveries have webhook-id
+// messageID: the inverse of Event.MessageID.
+func EventIDOf(messageID string) string { return "evt_" + strings.TrimPrefix(messageID, "msg_") }
 
 // NewEventID returns a fresh event id: "evt_" and 24 random hex digits.
 func NewEventID() (string, error) {
@@ -98,6 +70,63 @@ func NewEventID() (string, error) {
 		return "", fmt.Errorf("event: random: %w", err)
 	}
 	return "evt_" + hex.EncodeToString(b), nil
+}
+
+// EventMask says which events a subscription takes, and how: one bit per
+// event type (EventBit), and MaskTyped for the PlantEvent envelope (else the
+// NewPlant body). It is computed once, by Mask, and the row stores keep it
+// on the subscription, where their one fan-out statement per backend
+// matches it against the event's bit (mask & bit <> 0) and copies
+// MaskTyped to the delivery.
+type EventMask int64
+
+// Bits of an EventMask.
+const (
+	MaskTyped   EventMask = 1 << iota // the PlantEvent envelope; else the NewPlant body
+	MaskCreated                       // EventPlantCreated
+	MaskUpdated                       // EventPlantUpdated
+	MaskDeleted                       // EventPlantDeleted
+)
+
+// EventBit returns the bit of event type t in an EventMask (0 for a type
+// that is not one of EventTypes).
+func EventBit(t string) EventMask {
+	if i := slices.Index(EventTypes, t); i >= 0 {
+		return MaskCreated << i
+	}
+	return 0
+}
+
+// Mask returns the events a subscription with types takes: an untyped one
+// (nil) creates only, with the NewPlant body (the original contract); a
+// typed one the types it names, with the envelope.
+func Mask(types []string) EventMask {
+	if types == nil {
+		return MaskCreated
+	}
+	m := MaskTyped
+	for _, t := range types {
+		m |= EventBit(t)
+	}
+	return m
+}
+
+// Takes reports whether m takes events of type t.
+func (m EventMask) Takes(t string) bool { return m&EventBit(t) != 0 }
+
+// Types returns the subscription types m was made of (Mask): nil when
+// untyped, else the types it takes in the order of EventTypes.
+func (m EventMask) Types() []string {
+	if m&MaskTyped == 0 {
+		return nil
+	}
+	types := []string{}
+	for _, t := range EventTypes {
+		if m.Takes(t) {
+			types = append(types, t)
+		}
+	}
+	return types
 }
 
 // EventFilter selects one page of an owner's events, by Seq ascending.
@@ -116,7 +145,7 @@ type EventService interface {
 	// older than the retention may be gone: the first Seq returned is then
 	// higher than f.After+1 (a client can tell it missed events it never
 	// fetched in time).
-	FindEvents(ctx context.Context, f EventFilter) ([]*PlantEvent, bool, error)
+	FindEvents(ctx context.Context, f EventFilter) ([]*Event, bool, error)
 }
 
 // EventNotifier wakes in-process waiters (the SSE handler) when events of an
@@ -139,7 +168,7 @@ type EventNotifier interface {
 type EventStore interface {
 	// ListEvents returns at most f.Limit of the owner's events with Seq >
 	// f.After (and of type f.Type when set), by Seq ascending.
-	ListEvents(ctx context.Context, f EventFilter) ([]*PlantEvent, error)
+	ListEvents(ctx context.Context, f EventFilter) ([]*Event, error)
 	// PruneEvents deletes at most limit events created before before, in
 	// one short statement, and returns how many; fewer than limit means none
 	// is left. It never deletes an owner's latest sequence counter, so the
@@ -165,13 +194,4 @@ func NormalizeEventTypes(types []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// SetPlant sets ev's data to p (the plant after the change; for a delete,
-// as it was) and its envelope parts: a store calls it when only it knows
-// the plant (an update applied in SQL, a delete).
-func (ev *Event) SetPlant(p *Plant) {
-	ev.Data = p.EventData()
-	pe := PlantEvent{ID: ev.EventID, Type: ev.EventType(), Data: ev.Data, CreatedAt: ev.CreatedAt}
-	ev.EnvelopePrefix, ev.EnvelopeSuffix = pe.EnvelopeParts()
 }

@@ -133,44 +133,72 @@ type PlantService interface {
 
 // PlantStore is a backend's plants: rows in, rows out. It decides nothing a
 // client sees (replay, conflict, messages): it reports with sentinel errors
-// (ErrNotFound, ErrUnavailable, ErrContended).
+// (ErrNotFound, ErrUnavailable, ErrContended, ErrChanged) and result
+// values, and never changes its arguments.
+//
+// The writes take the change's event as the service made it (ev: its ID,
+// Type and CreatedAt; nil: no event, for tests and tools) and write it in
+// the change's transaction: the event row, with the owner's next Seq and the
+// plant as the change left it, and its outbox rows, one pending delivery
+// per enabled subscription of the owner whose EventMask takes ev.Type, due
+// at ev.CreatedAt, holding the facts its body is rendered from when it is
+// sent. Their results say what was written.
 type PlantStore interface {
-	// InsertPlant stores p (CreatedAt set by the caller) and, in the same
-	// transaction, ev's outbox rows: one pending delivery per enabled
-	// subscription of p.Owner; it returns how many it wrote. When the owner
-	// has a plant with p.ID already it writes nothing and returns that
-	// plant. The lookup and the insert are atomic: of concurrent inserts of
-	// one key, one stores and the others get its row. It returns
-	// ErrContended when the key kept changing under it (created and
-	// deleted concurrently).
-	InsertPlant(ctx context.Context, p *Plant, ev *Event) (existing *Plant, deliveries int, err error)
+	// InsertPlant stores p (CreatedAt set by the caller) with its
+	// plant.created event ev. When the owner has a plant with p.ID already
+	// it writes nothing and returns that plant as Existing. The lookup and
+	// the insert are atomic: of concurrent inserts of one key, one stores
+	// and the others get its row. It returns ErrContended when the key kept
+	// changing under it (created and deleted concurrently).
+	InsertPlant(ctx context.Context, p *Plant, ev *Event) (InsertResult, error)
 	// FindPlant returns the owner's plant or ErrNotFound.
 	FindPlant(ctx context.Context, owner string, id int64) (*Plant, error)
 	// ListPlants returns at most f.Limit plants matching f, by id ascending.
 	ListPlants(ctx context.Context, f PlantFilter) ([]*Plant, error)
-	// DeletePlant deletes the owner's plant or returns ErrNotFound. With ev
-	// non-nil it writes, in the same transaction, the plant.deleted event
-	// (Data: the plant as it was) and its outbox rows, and sets ev.Seq and
-	// ev.Deliveries (see Event); nil: no event (tests, tools).
-	DeletePlant(ctx context.Context, owner string, id int64, ev *Event) error
-	// UpdatePlant applies upd to the owner's plant and returns the plant as
-	// stored, or ErrNotFound. With expect non-nil it changes the plant only
-	// while its name and tag are expect's, atomically, and returns
-	// ErrChanged (writing nothing) when they are not. With ev non-nil it
-	// writes the plant.updated event (Data: the plant as stored) as
-	// DeletePlant does. A patch that leaves the plant's name and tag as
-	// they are writes nothing, neither the row nor the event (ev.Seq stays
-	// 0), and returns the plant: decided in the write's transaction, so
-	// atomically with and without expect.
-	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant, ev *Event) (*Plant, error)
+	// DeletePlant deletes the owner's plant, with its plant.deleted event
+	// ev (the plant as it was), and returns the plant deleted, or
+	// ErrNotFound.
+	DeletePlant(ctx context.Context, owner string, id int64, ev *Event) (WriteResult, error)
+	// UpdatePlant applies upd to the owner's plant, with its plant.updated
+	// event ev (the plant as stored), and returns the plant as stored, or
+	// ErrNotFound. With expect non-nil it changes the plant only while its
+	// name and tag are expect's, atomically, and returns ErrChanged
+	// (writing nothing) when they are not. A patch that leaves the plant's
+	// name and tag as they are writes nothing, neither the row nor the
+	// event (Seq 0), and returns the plant: decided in the write's
+	// transaction, so atomically with and without expect.
+	UpdatePlant(ctx context.Context, owner string, id int64, upd PlantUpdate, expect *Plant, ev *Event) (WriteResult, error)
 	// DeletePlantIf deletes the owner's plant only while its name and tag
 	// are expect's, atomically: ErrChanged (deleting nothing) when they are
 	// not, ErrNotFound when there is no such plant. ev as DeletePlant's.
-	DeletePlantIf(ctx context.Context, owner string, id int64, expect *Plant, ev *Event) error
+	DeletePlantIf(ctx context.Context, owner string, id int64, expect *Plant, ev *Event) (WriteResult, error)
 	// BulkInsertPlants stores plants (CreatedAt set by the caller) in one
 	// transaction, skipping those whose (owner, id) exists, writing no
-	// outbox rows, and returns how many it stored.
+	// events, and returns how many it stored.
 	BulkInsertPlants(ctx context.Context, plants []*Plant) (stored int, err error)
+}
+
+// InsertResult is what PlantStore.InsertPlant did.
+type InsertResult struct {
+	// Existing is the owner's plant that had the key (nothing was
+	// written); nil when the plant was stored.
+	Existing *Plant
+	// Seq is the event's (0: no event was written) and Deliveries how many
+	// outbox rows it got.
+	Seq        int64
+	Deliveries int
+}
+
+// WriteResult is what a plant update or delete did.
+type WriteResult struct {
+	// Plant is the plant as the write left it: as stored (an update; the
+	// plant as it is when the patch changed nothing), or as it was (a
+	// delete).
+	Plant *Plant
+	// Seq is the event's (0: no event was written) and Deliveries how many
+	// outbox rows it got.
+	Seq        int64
+	Deliveries int
 }
 
 // PlantUpdate is a change of a plant's fields (a JSON merge patch of name and

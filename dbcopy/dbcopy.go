@@ -1,6 +1,6 @@
 // Package dbcopy makes one database a verified copy of another, on any two
 // backends (plantstore copy): every table of the portable schema
-// (plantstore.Tables), read from a consistent snapshot of the source, so it
+// (portable.Tables), read from a consistent snapshot of the source, so it
 // may run while a server serves the source.
 //
 // A copy is a merge, not a blind load: each table is read from the source
@@ -21,7 +21,7 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 )
 
 // DefaultChunkRows is how many source rows one chunk holds when
@@ -69,7 +69,7 @@ func (e *MismatchError) Error() string {
 
 // Copy makes dst's tables equal to a snapshot of src's, then verifies them.
 // Both must have the same schema version (the caller checks).
-func Copy(ctx context.Context, src, dst plantstore.TableStore, opts Options) ([]TableResult, error) {
+func Copy(ctx context.Context, src, dst portable.TableStore, opts Options) ([]TableResult, error) {
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = DefaultChunkRows
 	}
@@ -84,7 +84,7 @@ func Copy(ctx context.Context, src, dst plantstore.TableStore, opts Options) ([]
 	}
 	defer to.Close()
 	if !opts.Resume {
-		for _, t := range plantstore.Tables {
+		for _, t := range portable.Tables {
 			n, err := to.Count(ctx, t)
 			if err != nil {
 				return nil, fmt.Errorf("target: %w", err)
@@ -94,8 +94,8 @@ func Copy(ctx context.Context, src, dst plantstore.TableStore, opts Options) ([]
 			}
 		}
 	}
-	results := make([]TableResult, 0, len(plantstore.Tables))
-	for _, t := range plantstore.Tables {
+	results := make([]TableResult, 0, len(portable.Tables))
+	for _, t := range portable.Tables {
 		r, err := copyTable(ctx, t, from, to, dst, &opts)
 		if err != nil {
 			return results, fmt.Errorf("copy %s: %w", t.Name, err)
@@ -108,14 +108,14 @@ func Copy(ctx context.Context, src, dst plantstore.TableStore, opts Options) ([]
 
 // Verify reads every table of results back from dst, in a snapshot, and
 // compares its count and checksum with the result's.
-func Verify(ctx context.Context, dst plantstore.TableStore, results []TableResult) error {
+func Verify(ctx context.Context, dst portable.TableStore, results []TableResult) error {
 	snap, err := dst.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer snap.Close()
 	for _, r := range results {
-		t := plantstore.TableNamed(r.Table)
+		t := portable.TableNamed(r.Table)
 		sum, err := Checksum(ctx, snap, t)
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", t.Name, err)
@@ -128,8 +128,8 @@ func Verify(ctx context.Context, dst plantstore.TableStore, results []TableResul
 }
 
 // Checksum reads t from snap and returns its rows' checksum.
-func Checksum(ctx context.Context, snap plantstore.Snapshot, t *plantstore.Table) (*plantstore.TableChecksum, error) {
-	sum := plantstore.NewTableChecksum()
+func Checksum(ctx context.Context, snap portable.Snapshot, t *portable.Table) (*portable.TableChecksum, error) {
+	sum := portable.NewTableChecksum()
 	for row, err := range snap.Rows(ctx, t) {
 		if err != nil {
 			return nil, err
@@ -141,7 +141,7 @@ func Checksum(ctx context.Context, snap plantstore.Snapshot, t *plantstore.Table
 
 // copyTable merges t: source rows in chunks, each compared with the target
 // rows whose keys fall in its range.
-func copyTable(ctx context.Context, t *plantstore.Table, from, to plantstore.Snapshot, dst plantstore.TableStore, opts *Options) (TableResult, error) {
+func copyTable(ctx context.Context, t *portable.Table, from, to portable.Snapshot, dst portable.TableStore, opts *Options) (TableResult, error) {
 	res := TableResult{Table: t.Name}
 	if opts.Start != nil {
 		n, err := from.Count(ctx, t)
@@ -152,11 +152,11 @@ func copyTable(ctx context.Context, t *plantstore.Table, from, to plantstore.Sna
 	}
 	target := newPeeker(to.Rows(ctx, t))
 	defer target.stop()
-	sum := plantstore.NewTableChecksum()
-	chunk := make([]plantstore.Row, 0, opts.ChunkRows)
+	sum := portable.NewTableChecksum()
+	chunk := make([]portable.Row, 0, opts.ChunkRows)
 
 	// write replaces the target's del rows by ins.
-	write := func(del, ins []plantstore.Row) error {
+	write := func(del, ins []portable.Row) error {
 		if len(del)+len(ins) == 0 {
 			return nil
 		}
@@ -169,8 +169,8 @@ func copyTable(ctx context.Context, t *plantstore.Table, from, to plantstore.Sna
 	}
 	// take returns the next target rows: those up to key's (all when key
 	// is nil), at most max when max > 0.
-	take := func(key plantstore.Row, max int) ([]plantstore.Row, error) {
-		var rows []plantstore.Row
+	take := func(key portable.Row, max int) ([]portable.Row, error) {
+		var rows []portable.Row
 		for max <= 0 || len(rows) < max {
 			row, ok, err := target.peek()
 			if err != nil {
@@ -187,7 +187,7 @@ func copyTable(ctx context.Context, t *plantstore.Table, from, to plantstore.Sna
 	// apply writes the difference between src, a chunk of source rows, and
 	// the target rows up to its last key; after the last chunk, it deletes
 	// what the target has left, a chunk at a time.
-	apply := func(src []plantstore.Row, last bool) error {
+	apply := func(src []portable.Row, last bool) error {
 		if len(src) > 0 {
 			tgt, err := take(src[len(src)-1], 0)
 			if err != nil {
@@ -238,7 +238,7 @@ func copyTable(ctx context.Context, t *plantstore.Table, from, to plantstore.Sna
 // diff compares src and tgt, both in key order: the target rows to delete
 // (only in tgt, or different) and the source rows to insert (only in src,
 // or different).
-func diff(t *plantstore.Table, src, tgt []plantstore.Row) (del, ins []plantstore.Row) {
+func diff(t *portable.Table, src, tgt []portable.Row) (del, ins []portable.Row) {
 	i, j := 0, 0
 	for i < len(src) || j < len(tgt) {
 		switch {
@@ -271,22 +271,22 @@ func diff(t *plantstore.Table, src, tgt []plantstore.Row) (del, ins []plantstore
 
 // peeker reads a row sequence one row ahead.
 type peeker struct {
-	pull func() (plantstore.Row, error, bool)
+	pull func() (portable.Row, error, bool)
 	stop func()
-	row  plantstore.Row
+	row  portable.Row
 	err  error
 	has  bool // row or err holds the next item
 	done bool
 }
 
-func newPeeker(seq iter.Seq2[plantstore.Row, error]) *peeker {
+func newPeeker(seq iter.Seq2[portable.Row, error]) *peeker {
 	p := &peeker{}
 	p.pull, p.stop = iter.Pull2(seq)
 	return p
 }
 
 // peek returns the next row without taking it; ok is false at the end.
-func (p *peeker) peek() (row plantstore.Row, ok bool, err error) {
+func (p *peeker) peek() (row portable.Row, ok bool, err error) {
 	if !p.has && !p.done {
 		p.row, p.err, p.has = p.pull()
 		p.done = !p.has

@@ -16,6 +16,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/dbcopy"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
@@ -90,7 +91,7 @@ func fill(t *testing.T, b plantstore.Backend, plants int) *service.Services {
 }
 
 // sums returns every table's row count and checksum in b.
-func sums(t *testing.T, b plantstore.TableStore) map[string]string {
+func sums(t *testing.T, b portable.TableStore) map[string]string {
 	t.Helper()
 	snap, err := b.Snapshot(t.Context())
 	if err != nil {
@@ -98,7 +99,7 @@ func sums(t *testing.T, b plantstore.TableStore) map[string]string {
 	}
 	defer snap.Close()
 	m := map[string]string{}
-	for _, tb := range plantstore.Tables {
+	for _, tb := range portable.Tables {
 		s, err := dbcopy.Checksum(t.Context(), snap, tb)
 		if err != nil {
 			t.Fatal(err)
@@ -142,7 +143,7 @@ func TestCopy_RoundTrip(t *testing.T) {
 	if diff := cmp.Diff(want, sums(t, pg)); diff != "" {
 		t.Fatalf("PostgreSQL after the copy (-source +target):\n%s", diff)
 	}
-	if n := len(results); n != len(plantstore.Tables) {
+	if n := len(results); n != len(portable.Tables) {
 		t.Fatalf("%d results, want one per table", n)
 	}
 	if want["plants"][:5] != "2519 " || want["webhook_deliveries"][:3] != "20 " {
@@ -171,13 +172,13 @@ func TestCopy_RoundTrip(t *testing.T) {
 
 // failingStore fails ReplaceRows after n calls: an interrupted copy.
 type failingStore struct {
-	plantstore.TableStore
+	portable.TableStore
 	left atomic.Int64
 }
 
 var errInterrupted = errors.New("interrupted")
 
-func (s *failingStore) ReplaceRows(ctx context.Context, t *plantstore.Table, del, ins []plantstore.Row) error {
+func (s *failingStore) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []portable.Row) error {
 	if s.left.Add(-1) < 0 {
 		return errInterrupted
 	}
@@ -236,8 +237,8 @@ func TestCopy_SecondPass(t *testing.T) {
 	if err := svc.Plants.DeletePlant(ctx, "bob", 11); err != nil {
 		t.Fatal(err)
 	}
-	stray := plantstore.Row{"carol", int64(1), "only in the target", nil, time.Unix(1e9, 0).UTC()}
-	if err := dst.ReplaceRows(ctx, plantstore.TableNamed("plants"), nil, []plantstore.Row{stray}); err != nil {
+	stray := portable.Row{"carol", int64(1), "only in the target", nil, time.Unix(1e9, 0).UTC()}
+	if err := dst.ReplaceRows(ctx, portable.TableNamed("plants"), nil, []portable.Row{stray}); err != nil {
 		t.Fatal(err)
 	}
 	results, err := dbcopy.Copy(ctx, src, dst, dbcopy.Options{Resume: true})
@@ -312,12 +313,12 @@ func TestCopy_WhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for table, each := range map[string]func(plantstore.Row){
-		"plants":          func(plantstore.Row) { carolPlants++ },
-		"events":          func(plantstore.Row) { carolEvents++ },
-		"event_sequences": func(r plantstore.Row) { carolLast = r[1].(int64) },
+	for table, each := range map[string]func(portable.Row){
+		"plants":          func(portable.Row) { carolPlants++ },
+		"events":          func(portable.Row) { carolEvents++ },
+		"event_sequences": func(r portable.Row) { carolLast = r[1].(int64) },
 	} {
-		for r, err := range snap.Rows(ctx, plantstore.TableNamed(table)) {
+		for r, err := range snap.Rows(ctx, portable.TableNamed(table)) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -352,15 +353,15 @@ func TestVerify_Mismatch(t *testing.T) {
 	if err := dbcopy.Verify(ctx, dst, results); err != nil {
 		t.Fatal(err)
 	}
-	tokens := plantstore.TableNamed("tokens")
+	tokens := portable.TableNamed("tokens")
 	snap, _ := dst.Snapshot(ctx)
-	var first plantstore.Row
+	var first portable.Row
 	for r := range snap.Rows(ctx, tokens) {
 		first = r
 		break
 	}
 	snap.Close()
-	if err := dst.ReplaceRows(ctx, tokens, []plantstore.Row{first}, nil); err != nil {
+	if err := dst.ReplaceRows(ctx, tokens, []portable.Row{first}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var mm *dbcopy.MismatchError

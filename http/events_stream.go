@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/eventjson"
 	"github.com/plantstore/plantstore/http/oapi"
 )
 
@@ -34,7 +35,7 @@ import (
 // a comment ": heartbeat\n\n" when nothing was sent for the heartbeat
 // interval. A stream never skips an event: it reads the owner's events after
 // the last seq it sent, in seq order (the backends make an owner's events
-// visible in seq order, plantstore.PlantEvent), when this process commits
+// visible in seq order, plantstore.Event), when this process commits
 // events (EventNotifier), on a timer (EventStreamPoll: another replica's
 // commits wake nobody here), and again at once after a full page.
 //
@@ -463,13 +464,13 @@ func (es *eventStream) fill() error {
 
 // appendEventFrame appends e as one SSE message: its seq as the id, its
 // type as the event name, its envelope (one line of JSON) as the data.
-func appendEventFrame(b []byte, e *plantstore.PlantEvent) []byte {
+func appendEventFrame(b []byte, e *plantstore.Event) []byte {
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, "\nevent: "...)
 	b = append(b, e.Type...)
 	b = append(b, "\ndata: "...)
-	b = append(b, e.Envelope()...)
+	b = eventjson.AppendEnvelope(b, e)
 	return append(b, "\n\n"...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/eventjson"
 )
 
 // eventItem is one item of GET /events.
@@ -110,7 +111,7 @@ func TestListEvents(t *testing.T) {
 		}
 		parts := make([]string, len(events))
 		for i, e := range events {
-			parts[i] = string(e.Envelope())
+			parts[i] = string(eventjson.AppendEnvelope(nil, e))
 		}
 		if got, want := string(ts.Get(t, tok, "/events").Body), "["+strings.Join(parts, ",")+"]"; got != want {
 			t.Fatalf("GET /events\n%s\nwant the envelopes\n%s", got, want)

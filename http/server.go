@@ -495,6 +495,9 @@ func (s *Server) route() http.Handler {
 			s.prepareBody(w, r)
 			defer r.Body.(*checkedBody).release()
 		}
+		if r.Method == http.MethodGet && r.URL.Path == "/events" {
+			w, r = withRawBody(w, r) // ListEvents renders its body itself (package eventjson)
+		}
 		s.api.ServeHTTP(w, r)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 )
 
 // Writer writes plants as JSON lines with their owner, the format
@@ -46,10 +47,10 @@ func (w *Writer) Flush() error { return w.w.Flush() }
 // Export writes the plants of snap, by owner then id, as lines to w: every
 // owner's, or only owner's when owner is not empty. It returns how many it
 // wrote.
-func Export(ctx context.Context, snap plantstore.Snapshot, w io.Writer, owner string) (int, error) {
+func Export(ctx context.Context, snap portable.Snapshot, w io.Writer, owner string) (int, error) {
 	out := NewWriter(w)
 	n := 0
-	for row, err := range snap.Rows(ctx, plantstore.TableNamed("plants")) {
+	for row, err := range snap.Rows(ctx, portable.TableNamed("plants")) {
 		if err != nil {
 			return n, err
 		}

@@ -68,24 +68,19 @@ const maxUnresolved = 3
 
 const (
 	// qCreatePlants inserts a run of plants given as one array per column,
-	// in key order, skipping those whose key is taken, and writes the
-	// outbox rows of those it inserted: one pending delivery, due at once,
-	// per enabled subscription of the owner, for each create that carries
-	// an event. It returns one row per create: its position in the arrays
-	// (1-based), whether it inserted, and how many deliveries it wrote. It
-	// reads no plant (see above).
-	//
-	// Each create it inserts that carries an event also gets its
-	// plant.created event: the owners' event_sequences rows are advanced
-	// by their inserted creates (locked in owner order, held until the
-	// commit: see event.go) and the events numbered in key order. Typed
-	// subscriptions that name plant.created get the envelope (prefix, seq,
-	// suffix), untyped ones the payload. It also returns each create's seq
-	// (0: none).
+	// in key order, skipping those whose key is taken. Each create it
+	// inserts that carries an event (an event id) also gets its
+	// plant.created event ($8 the type, $9 its bit): the owners'
+	// event_sequences rows are advanced by their inserted creates (locked
+	// in owner order, held until the commit: see event.go) and the events
+	// numbered in key order, then written with their outbox rows by the one
+	// fan-out (writeEventsSQL, fanOutSQL). It returns one row per create:
+	// its position in the arrays (1-based), whether it inserted, how many
+	// deliveries it wrote, and its event's seq (0: none). It reads no plant
+	// (see above).
 	qCreatePlants = `WITH input AS (
-	SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[],
-		$6::TEXT[], $7::BIGINT[], $8::BYTEA[], $9::TIMESTAMPTZ[], $10::TEXT[], $11::BYTEA[], $12::BYTEA[], $13::BYTEA[])
-	WITH ORDINALITY AS input (owner, id, name, tag, created_at, message_id, plant_id, payload, event_at, event_id, data, env_pre, env_suf, n)
+	SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[], $6::TEXT[], $7::TEXT[], $8::TIMESTAMPTZ[])
+	WITH ORDINALITY AS input (owner, id, name, tag, created_at, event_id, message_id, event_at, n)
 ), inserted AS (
 	INSERT INTO plants (owner, id, name, tag, created_at)
 	SELECT owner, id, name, tag, created_at FROM input ORDER BY n
@@ -94,32 +89,26 @@ const (
 ), ev AS (
 	SELECT i.*, row_number() OVER (PARTITION BY i.owner ORDER BY i.n) AS k, count(*) OVER (PARTITION BY i.owner) AS c
 	FROM inserted JOIN input i USING (owner, id)
-	WHERE i.message_id IS NOT NULL
+	WHERE i.event_id IS NOT NULL
 ), seqs AS (
 	INSERT INTO event_sequences AS q (owner, last)
 	SELECT owner, count(*) FROM ev GROUP BY owner ORDER BY owner
 	ON CONFLICT (owner) DO UPDATE SET last = q.last + EXCLUDED.last
 	RETURNING owner, last
 ), evs AS (
-	SELECT e.*, s.last - e.c + e.k AS seq FROM ev e JOIN seqs s USING (owner)
+	SELECT e.owner, s.last - e.c + e.k AS seq, e.event_id AS id, $9::TEXT AS type, e.id AS plant_id, e.name, e.tag,
+		e.event_at AS created_at, e.message_id, $10::BIGINT AS bit, e.n
+	FROM ev e JOIN seqs s USING (owner)
 ), written AS (
-	INSERT INTO events (owner, seq, id, type, plant_id, data, created_at)
-	SELECT owner, seq, event_id, 'plant.created', plant_id, data, event_at FROM evs
+	` + writeEventsSQL + `
 ), delivered AS (
-	INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-	SELECT e.message_id, s.id, s.owner, e.plant_id,
-		CASE WHEN s.types IS NULL THEN e.payload ELSE e.env_pre || CAST(CAST(e.seq AS TEXT) AS BYTEA) || e.env_suf END,
-		'pending', 0, e.event_at, e.event_at
-	FROM evs e
-	JOIN webhook_subscriptions s ON s.owner = e.owner AND s.disabled_at IS NULL
-	WHERE s.types IS NULL OR (e.env_pre IS NOT NULL AND ' ' || s.types || ' ' LIKE '% plant.created %')
-	RETURNING message_id
+	` + fanOutSQL + `
 )
 SELECT i.n, inserted.id IS NOT NULL, COALESCE(d.deliveries, 0), COALESCE(evs.seq, 0)
 FROM input i
 LEFT JOIN inserted USING (owner, id)
 LEFT JOIN evs ON evs.n = i.n
-LEFT JOIN (SELECT message_id, count(*) AS deliveries FROM delivered GROUP BY message_id) d ON d.message_id = i.message_id`
+LEFT JOIN (SELECT owner, seq, count(*) AS deliveries FROM delivered GROUP BY owner, seq) d ON d.owner = evs.owner AND d.seq = evs.seq`
 
 	// qDeletePlant deletes one plant. Deleting a run in one statement
 	// would join plants with the keys (see above); runs of deletes are
@@ -131,13 +120,14 @@ LEFT JOIN (SELECT message_id, count(*) AS deliveries FROM delivered GROUP BY mes
 // writeOp is one queued plant write and its outcome.
 type writeOp struct {
 	ctx      context.Context // the caller's: for running alone
-	deadline time.Time       // OpTimeout after the call (zero: none)
+	deadline time.Time       // OpTimeout after the call
 	del      bool
 	plant    *plantstore.Plant // a delete's has Owner and ID only
 	event    *plantstore.Event
 
 	existing   *plantstore.Plant // a create's: the row that had its key
 	err        error             // unwrapped: ErrNotFound, ErrContended, or a failure
+	seq        int64             // a create's event's seq (0: none written)
 	deliveries int               // a create's outbox rows
 	taken      bool              // a create's key was taken: existing is to be read
 	unresolved bool              // a create's key was taken, but the row gone when read, or its read not confirmed
@@ -156,7 +146,7 @@ func (op *writeOp) name() string {
 }
 
 func (op *writeOp) reset() {
-	op.existing, op.err, op.deliveries, op.taken, op.unresolved, op.readErr = nil, nil, 0, false, false, nil
+	op.existing, op.err, op.seq, op.deliveries, op.taken, op.unresolved, op.readErr = nil, nil, 0, 0, false, false, nil
 }
 
 // write queues op for group commit and waits for its outcome, within
@@ -164,9 +154,7 @@ func (op *writeOp) reset() {
 // would cost allocations per write).
 func (db *DB) write(ctx context.Context, op *writeOp) error {
 	op.ctx = ctx
-	if db.Config.OpTimeout > 0 {
-		op.deadline = time.Now().Add(db.Config.OpTimeout)
-	}
+	op.deadline = time.Now().Add(db.Timeout())
 	if err := db.queue.DoBy(ctx, op.deadline, op); err != nil {
 		return wrap(op.name(), err)
 	}
@@ -445,27 +433,23 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 	n := len(run)
 	var (
 		owners, names = make([]string, n), make([]string, n)
-		ids, plantIDs = make([]int64, n), make([]int64, n)
+		ids           = make([]int64, n)
 		tags          = make([]*string, n)
 		created       = make([]time.Time, n)
+		eventIDs      = make([]*string, n)
 		messageIDs    = make([]*string, n)
-		payloads      = make([][]byte, n)
 		eventsAt      = make([]time.Time, n)
-		eventIDs      = make([]string, n)
-		data          = make([][]byte, n)
-		envPre        = make([][]byte, n)
-		envSuf        = make([][]byte, n)
 	)
 	for i, op := range run {
 		p := op.plant
 		owners[i], ids[i], names[i], tags[i], created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
 		if ev := op.event; ev != nil {
-			messageIDs[i], plantIDs[i], payloads[i], eventsAt[i] = &ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt
-			eventIDs[i], data[i], envPre[i], envSuf[i] = ev.EventID, ev.EventData(), ev.EnvelopePrefix, ev.EnvelopeSuffix
+			msgID := ev.MessageID()
+			eventIDs[i], messageIDs[i], eventsAt[i] = &ev.ID, &msgID, ev.CreatedAt
 		}
 	}
-	b.Queue(qCreatePlants, owners, ids, names, tags, created, messageIDs, plantIDs, payloads, eventsAt,
-		eventIDs, data, envPre, envSuf).Query(func(rows pgx.Rows) error {
+	b.Queue(qCreatePlants, owners, ids, names, tags, created, eventIDs, messageIDs, eventsAt,
+		plantstore.EventPlantCreated, int64(plantstore.EventBit(plantstore.EventPlantCreated))).Query(func(rows pgx.Rows) error {
 		var (
 			pos, deliveries int
 			inserted        bool
@@ -478,10 +462,7 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 			}
 			seen++
 			op := run[pos-1]
-			op.deliveries, op.taken = deliveries, !inserted
-			if op.event != nil {
-				op.event.Seq, op.event.Deliveries = seq, deliveries
-			}
+			op.seq, op.deliveries, op.taken = seq, deliveries, !inserted
 			return nil
 		})
 		if err == nil && seen != n {

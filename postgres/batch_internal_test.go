@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/eventjson"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/service"
 )
 
 // TestMain stops the shared test cluster when the tests are done (the
@@ -47,11 +49,11 @@ func ptr[T any](v T) *T { return &v }
 // event returns p's webhook event, as the service makes it.
 func event(t *testing.T, p *plantstore.Plant) *plantstore.Event {
 	t.Helper()
-	id, err := plantstore.NewMessageID()
+	id, err := plantstore.NewEventID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &plantstore.Event{MessageID: id, PlantID: p.ID, Payload: p.WebhookPayload(), CreatedAt: p.CreatedAt}
+	return &plantstore.Event{Owner: p.Owner, Type: plantstore.EventPlantCreated, ID: id, PlantID: p.ID, Name: p.Name, Tag: p.Tag, CreatedAt: p.CreatedAt}
 }
 
 func create(t *testing.T, owner string, id int64, name string, tag *string) *writeOp {
@@ -65,7 +67,7 @@ func remove(t *testing.T, owner string, id int64) *writeOp {
 
 func mustInsert(t *testing.T, db *DB, p *plantstore.Plant) {
 	t.Helper()
-	if existing, _, err := db.InsertPlant(t.Context(), p, event(t, p)); err != nil || existing != nil {
+	if existing, _, err := insert3(db.InsertPlant(t.Context(), p, event(t, p))); err != nil || existing != nil {
 		t.Fatalf("InsertPlant(%+v) = %+v, %v; want it stored", p, existing, err)
 	}
 }
@@ -239,19 +241,19 @@ func TestApply_Outbox(t *testing.T) {
 	if n, _, _ := db.OutboxStats(t.Context()); n != 2+4 {
 		t.Fatalf("%d deliveries after the batch, want 6", n)
 	}
-	tasks, err := db.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 100})
+	tasks, err := service.New(db, service.Config{}).Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	events := map[int64]*plantstore.Event{2: ops[2].event, 3: ops[3].event}
 	subs := map[int64][]string{}
 	for _, task := range tasks {
-		subs[task.PlantID] = append(subs[task.PlantID], task.SubscriptionID)
-		ev := events[task.PlantID]
+		subs[task.Event.PlantID] = append(subs[task.Event.PlantID], task.SubscriptionID)
+		ev := events[task.Event.PlantID]
 		if ev == nil {
 			continue // plant 1's, from InsertPlant
 		}
-		if task.MessageID != ev.MessageID || string(task.Payload) != string(ev.Payload) || task.Owner != "alice" {
+		if task.MessageID != ev.MessageID() || string(eventjson.Body(task)) != string(eventjson.AppendPlant(nil, ev)) || task.Owner != "alice" {
 			t.Fatalf("delivery %+v, want event %+v of alice", task, ev)
 		}
 	}
@@ -270,7 +272,7 @@ func TestWrite_LeftBeforeTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, _, err := db.InsertPlant(ctx, p, event(t, p)); !errors.Is(err, context.Canceled) {
+	if _, _, err := insert3(db.InsertPlant(ctx, p, event(t, p))); !errors.Is(err, context.Canceled) {
 		t.Fatalf("InsertPlant with a cancelled context: err = %v, want context.Canceled", err)
 	}
 	if _, err := db.FindPlant(t.Context(), "alice", 1); !errors.Is(err, plantstore.ErrNotFound) {
@@ -300,7 +302,7 @@ func TestGroupCommit_Batches(t *testing.T) {
 	for i := range committers {
 		held := &plantstore.Plant{Owner: "alice", ID: 0, Name: "Held", CreatedAt: fixedNow}
 		wg.Go(func() {
-			if _, _, err := db.InsertPlant(t.Context(), held, event(t, held)); err != nil {
+			if _, _, err := insert3(db.InsertPlant(t.Context(), held, event(t, held))); err != nil {
 				t.Error(err)
 			}
 		})
@@ -317,7 +319,7 @@ func TestGroupCommit_Batches(t *testing.T) {
 	for i := range queued {
 		wg.Go(func() {
 			p := &plantstore.Plant{Owner: "bob", ID: int64(i % 10), Name: "Ivy", CreatedAt: fixedNow}
-			_, _, results[i] = db.InsertPlant(t.Context(), p, event(t, p))
+			_, _, results[i] = insert3(db.InsertPlant(t.Context(), p, event(t, p)))
 		})
 	}
 	waitFor(t, "writes queued", func() bool { return db.queue.Queued() == queued })

@@ -28,7 +28,7 @@ func benchCreates(owner string, id int64, n int) []*writeOp {
 	for i := range ops {
 		tag := "bench"
 		p := &plantstore.Plant{Owner: owner, ID: id + int64(i), Name: "plant " + strconv.Itoa(i), Tag: &tag, CreatedAt: time.Now()}
-		ev := &plantstore.Event{MessageID: fmt.Sprintf("msg_%s_%d", owner, p.ID), PlantID: p.ID, Payload: p.WebhookPayload(), CreatedAt: p.CreatedAt}
+		ev := &plantstore.Event{Type: plantstore.EventPlantCreated, ID: fmt.Sprintf("evt_%s_%d", owner, p.ID), PlantID: p.ID, CreatedAt: p.CreatedAt}
 		ops[i] = &writeOp{ctx: context.Background(), plant: p, event: ev}
 	}
 	return ops
@@ -98,7 +98,7 @@ func BenchmarkInsertPlantConcurrent(b *testing.B) {
 		clients.Go(func() {
 			for id := range ids {
 				op := benchCreates(owner, id, 1)[0]
-				if existing, _, err := db.InsertPlant(context.Background(), op.plant, op.event); err != nil || existing != nil {
+				if existing, _, err := insert3(db.InsertPlant(context.Background(), op.plant, op.event)); err != nil || existing != nil {
 					b.Errorf("create %d: %+v, %v", id, existing, err)
 				}
 			}

@@ -10,12 +10,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 )
+
+// The portable rows (portable.TableStore) of the database: what copy,
+// export and backups read and write.
+var _ portable.Backend = (*DB)(nil)
 
 // Snapshot starts a REPEATABLE READ, READ ONLY transaction on a connection
 // of its own: every read of it sees the database as of its first statement.
 // Its statements have no statement_timeout (a table is one streamed query).
-func (db *DB) Snapshot(ctx context.Context) (plantstore.Snapshot, error) {
+func (db *DB) Snapshot(ctx context.Context) (portable.Snapshot, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, wrap("snapshot", err)
@@ -47,27 +52,27 @@ func (s *snapshot) Close() error {
 
 // orderBy is t's key order: text compared by bytes ("C"), as SQLite does,
 // whatever the database's collation.
-func orderBy(t *plantstore.Table) string {
+func orderBy(t *portable.Table) string {
 	keys := make([]string, t.Key)
 	for i, c := range t.Columns[:t.Key] {
 		keys[i] = c.Name
-		if c.Type == plantstore.TypeText {
+		if c.Type == portable.TypeText {
 			keys[i] += ` COLLATE "C"`
 		}
 	}
 	return strings.Join(keys, ", ")
 }
 
-func (s *snapshot) Count(ctx context.Context, t *plantstore.Table) (n int64, err error) {
+func (s *snapshot) Count(ctx context.Context, t *portable.Table) (n int64, err error) {
 	err = s.tx.QueryRow(ctx, `SELECT COUNT(*) FROM `+t.Name).Scan(&n)
 	return n, wrap("count "+t.Name, err)
 }
 
 // Rows streams t in key order, one query.
-func (s *snapshot) Rows(ctx context.Context, t *plantstore.Table) iter.Seq2[plantstore.Row, error] {
+func (s *snapshot) Rows(ctx context.Context, t *portable.Table) iter.Seq2[portable.Row, error] {
 	q := `SELECT ` + strings.Join(t.ColumnNames(), ", ") + ` FROM ` + t.Name + ` ORDER BY ` + orderBy(t)
 	wrapRead := func(err error) error { return wrap("read "+t.Name, err) }
-	return func(yield func(plantstore.Row, error) bool) {
+	return func(yield func(portable.Row, error) bool) {
 		rows, err := s.tx.Query(ctx, q)
 		if err != nil {
 			yield(nil, wrapRead(err))
@@ -81,7 +86,7 @@ func (s *snapshot) Rows(ctx context.Context, t *plantstore.Table) iter.Seq2[plan
 // ReplaceRows deletes by key (one batch of statements) and inserts with
 // COPY, in one transaction. Inserted subscriptions' owners get their
 // webhook_owners row (the row a subscription create locks).
-func (db *DB) ReplaceRows(ctx context.Context, t *plantstore.Table, del, ins []plantstore.Row) error {
+func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []portable.Row) error {
 	names := t.ColumnNames()
 	where := make([]string, t.Key)
 	for i, n := range names[:t.Key] {

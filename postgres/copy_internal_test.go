@@ -3,18 +3,18 @@ package postgres
 import (
 	"testing"
 
-	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/storetest"
 )
 
-// TestTables_Schema: the portable schema (plantstore.Tables) is this
+// TestTables_Schema: the portable schema (portable.Tables) is this
 // backend's once migrated (storetest.CheckSchema), but for webhook_owners,
 // derived from webhook_subscriptions.
 func TestTables_Schema(t *testing.T) {
 	db := openBatchDB(t)
-	types := map[string]plantstore.ColumnType{
-		"text": plantstore.TypeText, "bigint": plantstore.TypeInt, "integer": plantstore.TypeInt,
-		"bytea": plantstore.TypeBytes, "timestamp with time zone": plantstore.TypeTime,
+	types := map[string]portable.ColumnType{
+		"text": portable.TypeText, "bigint": portable.TypeInt, "integer": portable.TypeInt,
+		"bytea": portable.TypeBytes, "timestamp with time zone": portable.TypeTime,
 	}
 	rows, _ := db.pool.Query(t.Context(), `SELECT c.table_name::text, c.column_name::text, c.data_type::text, c.is_nullable = 'NO',
   EXISTS (SELECT 1 FROM information_schema.key_column_usage k JOIN information_schema.table_constraints tc
@@ -24,5 +24,5 @@ FROM information_schema.columns c JOIN information_schema.tables t
   ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
 WHERE c.table_schema = current_schema() AND c.table_name NOT IN ('goose_db_version', 'goose_lock', 'webhook_owners')`)
 	defer rows.Close()
-	storetest.CheckSchema(t, rows, func(_, _, sqlType string) plantstore.ColumnType { return types[sqlType] })
+	storetest.CheckSchema(t, rows, func(_, _, sqlType string) portable.ColumnType { return types[sqlType] })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
 var fixedNow = time.Date(2025, 3, 1, 12, 0, 0, 123456000, time.UTC)
@@ -31,7 +32,7 @@ func TestBulkInsertPlants_SkipsExisting(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, _, err := db.InsertPlant(ctx, fern, nil); err != nil {
+	if _, _, err := insert3(db.InsertPlant(ctx, fern, nil)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{
@@ -128,13 +129,13 @@ func TestUnavailable(t *testing.T) {
 		call func(ctx context.Context) error
 	}{
 		{"Ping", db.Ping},
-		{"InsertPlant", func(ctx context.Context) error { _, _, err := db.InsertPlant(ctx, fern, nil); return err }},
+		{"InsertPlant", func(ctx context.Context) error { _, _, err := insert3(db.InsertPlant(ctx, fern, nil)); return err }},
 		{"FindPlant", func(ctx context.Context) error { _, err := db.FindPlant(ctx, "alice", 1); return err }},
 		{"ListPlants", func(ctx context.Context) error {
 			_, err := db.ListPlants(ctx, plantstore.PlantFilter{Owner: "alice", Limit: 10})
 			return err
 		}},
-		{"DeletePlant", func(ctx context.Context) error { return db.DeletePlant(ctx, "alice", 2, nil) }},
+		{"DeletePlant", func(ctx context.Context) error { return errOnly(db.DeletePlant(ctx, "alice", 2, nil)) }},
 		{"BulkInsertPlants", func(ctx context.Context) error {
 			_, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{fern})
 			return err
@@ -145,8 +146,8 @@ func TestUnavailable(t *testing.T) {
 			_, err := db.ListAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: "whk_1", Limit: 10})
 			return err
 		}},
-		{"ClaimDeliveries", func(ctx context.Context) error {
-			_, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		{"ClaimTasks", func(ctx context.Context) error {
+			_, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 			return err
 		}},
 		{"OutboxStats", func(ctx context.Context) error { _, _, err := db.OutboxStats(ctx); return err }},
@@ -160,7 +161,7 @@ func TestUnavailable(t *testing.T) {
 		if !errors.Is(err, plantstore.ErrUnavailable) {
 			t.Errorf("%s: err = %v, want ErrUnavailable", tt.name, err)
 		}
-		if limit := db.Config.OpTimeout + time.Second; took > limit {
+		if limit := db.OpTimeout + time.Second; took > limit {
 			t.Errorf("%s took %v, more than %v", tt.name, took, limit)
 		}
 	}
@@ -187,13 +188,13 @@ func TestUnavailable_OpTimeout(t *testing.T) {
 	}
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
 	start := time.Now()
-	_, _, err = db.InsertPlant(t.Context(), p, nil)
+	_, _, err = insert3(db.InsertPlant(t.Context(), p, nil))
 	took := time.Since(start)
 	if !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant behind a lock: err = %v, want ErrUnavailable", err)
 	}
-	if took < db.Config.OpTimeout-100*time.Millisecond || took > db.Config.OpTimeout+time.Second {
-		t.Fatalf("InsertPlant gave up after %v, want about OpTimeout (%v)", took, db.Config.OpTimeout)
+	if took < db.OpTimeout-100*time.Millisecond || took > db.OpTimeout+time.Second {
+		t.Fatalf("InsertPlant gave up after %v, want about OpTimeout (%v)", took, db.OpTimeout)
 	}
 }
 
@@ -202,7 +203,7 @@ func TestUnavailable_Closed(t *testing.T) {
 	db := MustOpenDB(t)
 	db.Close()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, _, err := db.InsertPlant(t.Context(), p, nil); !errors.Is(err, plantstore.ErrUnavailable) {
+	if _, _, err := insert3(db.InsertPlant(t.Context(), p, nil)); !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("InsertPlant after Close: err = %v, want ErrUnavailable", err)
 	}
 }

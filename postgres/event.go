@@ -17,61 +17,71 @@ import (
 // aborts gives its seqs back with its update), and one owner's events
 // become visible in seq order: a writer becomes visible before its lock is
 // released.
+//
+// An event is stored as facts (the plant's id, name and tag), never as JSON,
+// and so are its deliveries: the bodies are rendered when they are read or
+// sent (package eventjson).
 const (
+	// writeEventsSQL and fanOutSQL are the two steps every event write
+	// takes, the one fan-out of every event type: qCreatePlants and
+	// qWriteEvent each end with them, as CTEs over a CTE named evs (owner,
+	// seq, id, type, plant_id, name, tag, created_at, message_id, bit). The
+	// fan-out writes one delivery for each enabled subscription of the
+	// owner whose event mask takes the event's type bit, typed when the
+	// mask has plantstore.MaskTyped (bit 1), and returns each one's owner
+	// and seq.
+	writeEventsSQL = `INSERT INTO events (owner, seq, id, type, plant_id, name, tag, created_at)
+	SELECT owner, seq, id, type, plant_id, name, tag, created_at FROM evs`
+	fanOutSQL = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, state, attempts, next_attempt_at, created_at)
+	SELECT e.message_id, s.id, s.owner, e.plant_id, e.type, e.seq, e.name, e.tag, (s.event_mask & 1)::INT, 'pending', 0, e.created_at, e.created_at
+	FROM evs e JOIN webhook_subscriptions s ON s.owner = e.owner AND s.disabled_at IS NULL AND s.event_mask & e.bit <> 0
+	RETURNING owner, seq`
+
 	// qWriteEvent writes one event of owner $1 ($2 id, $3 type, $4 plant
-	// id, $5 data, $6 time) with the owner's next seq, and its outbox rows
-	// ($7 message id): untyped subscriptions take a create with body $8,
-	// typed ones that name $3 the envelope $9 seq $10. It returns the seq
-	// and how many deliveries it wrote.
+	// id, $5 name, $6 tag, $7 time, $8 message id, $9 the type's bit) with
+	// the owner's next seq, and its outbox rows. It returns the seq and how
+	// many deliveries it wrote.
 	qWriteEvent = `WITH seq AS (
 	INSERT INTO event_sequences AS q (owner, last) VALUES ($1, 1)
 	ON CONFLICT (owner) DO UPDATE SET last = q.last + 1
 	RETURNING last
+), evs AS (
+	SELECT $1::TEXT AS owner, last AS seq, $2::TEXT AS id, $3::TEXT AS type, $4::BIGINT AS plant_id, $5::TEXT AS name,
+		$6::TEXT AS tag, $7::TIMESTAMPTZ AS created_at, $8::TEXT AS message_id, $9::BIGINT AS bit
+	FROM seq
 ), written AS (
-	INSERT INTO events (owner, seq, id, type, plant_id, data, created_at)
-	SELECT $1, last, $2, $3, $4, $5, $6 FROM seq
+	` + writeEventsSQL + `
 ), delivered AS (
-	INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-	SELECT $7, s.id, s.owner, $4,
-		CASE WHEN s.types IS NULL THEN $8::BYTEA ELSE $9::BYTEA || CAST(CAST(seq.last AS TEXT) AS BYTEA) || $10::BYTEA END,
-		'pending', 0, $6, $6
-	FROM seq, webhook_subscriptions s
-	WHERE s.owner = $1 AND s.disabled_at IS NULL AND (
-		(s.types IS NULL AND $3 = 'plant.created' AND $8::BYTEA IS NOT NULL) OR
-		(s.types IS NOT NULL AND $9::BYTEA IS NOT NULL AND ' ' || s.types || ' ' LIKE '% ' || $3 || ' %'))
-	RETURNING 1
+	` + fanOutSQL + `
 )
-SELECT last, (SELECT count(*) FROM delivered) FROM seq`
+SELECT seq, (SELECT count(*) FROM delivered) FROM evs`
 
-	eventColumns = `owner, seq, id, type, plant_id, data, created_at`
+	eventColumns = `owner, seq, id, type, plant_id, name, tag, created_at`
 )
 
-// writeEvent writes ev of owner's plant in tx and sets ev.Seq and
-// ev.Deliveries.
-func writeEvent(ctx context.Context, tx pgx.Tx, owner string, ev *plantstore.Event) error {
-	var payload []byte
-	if ev.EventType() == plantstore.EventPlantCreated {
-		payload = ev.Payload
-	}
-	return tx.QueryRow(ctx, qWriteEvent, owner, ev.EventID, ev.EventType(), ev.PlantID, ev.EventData(), ev.CreatedAt,
-		ev.MessageID, payload, ev.EnvelopePrefix, ev.EnvelopeSuffix).Scan(&ev.Seq, &ev.Deliveries)
+// writeEvent writes ev, a change of p (the plant as the change left it), in
+// tx, and returns its seq and how many deliveries it wrote.
+func writeEvent(ctx context.Context, tx pgx.Tx, ev *plantstore.Event, p *plantstore.Plant) (seq int64, deliveries int, err error) {
+	err = tx.QueryRow(ctx, qWriteEvent, p.Owner, ev.ID, ev.Type, p.ID, p.Name, p.Tag, ev.CreatedAt,
+		ev.MessageID(), int64(plantstore.EventBit(ev.Type))).Scan(&seq, &deliveries)
+	return seq, deliveries, err
 }
 
 // ListEvents returns at most f.Limit of the owner's events after f.After
 // (of type f.Type when set), by seq.
-func (db *DB) ListEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.PlantEvent, error) {
+func (db *DB) ListEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.Event, error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
 	q := `SELECT ` + eventColumns + ` FROM events WHERE owner = $1 AND seq > $2 AND ($3 = '' OR type = $3) ORDER BY seq LIMIT $4`
-	var out []*plantstore.PlantEvent
+	var out []*plantstore.Event
 	err := retry(ctx, func() error {
 		rows, err := db.pool.Query(ctx, q, f.Owner, f.After, f.Type, f.Limit)
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*plantstore.PlantEvent, error) {
-			var e plantstore.PlantEvent
-			err := row.Scan(&e.Owner, &e.Seq, &e.ID, &e.Type, &e.PlantID, &e.Data, &e.CreatedAt)
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*plantstore.Event, error) {
+			var e plantstore.Event
+			err := row.Scan(&e.Owner, &e.Seq, &e.ID, &e.Type, &e.PlantID, &e.Name, &e.Tag, &e.CreatedAt)
 			e.CreatedAt = e.CreatedAt.UTC()
 			return &e, err
 		})

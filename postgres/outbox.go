@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,7 +62,8 @@ UPDATE webhook_deliveries d SET lease_until = now() + $3::BIGINT * INTERVAL '1 m
 FROM picked, webhook_subscriptions s
 WHERE d.message_id = picked.message_id AND d.subscription_id = picked.subscription_id
 	AND s.id = d.subscription_id AND s.disabled_at IS NULL
-RETURNING d.message_id, d.subscription_id, d.owner, d.plant_id, d.payload, d.attempts, d.created_at, ` + subscriptionColumns
+RETURNING d.message_id, d.subscription_id, d.owner, d.plant_id, d.event_type, COALESCE(d.seq, 0), d.name, d.tag, d.typed = 1, d.stored_body,
+	d.attempts, d.created_at, ` + subscriptionColumns
 
 // qFailDead fails the pending deliveries of the subscriptions in $1 that
 // are gone or disabled.
@@ -71,68 +71,51 @@ const qFailDead = `UPDATE webhook_deliveries d SET state = 'failed', next_attemp
 WHERE d.subscription_id = ANY($1::TEXT[]) AND d.state = 'pending'
 	AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = d.subscription_id AND s.disabled_at IS NULL)`
 
-// ClaimDeliveries leases the deliveries c.Pick chooses among each
-// subscription's earliest due ones, in two round trips, each one implicit
-// transaction: the deliveries in flight and the due ones are read, then
-// the chosen ones leased (each checked again: still pending and unleased,
-// not locked by another claim) and those of dead subscriptions failed.
-// Once committed, the lease keeps a delivery out of every claim until it
-// ends, so two replicas never hold the same delivery. Claims racing each
-// other read the same earliest deliveries of a subscription, so one gets
-// them and the others skip them: the bounds hold across replicas.
-func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
-	if c.Limit < 1 {
-		return nil, nil
-	}
-	var (
-		due      []plantstore.DueDelivery
-		dead     []string
-		inFlight []plantstore.InFlight
-	)
-	err := db.readBatch(ctx, func() *pgx.Batch {
-		due, dead, inFlight = nil, nil, nil
+// DueDeliveries reads the due deliveries of each subscription, with
+// whether it is live, and the deliveries leased now, in one round trip
+// (one implicit transaction). Claims racing each other read the same
+// earliest deliveries of a subscription, so one leases them and the others
+// skip them (qLease): the bounds hold across replicas.
+func (db *DB) DueDeliveries(ctx context.Context, perSub int) (due []plantstore.DueDelivery, leased []plantstore.InFlight, err error) {
+	err = db.readBatch(ctx, func() *pgx.Batch {
+		due, leased = nil, nil
 		b := &pgx.Batch{}
-		b.Queue(qDue, c.DuePerSubscription()).Query(func(rows pgx.Rows) error {
-			var d plantstore.DueDelivery
-			var live bool
-			_, err := pgx.ForEachRow(rows, []any{&d.MessageID, &d.SubscriptionID, &d.Owner, &d.NextAttemptAt, &live}, func() error {
-				switch {
-				case live:
-					due = append(due, d)
-				case !slices.Contains(dead, d.SubscriptionID):
-					dead = append(dead, d.SubscriptionID)
-				}
-				return nil
-			})
+		b.Queue(qDue, perSub).Query(func(rows pgx.Rows) (err error) {
+			due, err = pgx.CollectRows(rows, pgx.RowToStructByPos[plantstore.DueDelivery])
 			return err
 		})
 		b.Queue(qInFlight).Query(func(rows pgx.Rows) (err error) {
-			inFlight, err = pgx.CollectRows(rows, pgx.RowToStructByPos[plantstore.InFlight])
+			leased, err = pgx.CollectRows(rows, pgx.RowToStructByPos[plantstore.InFlight])
 			return err
 		})
 		return b
 	})
 	if err != nil {
-		return nil, wrap("claim webhook deliveries", err)
+		return nil, nil, wrap("read due webhook deliveries", err)
 	}
-	picked := c.Pick(due, inFlight)
-	if len(picked) == 0 && len(dead) == 0 {
-		return nil, nil
-	}
+	return due, leased, nil
+}
+
+// LeaseDeliveries leases the picked deliveries (each checked again: still
+// pending and unleased, not locked by another claim) and fails those of
+// dead subscriptions, in one round trip (one implicit transaction). Once
+// committed, the lease keeps a delivery out of every claim until it ends,
+// so two replicas never hold the same delivery.
+func (db *DB) LeaseDeliveries(ctx context.Context, picked []plantstore.DueDelivery, dead []string, lease time.Duration) ([]*plantstore.Task, error) {
 	var keys deliveryKeys
 	for _, d := range picked {
 		keys.messages = append(keys.messages, d.MessageID)
 		keys.subscriptions = append(keys.subscriptions, d.SubscriptionID)
 	}
 	var tasks []*plantstore.Task
-	err = db.sendBatch(ctx, func() *pgx.Batch {
+	err := db.sendBatch(ctx, func() *pgx.Batch {
 		tasks = nil
 		b := &pgx.Batch{}
 		if len(dead) > 0 {
 			b.Queue(qFailDead, dead)
 		}
 		if len(picked) > 0 {
-			b.Queue(qLease, keys.messages, keys.subscriptions, c.Lease.Microseconds()).Query(func(rows pgx.Rows) (err error) {
+			b.Queue(qLease, keys.messages, keys.subscriptions, lease.Microseconds()).Query(func(rows pgx.Rows) (err error) {
 				tasks, err = pgx.CollectRows(rows, scanLeased)
 				return err
 			})
@@ -140,7 +123,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plant
 		return b
 	})
 	if err != nil {
-		return nil, wrap("claim webhook deliveries", err)
+		return nil, wrap("lease webhook deliveries", err)
 	}
 	return tasks, nil
 }
@@ -148,13 +131,20 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plant
 // deliveryKeys names deliveries for qLease.
 type deliveryKeys struct{ messages, subscriptions []string }
 
-// scanLeased scans a row of qLease: a task and its subscription.
+// scanLeased scans a row of qLease: a delivery, the facts of its event, and
+// its subscription.
 func scanLeased(row pgx.CollectableRow) (*plantstore.Task, error) {
 	t := &plantstore.Task{Subscription: &plantstore.Subscription{}}
-	dest := append([]any{&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &t.CreatedAt},
-		subscriptionDest(t.Subscription)...)
+	e := &t.Event
+	var typed bool
+	dest := append([]any{&t.MessageID, &t.SubscriptionID, &t.Owner, &e.PlantID, &e.Type, &e.Seq, &e.Name, &e.Tag, &typed, &t.StoredBody,
+		&t.Attempts, &t.CreatedAt}, subscriptionDest(t.Subscription)...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
+	}
+	e.Owner, e.ID, e.CreatedAt = t.Owner, plantstore.EventIDOf(t.MessageID), t.CreatedAt
+	if typed {
+		t.Body = plantstore.BodyEvent
 	}
 	return t, nil
 }

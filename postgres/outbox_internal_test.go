@@ -8,10 +8,11 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/service"
 )
 
 // TestLeaseByServerClock: a claim's lease ends at the server's now() plus
-// the lease, whatever the claiming process's clock says (ClaimDeliveries
+// the lease, whatever the claiming process's clock says (LeaseDeliveries
 // takes no time), and it compares due times with the server's now().
 func TestLeaseByServerClock(t *testing.T) {
 	db := openBatchDB(t)
@@ -26,11 +27,11 @@ func TestLeaseByServerClock(t *testing.T) {
 	if _, err := db.pool.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() + INTERVAL '1 hour' WHERE plant_id = 2`); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: 10 * time.Minute, Limit: 10})
+	tasks, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: 10 * time.Minute, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 1 || tasks[0].PlantID != 1 {
+	if len(tasks) != 1 || tasks[0].Event.PlantID != 1 {
 		t.Fatalf("claimed %+v, want plant 1's delivery only", tasks)
 	}
 	var left float64

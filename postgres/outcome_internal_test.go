@@ -54,7 +54,7 @@ func openProxied(t *testing.T) (*DB, *faultProxy, *pgx.Conn) {
 	direct := pgtest.NewDatabase(t)
 	p, url := startProxy(t, direct)
 	db := NewDB(url)
-	db.Config.OpTimeout = 5 * time.Second
+	db.OpTimeout = 5 * time.Second
 	return OpenMigrated(t, db), p, adminConn(t, direct)
 }
 
@@ -116,7 +116,7 @@ func TestCommitOutcome_ConnectionLost(t *testing.T) {
 
 			// The client retries.
 			for _, op := range ops {
-				existing, deliveries, err := db.InsertPlant(t.Context(), op.plant, event(t, op.plant))
+				existing, deliveries, err := insert3(db.InsertPlant(t.Context(), op.plant, event(t, op.plant)))
 				switch {
 				case err != nil:
 					t.Fatalf("retry of create %d: %v", op.plant.ID, err)
@@ -147,8 +147,8 @@ func TestCommitOutcome_OtherWrites(t *testing.T) {
 
 	// DeletePlant with its event: BEGIN ... COMMIT.
 	proxy.arm(commandComplete("COMMIT"))
-	ev := &plantstore.Event{MessageID: "msg_del", PlantID: 1, CreatedAt: fixedNow, EventID: "evt_del", Type: plantstore.EventPlantDeleted}
-	err := db.DeletePlant(ctx, "alice", 1, ev)
+	ev := &plantstore.Event{ID: "evt_del", PlantID: 1, CreatedAt: fixedNow, Type: plantstore.EventPlantDeleted}
+	err := errOnly(db.DeletePlant(ctx, "alice", 1, ev))
 	waitFired(t, proxy)
 	if !errors.Is(err, plantstore.ErrUnavailable) {
 		t.Fatalf("DeletePlant whose COMMIT's answer was lost: err = %v, want ErrUnavailable", err)
@@ -189,7 +189,7 @@ func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
 	c := pgtest.StartCluster(t)
 	url := c.CreateDatabase(t, "")
 	db := NewDB(url)
-	db.Config.OpTimeout = 10 * time.Second
+	db.OpTimeout = 10 * time.Second
 	OpenMigrated(t, db)
 	admin := adminConn(t, url)
 	ctx := t.Context()
@@ -232,7 +232,7 @@ func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
 		var err error
 		go func() {
 			defer close(done)
-			existing, _, err = db.InsertPlant(ctx, fern, event(t, fern))
+			existing, _, err = insert3(db.InsertPlant(ctx, fern, event(t, fern)))
 		}()
 		cancelWaits(done)
 		return existing, err
@@ -252,7 +252,7 @@ func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
 	}
 
 	setSync("") // no synchronous standby: commits return at once
-	existing, _, err = db.InsertPlant(ctx, fern, event(t, fern))
+	existing, _, err = insert3(db.InsertPlant(ctx, fern, event(t, fern)))
 	if err != nil || existing == nil || !existing.SameContent(fern) {
 		t.Fatalf("retry once commits are confirmed again: %+v, %v; want the stored row", existing, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/storetest"
 )
@@ -21,7 +22,7 @@ import (
 func TestConformancePgBouncer(t *testing.T) {
 	bouncer := pgtest.StartPgBouncer(t, pgtest.NewDatabase(t), pgtest.PgBouncerOptions{PoolSize: 4})
 	storetest.Run(t, storetest.Backends{
-		Open: func(t *testing.T) plantstore.Backend {
+		Open: func(t *testing.T) portable.Backend {
 			db := postgres.NewDB(bouncer.Via(t, pgtest.NewDatabase(t)))
 			db.Config.TransactionPooler = true
 			return postgres.OpenMigrated(t, db)
@@ -31,7 +32,7 @@ func TestConformancePgBouncer(t *testing.T) {
 			b := pgtest.StartPgBouncer(t, c.URL(""), pgtest.PgBouncerOptions{})
 			db := postgres.NewDB(b.Via(t, c.CreateDatabase(t, "")))
 			db.Config.TransactionPooler = true
-			db.Config.OpTimeout = 2 * time.Second
+			db.OpTimeout = 2 * time.Second
 			db.Config.ConnectTimeout = time.Second
 			return postgres.OpenMigrated(t, db), func() { c.Stop(t) }, func() { c.Start(t) }
 		},

@@ -12,34 +12,38 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// InsertPlant stores p with ev's outbox rows and says how many it wrote, or
-// returns the owner's plant with p.ID when there is one. It joins the group
-// commit (see batch.go) and returns once its transaction is committed.
-func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, int, error) {
+// InsertPlant stores p with its event ev, or returns the owner's plant with
+// p.ID when there is one. It joins the group commit (see batch.go) and
+// returns once its transaction is committed.
+func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (plantstore.InsertResult, error) {
 	op := &writeOp{plant: p, event: ev}
 	if err := db.write(ctx, op); err != nil {
-		return nil, 0, err
+		return plantstore.InsertResult{}, err
 	}
-	return op.existing, op.deliveries, nil
+	return plantstore.InsertResult{Existing: op.existing, Seq: op.seq, Deliveries: op.deliveries}, nil
 }
 
 // DeletePlant deletes the owner's plant with id. Without an event it joins
-// the group commit; with one (plant.deleted, whose data is the row as it
-// was) it runs in a transaction of its own: DELETE ... RETURNING, then the
-// event.
-func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plantstore.Event) error {
+// the group commit (and returns no plant); with one (plant.deleted, of the
+// row as it was) it runs in a transaction of its own: DELETE ...
+// RETURNING, then the event.
+func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plantstore.Event) (plantstore.WriteResult, error) {
 	if ev == nil {
-		return db.write(ctx, &writeOp{del: true, plant: &plantstore.Plant{Owner: owner, ID: id}})
+		return plantstore.WriteResult{}, db.write(ctx, &writeOp{del: true, plant: &plantstore.Plant{Owner: owner, ID: id}})
 	}
-	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
-		old, err := scanPlant(tx.QueryRow(ctx, qDeletePlantReturning, owner, id), owner, id)
-		if err != nil {
+	var res plantstore.WriteResult
+	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) (err error) {
+		res = plantstore.WriteResult{}
+		if res.Plant, err = scanPlant(tx.QueryRow(ctx, qDeletePlantReturning, owner, id), owner, id); err != nil {
 			return err
 		}
-		ev.SetPlant(old)
-		return writeEvent(ctx, tx, owner, ev)
+		res.Seq, res.Deliveries, err = writeEvent(ctx, tx, ev, res.Plant)
+		return err
 	})
-	return wrap("delete plant", err)
+	if err != nil {
+		return plantstore.WriteResult{}, wrap("delete plant", err)
+	}
+	return res, nil
 }
 
 // qDeletePlantReturning deletes one plant and returns it as scanPlant reads.

@@ -39,10 +39,10 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/groupcommit"
+	"github.com/plantstore/plantstore/internal/storeopt"
 )
 
 //go:embed migration/*.sql
@@ -53,7 +53,7 @@ const (
 	DefaultMaxConns         = 16
 	DefaultStatementTimeout = 5 * time.Second
 	DefaultConnectTimeout   = 3 * time.Second
-	DefaultOpTimeout        = 10 * time.Second
+	DefaultOpTimeout        = storeopt.DefaultOpTimeout // the same on every backend
 	// maxAttempts bounds the tries of a transaction that failed with a
 	// serialization failure (40001) or a deadlock (40P01).
 	maxAttempts = 5
@@ -65,10 +65,6 @@ type Config struct {
 	MinConns         int32         // connections kept open when idle
 	StatementTimeout time.Duration // server-side limit per statement (statement_timeout)
 	ConnectTimeout   time.Duration // limit to open one connection
-	// OpTimeout bounds one call, its wait for a connection and for its
-	// group commit included; past it the call fails with
-	// plantstore.ErrUnavailable. Zero: no bound.
-	OpTimeout time.Duration
 	// TransactionPooler says that the URL reaches PostgreSQL through a
 	// transaction-mode pooler (PgBouncer pool_mode = transaction), which
 	// gives each transaction any of its server connections: the store then
@@ -87,15 +83,11 @@ type DB struct {
 	URL    string
 	Config Config
 
-	// MaxBatch bounds how many plant writes share one transaction (0:
-	// groupcommit.DefaultMaxBatch).
-	MaxBatch int
-	// OnCommit, if set, is called after each group commit with its number
-	// of writes and how long it took. Set it before Open.
-	OnCommit func(writes int, took time.Duration)
-	// TracerProvider, if set, gets an OpenTelemetry span of each batch;
-	// nil: none, at no cost. Set it before Open.
-	TracerProvider trace.TracerProvider
+	// Options are the settings both row stores share, with one meaning
+	// (OpTimeout, MaxBatch, OnCommit, TracerProvider). Here OpTimeout
+	// bounds one call, its wait for a connection and for its group commit
+	// included.
+	storeopt.Options
 	// OnDropConns, if set, is called when the store drops every pooled
 	// connection because a statement's error said the server is gone or
 	// read-only (a failover: see failover.go), with that error, its
@@ -123,7 +115,6 @@ func NewDB(url string) *DB {
 		MaxConns:         DefaultMaxConns,
 		StatementTimeout: DefaultStatementTimeout,
 		ConnectTimeout:   DefaultConnectTimeout,
-		OpTimeout:        DefaultOpTimeout,
 	}}
 }
 
@@ -260,10 +251,7 @@ func (db *DB) wrote(err error) error {
 
 // opContext bounds one call by OpTimeout.
 func (db *DB) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if db.Config.OpTimeout <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, db.Config.OpTimeout)
+	return context.WithTimeout(ctx, db.Timeout())
 }
 
 // withMigrations runs fn with a goose provider of the embedded migrations

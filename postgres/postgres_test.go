@@ -22,7 +22,7 @@ func openStoppable(t *testing.T) (*postgres.DB, *pgtest.Cluster) {
 	t.Helper()
 	c := pgtest.StartCluster(t)
 	db := postgres.NewDB(c.CreateDatabase(t, ""))
-	db.Config.OpTimeout = 2 * time.Second
+	db.OpTimeout = 2 * time.Second
 	db.Config.ConnectTimeout = time.Second
 	return postgres.OpenMigrated(t, db), c
 }

@@ -75,7 +75,7 @@ func TestUnavailable_Codes(t *testing.T) {
 // and writes succeed; a write that succeeds clears the failure too.
 func TestReadOnly(t *testing.T) {
 	db := openBatchDB(t)
-	db.Config.OpTimeout = 5 * time.Second
+	db.OpTimeout = 5 * time.Second
 	admin := adminConn(t, db.URL)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
@@ -90,8 +90,8 @@ func TestReadOnly(t *testing.T) {
 		name  string
 		write func() error
 	}{
-		{"InsertPlant", func() error { _, _, err := db.InsertPlant(ctx, ivy, event(t, ivy)); return err }},
-		{"DeletePlant", func() error { return db.DeletePlant(ctx, "alice", 1, nil) }},
+		{"InsertPlant", func() error { _, _, err := insert3(db.InsertPlant(ctx, ivy, event(t, ivy))); return err }},
+		{"DeletePlant", func() error { return errOnly(db.DeletePlant(ctx, "alice", 1, nil)) }},
 		{"BulkInsertPlants", func() error { _, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{ivy}); return err }},
 		{"InsertToken", func() error { return db.InsertToken(ctx, newTestToken(t)) }},
 		{"InsertSubscription", func() error {
@@ -130,7 +130,7 @@ func TestReadOnly(t *testing.T) {
 	if err := admin.QueryRow(ctx, `SELECT count(*) FROM webhook_owners`).Scan(&probes); err != nil || probes != 0 {
 		t.Fatalf("webhook_owners has %d rows (%v) after the probe, want none", probes, err)
 	}
-	if existing, _, err := db.InsertPlant(ctx, ivy, event(t, ivy)); err != nil || existing != nil {
+	if existing, _, err := insert3(db.InsertPlant(ctx, ivy, event(t, ivy))); err != nil || existing != nil {
 		t.Fatalf("InsertPlant once the database takes writes again: %+v, %v", existing, err)
 	}
 	for _, p := range []*plantstore.Plant{fern, ivy} {
@@ -141,11 +141,11 @@ func TestReadOnly(t *testing.T) {
 
 	// A write that succeeds clears the failure as well, before any Ping.
 	setReadOnly(t, db, admin, true)
-	if err := db.DeletePlant(ctx, "alice", 2, nil); pgCode(err) != codeReadOnlyTransaction {
+	if err := errOnly(db.DeletePlant(ctx, "alice", 2, nil)); pgCode(err) != codeReadOnlyTransaction {
 		t.Fatalf("DeletePlant on a read-only database: err = %v, want SQLSTATE 25006", err)
 	}
 	setReadOnly(t, db, admin, false)
-	if err := db.DeletePlant(ctx, "alice", 2, nil); err != nil {
+	if err := errOnly(db.DeletePlant(ctx, "alice", 2, nil)); err != nil {
 		t.Fatalf("DeletePlant once the database takes writes again: %v", err)
 	}
 	if db.failed.Load() != nil {
@@ -160,7 +160,7 @@ func TestReadOnly_CallerCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
-	if _, _, err := db.InsertPlant(ctx, p, nil); !errors.Is(err, context.Canceled) {
+	if _, _, err := insert3(db.InsertPlant(ctx, p, nil)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("InsertPlant with a canceled context: err = %v, want context.Canceled", err)
 	}
 	if _, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{p}); err == nil {

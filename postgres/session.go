@@ -27,7 +27,7 @@ import (
 //
 // Reads run alone, with the server's settings: each is one bounded index
 // read (a key, or a range with a LIMIT) that waits for no lock, and
-// --db-timeout (Config.OpTimeout) bounds the caller's wait; one more
+// --db-timeout (OpTimeout) bounds the caller's wait; one more
 // statement per read would cost every read about 30 allocations and a
 // round of work on the server (measured with BenchmarkFindPlant: 22 -> 53
 // allocations). Migrations (goose, over database/sql) also run with the

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/storetest"
 )
 
@@ -12,7 +13,7 @@ import (
 // own (pg_ctl stop -m fast: connections dropped, new ones refused).
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Backends{
-		Open: func(t *testing.T) plantstore.Backend { return MustOpenDB(t) },
+		Open: func(t *testing.T) portable.Backend { return MustOpenDB(t) },
 		Unavailable: func(t *testing.T) (plantstore.Backend, func(), func()) {
 			db, c := openStoppable(t)
 			return db, func() { c.Stop(t) }, func() { c.Start(t) }

@@ -24,10 +24,10 @@ func TestBatchSpans(t *testing.T) {
 	db = postgres.OpenMigrated(t, db)
 
 	ctx, request := tp.Tracer("test").Start(t.Context(), "request")
-	if _, _, err := db.InsertPlant(ctx, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}, nil); err != nil {
+	if _, _, err := insert3(db.InsertPlant(ctx, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeletePlant(ctx, "alice", 2, nil); !errors.Is(err, plantstore.ErrNotFound) {
+	if err := errOnly(db.DeletePlant(ctx, "alice", 2, nil)); !errors.Is(err, plantstore.ErrNotFound) {
 		t.Fatalf("delete of a missing plant: %v, want ErrNotFound", err)
 	}
 	request.End()

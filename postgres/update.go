@@ -35,7 +35,7 @@ RETURNING name, tag, created_at`
 // expect's name and tag when expect is set (else ErrChanged), and returns
 // the plant as stored; ErrNotFound when there is none. A patch that leaves
 // the plant's name and tag as they are writes nothing, neither the row nor
-// the event (ev.Seq stays 0).
+// the event (Seq 0).
 //
 // One transaction: the UPDATE changes the row only when the patch changes
 // it. When it matched no row, the row's latest version is read and locked
@@ -44,26 +44,23 @@ RETURNING name, tag, created_at`
 // ErrChanged, a patch that changes nothing is the answer as it is; and a
 // version that a concurrent commit changed between the two statements so
 // that the patch would change it now is updated, under the lock.
-func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
+func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (plantstore.WriteResult, error) {
 	var expName, expTag *string
 	if expect != nil {
 		expName, expTag = &expect.Name, expect.Tag
 	}
-	var p *plantstore.Plant
+	var res plantstore.WriteResult
 	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
-		p = nil
-		if ev != nil {
-			ev.Seq, ev.Deliveries = 0, 0
-		}
+		res = plantstore.WriteResult{}
 		for attempt := 0; ; attempt++ {
 			updated, err := scanPlant(tx.QueryRow(ctx, qUpdatePlant, owner, id, upd.Name, upd.SetTag, upd.Tag, expect == nil, expName, expTag), owner, id)
 			if err == nil {
-				p = updated
+				res.Plant = updated
 				if ev == nil {
 					return nil
 				}
-				ev.SetPlant(p)
-				return writeEvent(ctx, tx, owner, ev)
+				res.Seq, res.Deliveries, err = writeEvent(ctx, tx, ev, updated)
+				return err
 			}
 			if !errors.Is(err, plantstore.ErrNotFound) {
 				return err
@@ -75,7 +72,7 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 			case expect != nil && !sameNameAndTag(cur, expect):
 				return plantstore.ErrChanged
 			case upd.Apply(cur).SameContent(cur):
-				p = cur // nothing to change: nothing written
+				res.Plant = cur // nothing to change: nothing written
 				return nil
 			case attempt > 0:
 				return fmt.Errorf("the locked plant did not take the patch")
@@ -85,9 +82,9 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 		}
 	})
 	if err != nil {
-		return nil, wrap("update plant", err)
+		return plantstore.WriteResult{}, wrap("update plant", err)
 	}
-	return p, nil
+	return res, nil
 }
 
 // sameNameAndTag reports whether p and q have the same name and tag.
@@ -98,19 +95,23 @@ func sameNameAndTag(p, q *plantstore.Plant) bool {
 // DeletePlantIf deletes the owner's plant id only while it has expect's
 // name and tag: ErrChanged when it has other content, ErrNotFound when
 // there is none.
-func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant, ev *plantstore.Event) error {
-	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
-		old, err := scanPlant(tx.QueryRow(ctx, qDeletePlantIf, owner, id, expect.Name, expect.Tag), owner, id)
-		if err != nil || ev == nil {
+func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant, ev *plantstore.Event) (plantstore.WriteResult, error) {
+	var res plantstore.WriteResult
+	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) (err error) {
+		res = plantstore.WriteResult{}
+		if res.Plant, err = scanPlant(tx.QueryRow(ctx, qDeletePlantIf, owner, id, expect.Name, expect.Tag), owner, id); err != nil || ev == nil {
 			return err
 		}
-		ev.SetPlant(old)
-		return writeEvent(ctx, tx, owner, ev)
+		res.Seq, res.Deliveries, err = writeEvent(ctx, tx, ev, res.Plant)
+		return err
 	})
 	if errors.Is(err, plantstore.ErrNotFound) {
 		err = db.changedOrMissing(ctx, owner, id)
 	}
-	return wrap("delete plant", err)
+	if err != nil {
+		return plantstore.WriteResult{}, wrap("delete plant", err)
+	}
+	return res, nil
 }
 
 // changedOrMissing tells why a conditional write matched no row: the plant

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,7 +14,7 @@ import (
 // subscriptionColumns is a subscription's select list, from the table
 // aliased s; a missing previous secret or reason (NULL) reads as "".
 const subscriptionColumns = `s.id, s.owner, s.url, s.description, s.secret, COALESCE(s.previous_secret, ''), s.previous_secret_until,
-	s.created_at, s.disabled_at, COALESCE(s.disabled_reason, ''), s.failing_since, s.types`
+	s.created_at, s.disabled_at, COALESCE(s.disabled_reason, ''), s.failing_since, s.event_mask`
 
 // Statements of InsertSubscription, sent as one implicit transaction. The
 // first takes the owner's lock row (creating it if need be), so that the
@@ -25,9 +24,9 @@ const subscriptionColumns = `s.id, s.owner, s.url, s.description, s.secret, COAL
 const (
 	qLockOwner          = `INSERT INTO webhook_owners (owner) VALUES ($1) ON CONFLICT (owner) DO UPDATE SET owner = EXCLUDED.owner`
 	qInsertSubscription = `INSERT INTO webhook_subscriptions
-	(id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since, types)
+	(id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since, event_mask)
 SELECT $1::TEXT, $2::TEXT, $3::TEXT, $4::TEXT, $5::TEXT, NULLIF($6::TEXT, ''), $7::TIMESTAMPTZ, $8::TIMESTAMPTZ, $9::TIMESTAMPTZ,
-	NULLIF($10::TEXT, ''), $11::TIMESTAMPTZ, $13::TEXT
+	NULLIF($10::TEXT, ''), $11::TIMESTAMPTZ, $13::BIGINT
 WHERE (SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = $2) < $12`
 )
 
@@ -39,7 +38,7 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 		b := &pgx.Batch{}
 		b.Queue(qLockOwner, s.Owner)
 		b.Queue(qInsertSubscription, s.ID, s.Owner, s.URL, s.Description, s.Secret, s.PreviousSecret, s.PreviousSecretUntil,
-			s.CreatedAt, s.DisabledAt, string(s.DisabledReason), s.FailingSince, max, typesColumn(s.Types)).
+			s.CreatedAt, s.DisabledAt, string(s.DisabledReason), s.FailingSince, max, int64(plantstore.Mask(s.Types))).
 			Exec(func(tag pgconn.CommandTag) error {
 				if tag.RowsAffected() == 0 {
 					return plantstore.ErrLimit
@@ -190,30 +189,18 @@ func scanSubscription(row pgx.CollectableRow) (*plantstore.Subscription, error) 
 // subscriptionDest is where subscriptionColumns scan to.
 func subscriptionDest(s *plantstore.Subscription) []any {
 	return []any{&s.ID, &s.Owner, &s.URL, &s.Description, &s.Secret, &s.PreviousSecret,
-		&s.PreviousSecretUntil, &s.CreatedAt, &s.DisabledAt, &s.DisabledReason, &s.FailingSince, typesDest{&s.Types}}
+		&s.PreviousSecretUntil, &s.CreatedAt, &s.DisabledAt, &s.DisabledReason, &s.FailingSince, maskDest{&s.Types}}
 }
 
-// typesColumn stores a subscription's event types space-separated; nil
-// (untyped) as NULL.
-func typesColumn(types []string) *string {
-	if types == nil {
-		return nil
-	}
-	s := strings.Join(types, " ")
-	return &s
-}
+// maskDest scans the event_mask column into a subscription's types
+// (plantstore.EventMask.Types).
+type maskDest struct{ p *[]string }
 
-// typesDest scans the types column: NULL is nil (untyped).
-type typesDest struct{ p *[]string }
-
-func (d typesDest) Scan(src any) error {
-	switch v := src.(type) {
-	case nil:
-		*d.p = nil
-	case string:
-		*d.p = strings.Fields(v)
-	default:
-		return fmt.Errorf("postgres: webhook types: unexpected %T", src)
+func (d maskDest) Scan(src any) error {
+	m, ok := src.(int64)
+	if !ok {
+		return fmt.Errorf("postgres: webhook event mask: unexpected %T", src)
 	}
+	*d.p = plantstore.EventMask(m).Types()
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // qUpdateSubscription applies a merge patch ($3 url, $4 description, $5
-// enabled, NULL keeps; $8 types when $7) as of $6 and returns the row before (the CTE's
+// enabled, NULL keeps; $8 the event mask when $7) as of $6 and returns the row before (the CTE's
 // snapshot) and after. A disable stores no reason (read back as manual); an
 // enable clears the disabled state and the failing streak. The row lock of
 // the UPDATE orders it with concurrent attempts' updates.
@@ -24,7 +24,7 @@ const qUpdateSubscription = `WITH old AS (
 		disabled_at = CASE WHEN $5::BOOL IS NULL THEN s.disabled_at WHEN $5 THEN NULL ELSE COALESCE(s.disabled_at, $6::TIMESTAMPTZ) END,
 		disabled_reason = CASE WHEN $5 IS NULL OR NOT $5 AND s.disabled_at IS NOT NULL THEN s.disabled_reason ELSE NULL END,
 		failing_since = CASE WHEN $5 THEN NULL ELSE s.failing_since END,
-		types = CASE WHEN $7::BOOL THEN $8::TEXT ELSE s.types END
+		event_mask = CASE WHEN $7::BOOL THEN $8::BIGINT ELSE s.event_mask END
 	WHERE s.owner = $1 AND s.id = $2
 	RETURNING ` + subscriptionColumns + `
 )
@@ -43,13 +43,13 @@ const qClearRecovered = `UPDATE webhook_deliveries SET recovered_at = NULL WHERE
 // before and after; a disable fails the pending deliveries, an enable makes
 // them all recoverable again.
 func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plantstore.SubscriptionUpdate, now time.Time) (before, after *plantstore.Subscription, err error) {
-	var types *string
+	var mask int64
 	if u.Types != nil {
-		types = typesColumn(*u.Types)
+		mask = int64(plantstore.Mask(*u.Types))
 	}
 	err = db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
 		var b, a plantstore.Subscription
-		if err := tx.QueryRow(ctx, qUpdateSubscription, owner, id, u.URL, u.Description, u.Enabled, now, u.Types != nil, types).
+		if err := tx.QueryRow(ctx, qUpdateSubscription, owner, id, u.URL, u.Description, u.Enabled, now, u.Types != nil, mask).
 			Scan(append(subscriptionDest(&b), subscriptionDest(&a)...)...); err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ type EventService struct {
 // FindEvents returns one page of the owner's events after f.After by Seq
 // ascending and whether another page follows (it asks the store for one row
 // more). It refuses a page size out of range and an unknown type.
-func (s *EventService) FindEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.PlantEvent, bool, error) {
+func (s *EventService) FindEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.Event, bool, error) {
 	if f.Limit == 0 {
 		f.Limit = plantstore.DefaultPageSize
 	}

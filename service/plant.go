@@ -19,34 +19,30 @@ type PlantService struct {
 	onEvent func(typ string)
 }
 
-// newEvent returns the event of a change of type typ of plant id, at now;
-// for a create, with p's data and envelope (for the other types the store
-// sets them from the row: SetPlant).
-func newEvent(typ string, id int64, now time.Time, p *plantstore.Plant) (*plantstore.Event, error) {
-	msgID, err := plantstore.NewMessageID()
+// newEvent returns the event of a change of type typ of owner's plant, at
+// now, as the store takes it: a fresh id, the type, the time (the store
+// adds the seq and the plant as the change leaves it).
+func newEvent(owner, typ string, now time.Time) (*plantstore.Event, error) {
+	id, err := plantstore.NewEventID()
 	if err != nil {
 		return nil, err
 	}
-	ev := &plantstore.Event{MessageID: msgID, PlantID: id, CreatedAt: now, Type: typ,
-		EventID: "evt_" + strings.TrimPrefix(msgID, "msg_")}
-	if p != nil {
-		ev.Payload = p.WebhookPayload()
-		ev.SetPlant(p)
-	}
-	return ev, nil
+	return &plantstore.Event{Owner: owner, ID: id, Type: typ, CreatedAt: now}, nil
 }
 
-// written tells the dispatcher and the event waiters about ev, committed.
-func (s *PlantService) written(owner string, ev *plantstore.Event) {
-	if ev == nil || ev.Seq == 0 {
-		return
-	}
-	if ev.Deliveries > 0 {
+// written tells the dispatcher and the event waiters what a committed write
+// of an event of type typ wrote: seq 0 is no event, deliveries the outbox
+// rows (the dispatcher is woken only when there are some).
+func (s *PlantService) written(owner, typ string, seq int64, deliveries int) {
+	if deliveries > 0 {
 		s.notify() // the dispatcher has something to deliver
+	}
+	if seq == 0 {
+		return
 	}
 	s.events.Notify(owner)
 	if s.onEvent != nil {
-		s.onEvent(ev.EventType())
+		s.onEvent(typ)
 	}
 }
 
@@ -63,11 +59,12 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	now := s.now().UTC()
 	stored := *p
 	stored.CreatedAt = now
-	ev, err := newEvent(plantstore.EventPlantCreated, p.ID, now, p)
+	ev, err := newEvent(p.Owner, plantstore.EventPlantCreated, now)
 	if err != nil {
 		return nil, false, err
 	}
-	existing, deliveries, err := s.store.InsertPlant(ctx, &stored, ev)
+	res, err := s.store.InsertPlant(ctx, &stored, ev)
+	existing := res.Existing
 	switch {
 	case errors.Is(err, plantstore.ErrContended):
 		return nil, false, &plantstore.Error{Code: plantstore.CodeConflict,
@@ -75,13 +72,7 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	case err != nil:
 		return nil, false, storeError("create plant", err)
 	case existing == nil:
-		if deliveries > 0 {
-			s.notify() // the dispatcher has something to deliver
-		}
-		if ev.Seq > 0 {
-			ev.Deliveries = 0 // notified
-			s.written(p.Owner, ev)
-		}
+		s.written(p.Owner, ev.Type, res.Seq, res.Deliveries)
 		return &stored, true, nil
 	case !existing.SameContent(p):
 		return nil, false, plantstore.Errorf(plantstore.CodeConflict, "plant %d already exists with a different name or tag", p.ID)
@@ -125,14 +116,15 @@ func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter)
 
 // DeletePlant deletes the owner's plant with id.
 func (s *PlantService) DeletePlant(ctx context.Context, owner string, id int64) error {
-	ev, err := newEvent(plantstore.EventPlantDeleted, id, s.now().UTC(), nil)
+	ev, err := newEvent(owner, plantstore.EventPlantDeleted, s.now().UTC())
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeletePlant(ctx, owner, id, ev); err != nil {
+	res, err := s.store.DeletePlant(ctx, owner, id, ev)
+	if err != nil {
 		return plantError("delete plant", id, err)
 	}
-	s.written(owner, ev)
+	s.written(owner, ev.Type, res.Seq, res.Deliveries)
 	return nil
 }
 
@@ -148,14 +140,15 @@ func (s *PlantService) DeletePlantIf(ctx context.Context, owner string, id int64
 	if err != nil {
 		return err
 	}
-	ev, err := newEvent(plantstore.EventPlantDeleted, id, s.now().UTC(), nil)
+	ev, err := newEvent(owner, plantstore.EventPlantDeleted, s.now().UTC())
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeletePlantIf(ctx, owner, id, cur, ev); err != nil {
+	res, err := s.store.DeletePlantIf(ctx, owner, id, cur, ev)
+	if err != nil {
 		return conditionalError("delete plant", id, err)
 	}
-	s.written(owner, ev)
+	s.written(owner, ev.Type, res.Seq, res.Deliveries)
 	return nil
 }
 
@@ -187,16 +180,16 @@ func (s *PlantService) UpdatePlant(ctx context.Context, owner string, id int64, 
 	} else if upd.Empty() {
 		return s.FindPlantByID(ctx, owner, id)
 	}
-	ev, err := newEvent(plantstore.EventPlantUpdated, id, s.now().UTC(), nil)
+	ev, err := newEvent(owner, plantstore.EventPlantUpdated, s.now().UTC())
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.store.UpdatePlant(ctx, owner, id, upd, expect, ev)
+	res, err := s.store.UpdatePlant(ctx, owner, id, upd, expect, ev)
 	if err != nil {
 		return nil, conditionalError("update plant", id, err)
 	}
-	s.written(owner, ev)
-	return p, nil
+	s.written(owner, ev.Type, res.Seq, res.Deliveries)
+	return res.Plant, nil
 }
 
 // anyETag reports an If-Match of "*": any existing plant matches, which is

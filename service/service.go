@@ -1,7 +1,8 @@
 // Package service implements the plantstore services once, over any
 // backend's row stores: validation, page limits, the replay/conflict
-// decision and its messages, webhook events (message id, payload) and waking
-// the dispatcher after their commit, token and subscription issuance and
+// decision and its messages, events (their id, type and time: the store
+// writes the plant's facts with them) and waking the dispatcher after their
+// commit, the claim scheduler (Pick), token and subscription issuance and
 // rotation, token checks with their cache, and one injected clock for every
 // timestamp. It imports only the root package; the row stores it calls
 // (plantstore.PlantStore, ...) hold nothing but storage code.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-faster/jx"
-
 	"github.com/plantstore/plantstore"
 )
 
@@ -134,7 +132,7 @@ func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string)
 	}
 	now := s.now().UTC()
 	t := &plantstore.Task{
-		MessageID: msgID, SubscriptionID: sub.ID, Owner: owner, Payload: pingPayload(msgID, sub.ID, now),
+		MessageID: msgID, SubscriptionID: sub.ID, Owner: owner, Body: plantstore.BodyPing,
 		CreatedAt: now, Subscription: sub, URL: sub.URL, Secrets: sub.SigningSecrets(now),
 	}
 	leasedSub, leasedOwner, err := s.leases.CountLeased(ctx, owner, sub.ID)
@@ -146,26 +144,6 @@ func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string)
 		return nil, pingError(err)
 	}
 	return &plantstore.PingResult{MessageID: msgID, AttemptResult: r}, nil
-}
-
-// pingPayload is the body of a ping: {"type":"ping","id","created_at",
-// "data":{"webhook"}}.
-func pingPayload(msgID, subID string, now time.Time) []byte {
-	var e jx.Encoder
-	e.ObjStart()
-	e.FieldStart("type")
-	e.Str("ping")
-	e.FieldStart("id")
-	e.Str(msgID)
-	e.FieldStart("created_at")
-	e.Str(now.Format(time.RFC3339Nano))
-	e.FieldStart("data")
-	e.ObjStart()
-	e.FieldStart("webhook")
-	e.Str(subID)
-	e.ObjEnd()
-	e.ObjEnd()
-	return e.Bytes()
 }
 
 // pingError is the service's error for a Pinger's: a domain error (busy)

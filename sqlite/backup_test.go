@@ -51,7 +51,7 @@ func TestBackupFile(t *testing.T) {
 				default:
 				}
 				id := int64(100000 + g*1000 + i)
-				if _, _, err := db.InsertPlant(ctx, &plantstore.Plant{Owner: "bob", ID: id, Name: "load", CreatedAt: fixedNow}, nil); err != nil {
+				if _, _, err := insert3(db.InsertPlant(ctx, &plantstore.Plant{Owner: "bob", ID: id, Name: "load", CreatedAt: fixedNow}, nil)); err != nil {
 					t.Error(err)
 					return
 				}

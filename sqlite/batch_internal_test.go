@@ -414,7 +414,7 @@ func TestGroupCommit_RunChunks(t *testing.T) {
 	for i := range 300 {
 		id := int64(i % 200) // ids 0..99 twice
 		ops = append(ops, &writeOp{kind: opInsertPlant, plant: &plantstore.Plant{Owner: "alice", ID: id, Name: fmt.Sprint("p", i), CreatedAt: time.Unix(0, int64(i))},
-			event: &plantstore.Event{MessageID: fmt.Sprint("msg_", i), PlantID: id}})
+			event: &plantstore.Event{Type: plantstore.EventPlantCreated, ID: fmt.Sprint("evt_", i), PlantID: id}})
 	}
 	db.commit(ops)
 	for i, w := range ops {
@@ -443,7 +443,7 @@ func TestSubscriptionCounts(t *testing.T) {
 		t.Helper()
 		id++
 		p := &plantstore.Plant{Owner: "alice", ID: id, Name: "p", CreatedAt: time.Now()}
-		_, n, err := db.InsertPlant(ctx, p, &plantstore.Event{MessageID: fmt.Sprint("msg_", id), PlantID: id, Payload: p.WebhookPayload(), CreatedAt: p.CreatedAt})
+		_, n, err := insert3(db.InsertPlant(ctx, p, &plantstore.Event{Type: plantstore.EventPlantCreated, ID: fmt.Sprint("evt_", id), PlantID: id, CreatedAt: p.CreatedAt}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,7 +473,7 @@ func TestSubscriptionCounts(t *testing.T) {
 	check("a delete", 1)
 
 	// A delivery answered 410 disables whk_2.
-	tasks, err := db.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
+	tasks, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil || len(tasks) == 0 {
 		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 )
 
 // Snapshot starts a read transaction on a connection of the read pool: in
@@ -19,7 +20,7 @@ import (
 //
 // A Memory database has no WAL: a read transaction would block every commit
 // for as long as it lasts, so it has no snapshot (errors.ErrUnsupported).
-func (db *DB) Snapshot(ctx context.Context) (plantstore.Snapshot, error) {
+func (db *DB) Snapshot(ctx context.Context) (portable.Snapshot, error) {
 	if db.Memory {
 		return nil, fmt.Errorf("sqlite: snapshot of an in-memory database: %w", errors.ErrUnsupported)
 	}
@@ -55,14 +56,14 @@ func (s *snapshot) Close() error {
 	return s.conn.Close()
 }
 
-func (s *snapshot) Count(ctx context.Context, t *plantstore.Table) (n int64, err error) {
+func (s *snapshot) Count(ctx context.Context, t *portable.Table) (n int64, err error) {
 	err = s.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+t.Name).Scan(&n)
 	return n, wrap("count "+t.Name, err)
 }
 
 // Rows reads t in key order (SQLite compares text with BINARY: by bytes).
-func (s *snapshot) Rows(ctx context.Context, t *plantstore.Table) iter.Seq2[plantstore.Row, error] {
-	return func(yield func(plantstore.Row, error) bool) {
+func (s *snapshot) Rows(ctx context.Context, t *portable.Table) iter.Seq2[portable.Row, error] {
+	return func(yield func(portable.Row, error) bool) {
 		names := t.ColumnNames()
 		q := `SELECT ` + strings.Join(names, ", ") + ` FROM ` + t.Name + ` ORDER BY ` + strings.Join(names[:t.Key], ", ")
 		rows, err := s.tx.QueryContext(ctx, q)
@@ -79,7 +80,7 @@ func (s *snapshot) Rows(ctx context.Context, t *plantstore.Table) iter.Seq2[plan
 	}
 }
 
-// cursor gives database/sql's rows the Values of plantstore.Cursor.
+// cursor gives database/sql's rows the Values of portable.Cursor.
 type cursor struct {
 	*sql.Rows
 	vals, ptrs []any
@@ -93,7 +94,7 @@ func (c *cursor) Values() ([]any, error) {
 // ReplaceRows deletes and inserts in one write transaction of the group
 // commit, with statements prepared for it: times are stored as integer
 // nanoseconds.
-func (db *DB) ReplaceRows(ctx context.Context, t *plantstore.Table, del, ins []plantstore.Row) error {
+func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []portable.Row) error {
 	names := t.ColumnNames()
 	where := make([]string, t.Key)
 	for i, n := range names[:t.Key] {
@@ -146,3 +147,7 @@ func (db *DB) ReplaceRows(ctx context.Context, t *plantstore.Table, del, ins []p
 		return nil
 	})
 }
+
+// A DB is a portable.Backend: its tables read and written as portable rows
+// by copy, export and backups (Snapshot, ReplaceRows).
+var _ portable.Backend = (*DB)(nil)

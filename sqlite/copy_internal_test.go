@@ -3,15 +3,15 @@ package sqlite
 import (
 	"testing"
 
-	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/storetest"
 )
 
-// TestTables_Schema: the portable schema (plantstore.Tables) is this
+// TestTables_Schema: the portable schema (portable.Tables) is this
 // backend's once migrated (storetest.CheckSchema).
 func TestTables_Schema(t *testing.T) {
 	db := openInternal(t, nil)
-	types := map[string]plantstore.ColumnType{"TEXT": plantstore.TypeText, "BLOB": plantstore.TypeBytes, "INTEGER": plantstore.TypeInt}
+	types := map[string]portable.ColumnType{"TEXT": portable.TypeText, "BLOB": portable.TypeBytes, "INTEGER": portable.TypeInt}
 	rows, err := db.read.QueryContext(t.Context(), `SELECT m.name, c.name, c.type, c."notnull", c.pk > 0
 FROM sqlite_schema m, pragma_table_info(m.name) c
 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> 'goose_db_version'`)
@@ -19,11 +19,11 @@ WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> 'goose_db_ve
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	storetest.CheckSchema(t, rows, func(table, column, sqlType string) plantstore.ColumnType {
+	storetest.CheckSchema(t, rows, func(table, column, sqlType string) portable.ColumnType {
 		// Times are integer nanoseconds: the portable type says which.
-		if tb := plantstore.TableNamed(table); sqlType == "INTEGER" && tb != nil && tb.Index(column) >= 0 &&
-			tb.Columns[tb.Index(column)].Type == plantstore.TypeTime {
-			return plantstore.TypeTime
+		if tb := portable.TableNamed(table); sqlType == "INTEGER" && tb != nil && tb.Index(column) >= 0 &&
+			tb.Columns[tb.Index(column)].Type == portable.TypeTime {
+			return portable.TypeTime
 		}
 		return types[sqlType]
 	})

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -9,25 +10,28 @@ import (
 
 // Events (plantstore.EventStore). Writes are serialised (one writer), so an
 // owner's next seq is its event_sequences row plus one, taken in the write
-// transaction of the change: seqs have no gaps and commit in order.
+// transaction of the change: seqs have no gaps and commit in order. An event
+// is stored as facts (the plant's id, name and tag), never as JSON.
 const (
 	qNextSeq = `INSERT INTO event_sequences (owner, last) VALUES (?, 1)
 ON CONFLICT (owner) DO UPDATE SET last = last + 1 RETURNING last`
-	qInsertEvent = `INSERT INTO events (owner, seq, id, type, plant_id, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	// qFanOutTyped writes the outbox rows of an event for the owner's
-	// enabled typed subscriptions that take its type (?8: " type "): the
-	// envelope, ?3 ?8 ?4 (prefix, seq, suffix).
-	qFanOutTyped = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-SELECT ?1, id, owner, ?2, CAST(CAST(?3 AS TEXT) || ?8 || CAST(?4 AS TEXT) AS BLOB), 'pending', 0, ?5, ?5 FROM webhook_subscriptions
-WHERE owner = ?6 AND disabled_at IS NULL AND types IS NOT NULL AND instr(' ' || types || ' ', ?7) > 0`
-	eventColumns = `owner, seq, id, type, plant_id, data, created_at`
+	eventColumns = `owner, seq, id, type, plant_id, name, tag, created_at`
+	qInsertEvent = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// qFanOut writes the outbox rows of an event: one delivery for each
+	// enabled subscription of the owner whose event mask takes the event's
+	// type bit (?9), holding the facts its body is rendered from, typed
+	// when the mask has plantstore.MaskTyped (bit 1). The one fan-out of
+	// every event type.
+	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, state, attempts, next_attempt_at, created_at)
+SELECT ?1, id, owner, ?2, ?3, ?4, ?5, ?6, event_mask & 1, 'pending', 0, ?7, ?7 FROM webhook_subscriptions
+WHERE owner = ?8 AND disabled_at IS NULL AND event_mask & ?9 <> 0`
 	// qAddSeq takes ?2 seqs of owner ?1 at once: it returns the last.
 	qAddSeq = `INSERT INTO event_sequences (owner, last) VALUES (?1, ?2)
 ON CONFLICT (owner) DO UPDATE SET last = last + ?2 RETURNING last`
 )
 
 // insertEventsSQL is the multi-row INSERT of n events.
-var insertEventsSQL = newMultiInsert(`INSERT INTO events (`+eventColumns+`) VALUES `, `(?,?,?,?,?,?,?)`, ``).sql
+var insertEventsSQL = newMultiInsert(`INSERT INTO events (`+eventColumns+`) VALUES `, `(?,?,?,?,?,?,?,?)`, ``).sql
 
 // writeCreateEvents writes the events of the creates of a chunk that were
 // stored (w.inserted, with an event), as writeEvent would one by one, in
@@ -46,8 +50,8 @@ func (db *DB) writeCreateEvents(ctx context.Context, tx *Tx, ops []*writeOp) err
 	}
 	if len(evs) == 1 {
 		w := evs[0]
-		err := db.writeEvent(ctx, tx, w.plant.Owner, w.event)
-		w.deliveries = w.event.Deliveries
+		var err error
+		w.seq, w.deliveries, err = db.writeEvent(ctx, tx, w.event, w.plant)
 		return err
 	}
 	// The seqs of each owner: its count in the chunk, taken at once.
@@ -73,17 +77,17 @@ func (db *DB) writeCreateEvents(ctx context.Context, tx *Tx, ops []*writeOp) err
 	}
 	for _, w := range evs {
 		sp := owners[w.plant.Owner]
-		w.event.Seq = sp.next
+		w.seq = sp.next
 		sp.next++
 	}
 	for rest := evs; len(rest) > 0; {
 		n := chunk(len(rest))
 		piece := rest[:n]
 		rest = rest[n:]
-		args := make([]any, 0, 7*n)
+		args := make([]any, 0, 8*n)
 		for _, w := range piece {
-			ev := w.event
-			args = append(args, w.plant.Owner, ev.Seq, ev.EventID, ev.EventType(), ev.PlantID, ev.EventData(), ev.CreatedAt.UnixNano())
+			p, ev := w.plant, w.event
+			args = append(args, p.Owner, w.seq, ev.ID, ev.Type, p.ID, p.Name, nullString(p.Tag), ev.CreatedAt.UnixNano())
 		}
 		// Prepared before the transaction (prepare) for the chunk sizes.
 		if _, err := tx.exec(ctx, insertEventsSQL(n), args...); err != nil {
@@ -91,64 +95,47 @@ func (db *DB) writeCreateEvents(ctx context.Context, tx *Tx, ops []*writeOp) err
 		}
 	}
 	for _, w := range evs {
-		if err := db.fanOutEvent(ctx, tx, w.plant.Owner, w.event); err != nil {
+		var err error
+		if w.deliveries, err = db.fanOutEvent(ctx, tx, w.event, w.plant, w.seq); err != nil {
 			return err
 		}
-		w.deliveries = w.event.Deliveries
 	}
 	return nil
 }
 
-// writeEvent writes ev, of owner's plant, in tx: the next seq, the event
-// row, and the outbox rows for the owner's subscriptions that take it
-// (untyped ones: creates, with ev.Payload). It sets ev.Seq and
-// ev.Deliveries. Only the committer calls it.
-func (db *DB) writeEvent(ctx context.Context, tx *Tx, owner string, ev *plantstore.Event) error {
-	if err := tx.queryRow(ctx, qNextSeq, owner).Scan(&ev.Seq); err != nil {
-		return wrap("event seq", err)
+// writeEvent writes ev, a change of p (the plant as the change left it), in
+// tx: the owner's next seq, the event row, and its outbox rows. It returns
+// the seq and how many deliveries it wrote. Only the committer calls it.
+func (db *DB) writeEvent(ctx context.Context, tx *Tx, ev *plantstore.Event, p *plantstore.Plant) (seq int64, deliveries int, err error) {
+	if err := tx.queryRow(ctx, qNextSeq, p.Owner).Scan(&seq); err != nil {
+		return 0, 0, wrap("event seq", err)
 	}
-	typ := ev.EventType()
-	if _, err := tx.exec(ctx, qInsertEvent, owner, ev.Seq, ev.EventID, typ, ev.PlantID, ev.EventData(), ev.CreatedAt.UnixNano()); err != nil {
-		return wrap("insert event", err)
+	if _, err := tx.exec(ctx, qInsertEvent, p.Owner, seq, ev.ID, ev.Type, p.ID, p.Name, nullString(p.Tag), ev.CreatedAt.UnixNano()); err != nil {
+		return 0, 0, wrap("insert event", err)
 	}
-	return db.fanOutEvent(ctx, tx, owner, ev)
+	deliveries, err = db.fanOutEvent(ctx, tx, ev, p, seq)
+	return seq, deliveries, err
 }
 
-// fanOutEvent writes the outbox rows of ev (its seq set) for the owner's
-// subscriptions that take it (untyped ones: creates, with ev.Payload) and
-// sets ev.Deliveries.
-func (db *DB) fanOutEvent(ctx context.Context, tx *Tx, owner string, ev *plantstore.Event) error {
-	typ := ev.EventType()
-	ev.Deliveries = 0
-	subs, err := db.subs.count(ctx, tx, owner)
+// fanOutEvent writes the outbox rows of ev, a change of p with seq (qFanOut),
+// unless the owner has no enabled subscription, and returns how many.
+func (db *DB) fanOutEvent(ctx context.Context, tx *Tx, ev *plantstore.Event, p *plantstore.Plant, seq int64) (int, error) {
+	subs, err := db.subs.count(ctx, tx, p.Owner)
 	if err != nil || subs == 0 {
-		return err
+		return 0, err
 	}
-	// fanOut runs one outbox INSERT and counts the rows it wrote.
-	fanOut := func(query string, args ...any) error {
-		res, err := tx.exec(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		ev.Deliveries += int(n)
-		return err
+	res, err := tx.exec(ctx, qFanOut, ev.MessageID(), p.ID, ev.Type, seq, p.Name, nullString(p.Tag), ev.CreatedAt.UnixNano(),
+		p.Owner, int64(plantstore.EventBit(ev.Type)))
+	if err != nil {
+		return 0, wrap("write webhook deliveries", err)
 	}
-	if typ == plantstore.EventPlantCreated && ev.Payload != nil {
-		if err := fanOut(qFanOut, ev.MessageID, ev.PlantID, ev.Payload, ev.CreatedAt.UnixNano(), owner); err != nil {
-			return err
-		}
-	}
-	if ev.EnvelopePrefix != nil {
-		return fanOut(qFanOutTyped, ev.MessageID, ev.PlantID, ev.EnvelopePrefix, ev.EnvelopeSuffix,
-			ev.CreatedAt.UnixNano(), owner, " "+typ+" ", ev.Seq)
-	}
-	return nil
+	n, err := res.RowsAffected()
+	return int(n), err
 }
 
 // ListEvents returns at most f.Limit of the owner's events after f.After
 // (of type f.Type when set), by seq.
-func (db *DB) ListEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.PlantEvent, error) {
+func (db *DB) ListEvents(ctx context.Context, f plantstore.EventFilter) ([]*plantstore.Event, error) {
 	ctx, cancel := db.readContext(ctx)
 	defer cancel()
 	q := `SELECT ` + eventColumns + ` FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?`
@@ -166,12 +153,16 @@ func (db *DB) ListEvents(ctx context.Context, f plantstore.EventFilter) ([]*plan
 		return nil, wrap("list events", err)
 	}
 	defer rows.Close()
-	var out []*plantstore.PlantEvent
+	var out []*plantstore.Event
 	for rows.Next() {
-		var e plantstore.PlantEvent
+		var e plantstore.Event
 		var created int64
-		if err := rows.Scan(&e.Owner, &e.Seq, &e.ID, &e.Type, &e.PlantID, &e.Data, &created); err != nil {
+		var tag sql.NullString
+		if err := rows.Scan(&e.Owner, &e.Seq, &e.ID, &e.Type, &e.PlantID, &e.Name, &tag, &created); err != nil {
 			return nil, wrap("list events", err)
+		}
+		if tag.Valid {
+			e.Tag = &tag.String
 		}
 		e.CreatedAt = fromNanos(created)
 		out = append(out, &e)

@@ -143,7 +143,7 @@ func mustDo(t *testing.T, err error) {
 
 func insert(db *sqlite.DB, id int64) (*plantstore.Plant, int, error) {
 	p := &plantstore.Plant{Owner: "alice", ID: id, Name: "Fern", CreatedAt: fixedNow}
-	return db.InsertPlant(context.Background(), p, &plantstore.Event{MessageID: "msg_" + p.Name, PlantID: id, CreatedAt: fixedNow})
+	return insert3(db.InsertPlant(context.Background(), p, &plantstore.Event{Type: plantstore.EventPlantCreated, ID: "evt_" + p.Name, PlantID: id, CreatedAt: fixedNow}))
 }
 
 func mustInsert(t *testing.T, db *sqlite.DB, id int64) {

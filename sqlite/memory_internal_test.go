@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/storetest"
 )
 
 // openMemoryDB opens a new, migrated Memory database, closed by t's cleanup.
 func openMemoryDB(t *testing.T, opTimeout time.Duration) *DB {
 	t.Helper()
-	db := &DB{Memory: true, OpTimeout: opTimeout}
+	db := &DB{Memory: true}
+	db.OpTimeout = opTimeout
 	if err := db.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func openMemoryDB(t *testing.T, opTimeout time.Duration) *DB {
 // connection to the same memory database holding the write lock.
 func TestConformanceMemory(t *testing.T) {
 	storetest.Run(t, storetest.Backends{
-		Open:       func(t *testing.T) plantstore.Backend { return openMemoryDB(t, 0) },
+		Open:       func(t *testing.T) portable.Backend { return openMemoryDB(t, 0) },
 		NoSnapshot: true,
 		Unavailable: func(t *testing.T) (plantstore.Backend, func(), func()) {
 			db := openMemoryDB(t, 300*time.Millisecond)
@@ -67,7 +69,7 @@ func TestMemory(t *testing.T) {
 		t.Errorf("Path = %q, want memory:", a.Path)
 	}
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: time.Now()}
-	if _, _, err := a.InsertPlant(ctx, p, nil); err != nil {
+	if _, _, err := insert3(a.InsertPlant(ctx, p, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.FindPlant(ctx, "alice", 1); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -51,7 +50,7 @@ WHERE subs.head <= ?1`
 const qLease = `UPDATE webhook_deliveries SET lease_until = ?1
 WHERE message_id = ?2 AND subscription_id = ?3 AND state = 'pending' AND next_attempt_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 	AND EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?3 AND disabled_at IS NULL)
-RETURNING message_id, subscription_id, owner, plant_id, payload, attempts, created_at`
+RETURNING message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, stored_body, attempts, created_at`
 
 // qFailDead fails the pending deliveries of a subscription that is gone or
 // disabled.
@@ -59,27 +58,12 @@ const qFailDead = `UPDATE webhook_deliveries SET state = 'failed', next_attempt_
 WHERE subscription_id = ?1 AND state = 'pending'
 	AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?1 AND disabled_at IS NULL)`
 
-// ClaimDeliveries leases the deliveries c.Pick chooses among each
-// subscription's earliest due ones. The choice is made on the read pool,
-// so a poll that finds nothing to claim (nothing due, or every due
-// delivery's subscription or owner at its bound) takes no write lock; the
-// lease, in a write transaction, checks again that each delivery is still
-// pending and unleased. A due delivery whose subscription is disabled or
-// gone is marked failed, with the subscription's other pending ones.
-func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
-	if c.Limit < 1 {
-		return nil, nil
-	}
-	due, dead, inFlight, err := db.dueDeliveries(ctx, clock(), c.DuePerSubscription())
-	if err != nil {
-		return nil, err
-	}
-	picked := c.Pick(due, inFlight)
-	if len(picked) == 0 && len(dead) == 0 {
-		return nil, nil
-	}
+// LeaseDeliveries leases the picked deliveries that are still pending, due
+// and unleased, of a live subscription, and fails the pending deliveries of
+// the dead subscriptions, in one write of the group commit.
+func (db *DB) LeaseDeliveries(ctx context.Context, picked []plantstore.DueDelivery, dead []string, lease time.Duration) ([]*plantstore.Task, error) {
 	var tasks []*plantstore.Task
-	err = db.update(ctx, "claim webhook deliveries", func(ctx context.Context, tx *Tx) error {
+	err := db.update(ctx, "lease webhook deliveries", func(ctx context.Context, tx *Tx) error {
 		tasks = nil
 		for _, id := range dead {
 			if _, err := tx.ExecContext(ctx, qFailDead, id); err != nil {
@@ -89,7 +73,7 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plant
 		now := clock()
 		subs := map[string]*plantstore.Subscription{}
 		for _, d := range picked {
-			t, err := scanLeased(tx.QueryRowContext(ctx, qLease, now.Add(c.Lease).UnixNano(), d.MessageID, d.SubscriptionID, now.UnixNano()))
+			t, err := scanLeased(tx.QueryRowContext(ctx, qLease, now.Add(lease).UnixNano(), d.MessageID, d.SubscriptionID, now.UnixNano()))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // claimed, completed or disabled since it was read
 			} else if err != nil {
@@ -112,69 +96,83 @@ func (db *DB) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plant
 	return tasks, nil
 }
 
-// dueDeliveries reads, on the read pool, the earliest due deliveries of
-// each live subscription (at most perSub each), the ids of the dead
-// subscriptions that have due deliveries, and the deliveries in flight.
-func (db *DB) dueDeliveries(ctx context.Context, now time.Time, perSub int) (due []plantstore.DueDelivery, dead []string, inFlight []plantstore.InFlight, err error) {
+// DueDeliveries reads, on the read pool (a poll that finds nothing due
+// takes no write lock), the earliest due deliveries of each subscription
+// (at most perSub each), with whether it is live, and the deliveries
+// leased now.
+func (db *DB) DueDeliveries(ctx context.Context, perSub int) (due []plantstore.DueDelivery, leased []plantstore.InFlight, err error) {
 	ctx, cancel := db.readContext(ctx)
 	defer cancel()
+	now := clock()
 	st, err := db.readStmt(ctx, qDue)
 	if err != nil {
-		return nil, nil, nil, wrap("claim webhook deliveries", err)
+		return nil, nil, wrap("read due webhook deliveries", err)
 	}
 	rows, err := st.QueryContext(ctx, now.UnixNano(), perSub)
 	if err != nil {
-		return nil, nil, nil, wrap("claim webhook deliveries", err)
+		return nil, nil, wrap("read due webhook deliveries", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var d plantstore.DueDelivery
 		var next int64
-		var live bool
-		if err := rows.Scan(&d.MessageID, &d.SubscriptionID, &d.Owner, &next, &live); err != nil {
-			return nil, nil, nil, wrap("claim webhook deliveries", err)
+		if err := rows.Scan(&d.MessageID, &d.SubscriptionID, &d.Owner, &next, &d.Live); err != nil {
+			return nil, nil, wrap("read due webhook deliveries", err)
 		}
-		switch {
-		case live:
-			d.NextAttemptAt = fromNanos(next)
-			due = append(due, d)
-		case !slices.Contains(dead, d.SubscriptionID): // few: each is failed at once
-			dead = append(dead, d.SubscriptionID)
-		}
+		d.NextAttemptAt = fromNanos(next)
+		due = append(due, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, wrap("claim webhook deliveries", err)
+		return nil, nil, wrap("read due webhook deliveries", err)
 	}
 	if len(due) == 0 {
-		return nil, dead, nil, nil
+		return nil, nil, nil
 	}
 	st, err = db.readStmt(ctx, qInFlight)
 	if err != nil {
-		return nil, nil, nil, wrap("claim webhook deliveries", err)
+		return nil, nil, wrap("read due webhook deliveries", err)
 	}
 	rows, err = st.QueryContext(ctx, now.UnixNano())
 	if err != nil {
-		return nil, nil, nil, wrap("claim webhook deliveries", err)
+		return nil, nil, wrap("read due webhook deliveries", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var f plantstore.InFlight
 		if err := rows.Scan(&f.SubscriptionID, &f.Owner, &f.N); err != nil {
-			return nil, nil, nil, wrap("claim webhook deliveries", err)
+			return nil, nil, wrap("read due webhook deliveries", err)
 		}
-		inFlight = append(inFlight, f)
+		leased = append(leased, f)
 	}
-	return due, dead, inFlight, wrap("claim webhook deliveries", rows.Err())
+	return due, leased, wrap("read due webhook deliveries", rows.Err())
 }
 
-// scanLeased scans a row of qLease.
+// scanLeased scans a row of qLease: a delivery and the facts of its event.
 func scanLeased(s scanner) (*plantstore.Task, error) {
 	t := &plantstore.Task{}
-	var created int64
-	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &t.PlantID, &t.Payload, &t.Attempts, &created); err != nil {
+	var (
+		created    int64
+		seq        sql.NullInt64
+		tag        sql.NullString
+		typed      bool
+		storedBody []byte
+	)
+	e := &t.Event
+	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &e.PlantID, &e.Type, &seq, &e.Name, &tag, &typed, &storedBody,
+		&t.Attempts, &created); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromNanos(created)
+	e.Owner, e.ID, e.Seq, e.CreatedAt = t.Owner, plantstore.EventIDOf(t.MessageID), seq.Int64, t.CreatedAt
+	if tag.Valid {
+		e.Tag = &tag.String
+	}
+	if typed {
+		t.Body = plantstore.BodyEvent
+	}
+	if len(storedBody) > 0 {
+		t.StoredBody = storedBody
+	}
 	return t, nil
 }
 

@@ -11,21 +11,20 @@ import (
 
 const plantColumns = `owner, id, name, tag, created_at`
 
-// InsertPlant stores p with ev's outbox rows and says how many it wrote, or
-// returns the owner's plant with p.ID when there is one. It joins the group
-// commit: consecutive creates of a batch share one multi-row INSERT (see
-// insertPlants). Writes are serialised, so concurrent inserts of one key
-// cannot both store.
-func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, int, error) {
+// InsertPlant stores p with its event ev, or returns the owner's plant with
+// p.ID when there is one. It joins the group commit: consecutive creates of
+// a batch share one multi-row INSERT (see insertPlants). Writes are
+// serialised, so concurrent inserts of one key cannot both store.
+func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantstore.Event) (plantstore.InsertResult, error) {
 	w := opPool.Get().(*writeOp)
 	*w = writeOp{kind: opInsertPlant, plant: p, event: ev}
 	if err := db.do(ctx, w); err != nil {
-		return nil, 0, wrap("insert plant", err) // w may still be queued: not recycled
+		return plantstore.InsertResult{}, wrap("insert plant", err) // w may still be queued: not recycled
 	}
-	existing, deliveries, err := w.existing, w.deliveries, w.err
+	res, err := plantstore.InsertResult{Existing: w.existing, Seq: w.seq, Deliveries: w.deliveries}, w.err
 	*w = writeOp{}
 	opPool.Put(w)
-	return existing, deliveries, err
+	return res, err
 }
 
 // maxChunk bounds the rows of one multi-row INSERT; chunks are powers of
@@ -149,12 +148,15 @@ func (db *DB) insertChunk(ctx context.Context, tx *Tx, ops []*writeOp) error {
 
 // DeletePlant deletes the owner's plant with id, with ev (plant.deleted)
 // when set. It joins the group commit.
-func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plantstore.Event) error {
+func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plantstore.Event) (plantstore.WriteResult, error) {
 	w := &writeOp{kind: opDeletePlant, plant: &plantstore.Plant{Owner: owner, ID: id}, event: ev}
 	if err := db.do(ctx, w); err != nil {
-		return wrap("delete plant", err)
+		return plantstore.WriteResult{}, wrap("delete plant", err)
 	}
-	return w.err
+	if w.err != nil {
+		return plantstore.WriteResult{}, w.err
+	}
+	return plantstore.WriteResult{Plant: w.existing, Seq: w.seq, Deliveries: w.deliveries}, nil
 }
 
 // mustAffect returns plantstore.ErrNotFound when res changed no row.

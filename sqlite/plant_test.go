@@ -20,8 +20,8 @@ func TestPlantTimeToTheNanosecond(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow}
-	ev := &plantstore.Event{MessageID: "msg_1", PlantID: 1, Payload: want.WebhookPayload(), CreatedAt: fixedNow}
-	if existing, _, err := db.InsertPlant(ctx, want, ev); err != nil || existing != nil {
+	ev := &plantstore.Event{Type: plantstore.EventPlantCreated, ID: "evt_1", PlantID: 1, CreatedAt: fixedNow}
+	if existing, _, err := insert3(db.InsertPlant(ctx, want, ev)); err != nil || existing != nil {
 		t.Fatalf("InsertPlant = %v, %v; want nil, nil", existing, err)
 	}
 	got, err := db.FindPlant(ctx, "alice", 1)

@@ -26,10 +26,10 @@ import (
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver (errors_cgo.go reads its errors)
 	"github.com/pressly/goose/v3"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/groupcommit"
+	"github.com/plantstore/plantstore/internal/storeopt"
 )
 
 //go:embed migration/*.sql
@@ -51,8 +51,9 @@ const (
 // synchronous is the PRAGMA synchronous value of each durability mode.
 var synchronous = map[Durability]string{DurabilityFull: "FULL", "": "FULL", DurabilityRelaxed: "NORMAL"}
 
-// DefaultOpTimeout bounds one call when DB.OpTimeout is zero.
-const DefaultOpTimeout = 10 * time.Second
+// DefaultOpTimeout bounds one call when DB.OpTimeout is zero: the same on
+// every backend (storeopt).
+const DefaultOpTimeout = storeopt.DefaultOpTimeout
 
 // readConns is the size of database/sql's read pool (every read but the
 // plants', which have a pool of their own: reader.go).
@@ -66,10 +67,10 @@ type DB struct {
 	Path       string
 	Durability Durability
 
-	// OpTimeout bounds one call: a read, or a write's wait for its turn
-	// and for the file's write lock (SQLite's busy timeout). Past it the call
-	// fails with plantstore.ErrUnavailable. Zero means DefaultOpTimeout.
-	OpTimeout time.Duration
+	// Options are the settings both row stores share, with one meaning
+	// (OpTimeout, MaxBatch, OnCommit, TracerProvider). Here OpTimeout also
+	// bounds the wait for the file's write lock (SQLite's busy timeout).
+	storeopt.Options
 
 	// MustExist makes Open fail with ErrNoDatabase, naming the path, when
 	// the database file does not exist, instead of creating it (and its
@@ -86,26 +87,17 @@ type DB struct {
 	// (lock file, file identity) do not apply, and Durability neither.
 	Memory bool
 
-	// MaxBatch bounds how many writes share one commit (0: DefaultMaxBatch).
-	MaxBatch int
 	// WALAutocheckpoint is PRAGMA wal_autocheckpoint of the write
 	// connection, in pages: SQLite checkpoints after a commit that leaves
 	// this many pages or more in the WAL (wal.go). 0 keeps SQLite's default
 	// (1000); negative turns automatic checkpoints off: the WAL then grows
 	// until another connection or process (Litestream) checkpoints it.
 	WALAutocheckpoint int
-	// OnCommit, if set, is called by the committer after each batch with
-	// the number of writes in it and how long the transaction took (for
-	// metrics and tests). Set it before Open.
-	OnCommit func(writes int, took time.Duration)
 	// OnFileMode, if set, is called by Open for each file of the database
 	// (the database file, its -wal and -shm) that others than its owner
 	// could read or write: Open took those permissions away (err nil), or
 	// could not (err; the file is opened all the same). See FileMode.
 	OnFileMode func(path string, was fs.FileMode, err error)
-	// TracerProvider, if set, gets an OpenTelemetry span of each batch;
-	// nil: none, at no cost. Set it before Open.
-	TracerProvider trace.TracerProvider
 
 	// memName is the memdb name of a Memory database, set by Open.
 	memName string
@@ -143,12 +135,7 @@ func NewDB(path string) *DB {
 	return &DB{Path: path, Durability: DurabilityFull}
 }
 
-func (db *DB) opTimeout() time.Duration {
-	if db.OpTimeout > 0 {
-		return db.OpTimeout
-	}
-	return DefaultOpTimeout
-}
+func (db *DB) opTimeout() time.Duration { return db.Timeout() }
 
 // dsn is the connection string of the write connection (readOnly false)
 // or of the read pool.

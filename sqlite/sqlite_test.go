@@ -248,7 +248,7 @@ func TestDurability(t *testing.T) {
 	}
 	want := &plantstore.Plant{Owner: "alice", ID: 7, Name: "Fern", Tag: ptr("green")}
 	want.CreatedAt = fixedNow
-	if _, _, err := db.InsertPlant(ctx, want, &plantstore.Event{MessageID: "msg_1", PlantID: 7, Payload: want.WebhookPayload(), CreatedAt: fixedNow}); err != nil {
+	if _, _, err := insert3(db.InsertPlant(ctx, want, &plantstore.Event{Type: plantstore.EventPlantCreated, ID: "evt_1", PlantID: 7, CreatedAt: fixedNow})); err != nil {
 		t.Fatal(err)
 	}
 	tok, secret, err := plantstore.NewToken("alice", nil, 0, time.Now())

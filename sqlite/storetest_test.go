@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/sqlite"
 	"github.com/plantstore/plantstore/storetest"
 )
@@ -19,7 +20,7 @@ import (
 // classes are tested in unavailable_internal_test.go.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Backends{
-		Open: func(t *testing.T) plantstore.Backend {
+		Open: func(t *testing.T) portable.Backend {
 			return openDB(t)
 		},
 		Unavailable: func(t *testing.T) (plantstore.Backend, func(), func()) {

@@ -18,13 +18,8 @@ type Tx struct {
 
 // Queries of the write path, prepared once on the write connection.
 const (
-	qFindPlant   = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
-	qDeletePlant = `DELETE FROM plants WHERE owner = ? AND id = ? RETURNING owner, id, name, tag, created_at`
-	// qFanOut writes the outbox rows of a new plant: one delivery per
-	// enabled untyped subscription of its owner, sharing one message id
-	// (typed ones: qFanOutTyped, event.go).
-	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, payload, state, attempts, next_attempt_at, created_at)
-SELECT ?1, id, owner, ?2, ?3, 'pending', 0, ?4, ?4 FROM webhook_subscriptions WHERE owner = ?5 AND disabled_at IS NULL AND types IS NULL`
+	qFindPlant          = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
+	qDeletePlant        = `DELETE FROM plants WHERE owner = ? AND id = ? RETURNING owner, id, name, tag, created_at`
 	qCountSubscriptions = `SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = ? AND disabled_at IS NULL`
 	qDataVersion        = `PRAGMA data_version`
 )
@@ -59,7 +54,6 @@ func (db *DB) prepare(ops []*writeOp) {
 	if plants {
 		db.prepareOne(qFindPlant)
 		db.prepareOne(qFanOut)
-		db.prepareOne(qFanOutTyped)
 		db.prepareOne(qCountSubscriptions)
 		db.prepareOne(qNextSeq)
 		db.prepareOne(qInsertEvent)
@@ -154,8 +148,9 @@ type writeOp struct {
 	queued int64 // when it was queued (sinceEpoch), set by do
 
 	err        error
-	existing   *plantstore.Plant // opInsertPlant: the row that had the key
-	deliveries int               // opInsertPlant: outbox rows written
+	existing   *plantstore.Plant // opInsertPlant: the row that had the key; opDeletePlant: the row deleted
+	seq        int64             // the event's seq (0: none written)
+	deliveries int               // the event's outbox rows
 	inserted   bool              // opInsertPlant: the row was stored
 }
 
@@ -164,7 +159,7 @@ type writeOp struct {
 func (op *writeOp) failed() bool { return plantstore.FailedWrite(op.err) }
 
 func (w *writeOp) reset() {
-	w.err, w.existing, w.deliveries, w.inserted = nil, nil, 0, false
+	w.err, w.existing, w.seq, w.deliveries, w.inserted = nil, nil, 0, 0, false
 }
 
 func (w *writeOp) name() string {
@@ -312,11 +307,14 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 			continue
 		case opDeletePlant:
 			old, err := scanPlant(tx.queryRow(ctx, qDeletePlant, w.plant.Owner, w.plant.ID))
-			if errors.Is(err, sql.ErrNoRows) {
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
 				w.err, err = plantstore.ErrNotFound, nil
-			} else if err == nil && w.event != nil {
-				w.event.SetPlant(old)
-				err = db.writeEvent(ctx, tx, w.plant.Owner, w.event)
+			case err == nil:
+				w.existing = old
+				if w.event != nil {
+					w.seq, w.deliveries, err = db.writeEvent(ctx, tx, w.event, old)
+				}
 			}
 			if err != nil {
 				return db.failed(alone, ops[i:i+1], err)

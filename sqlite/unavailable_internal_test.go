@@ -87,7 +87,7 @@ func TestDiskFull(t *testing.T) {
 	var err error
 	for id = 1; id <= 1000; id++ {
 		p := &plantstore.Plant{Owner: "alice", ID: id, Name: name, CreatedAt: time.Now()}
-		if _, _, err = db.InsertPlant(ctx, p, &plantstore.Event{MessageID: fmt.Sprint("msg_", id), PlantID: id, CreatedAt: p.CreatedAt}); err != nil {
+		if _, _, err = insert3(db.InsertPlant(ctx, p, &plantstore.Event{Type: plantstore.EventPlantCreated, ID: fmt.Sprint("evt_", id), PlantID: id, CreatedAt: p.CreatedAt})); err != nil {
 			break
 		}
 	}
@@ -108,7 +108,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &plantstore.Plant{Owner: "alice", ID: id, Name: name, CreatedAt: time.Now()}
-	if _, _, err := db.InsertPlant(ctx, p, &plantstore.Event{MessageID: "msg_again", PlantID: id, CreatedAt: p.CreatedAt}); err != nil {
+	if _, _, err := insert3(db.InsertPlant(ctx, p, &plantstore.Event{Type: plantstore.EventPlantCreated, ID: "evt_again", PlantID: id, CreatedAt: p.CreatedAt})); err != nil {
 		t.Fatalf("insert once there is room: %v", err)
 	}
 }

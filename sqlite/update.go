@@ -32,19 +32,16 @@ RETURNING owner, id, name, tag, created_at`
 // expect's name and tag when expect is set (else ErrChanged), and returns
 // the plant as stored; ErrNotFound when there is none. A patch that leaves
 // the plant's name and tag as they are writes nothing, neither the row nor
-// the event (ev.Seq stays 0): the check is the statement's own, in the
+// the event (Seq 0): the check is the statement's own, in the
 // write's transaction, so it is atomic with and without expect. It joins
 // the group commit.
-func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (*plantstore.Plant, error) {
+func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (plantstore.WriteResult, error) {
 	var (
-		stored  *plantstore.Plant
+		res     plantstore.WriteResult
 		outcome error // ErrNotFound or ErrChanged: the write's answer, not a failure of the batch
 	)
 	err := db.update(ctx, "update plant", func(ctx context.Context, tx *Tx) error {
-		stored, outcome = nil, nil
-		if ev != nil {
-			ev.Seq, ev.Deliveries = 0, 0
-		}
+		res, outcome = plantstore.WriteResult{}, nil
 		var name, tag any
 		if upd.Name != nil {
 			name = *upd.Name
@@ -61,25 +58,24 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 		p, err := scanPlant(row)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			stored, outcome, err = db.updateOutcome(ctx, tx, owner, id, expect)
+			res.Plant, outcome, err = db.updateOutcome(ctx, tx, owner, id, expect)
 			return wrap("update plant", err)
 		case err != nil:
 			return wrap("update plant", err)
 		}
-		stored = p
+		res.Plant = p
 		if ev != nil {
-			ev.SetPlant(p)
-			return db.writeEvent(ctx, tx, owner, ev)
+			res.Seq, res.Deliveries, err = db.writeEvent(ctx, tx, ev, p)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return plantstore.WriteResult{}, err
 	}
 	if outcome != nil {
-		return nil, outcome
+		return plantstore.WriteResult{}, outcome
 	}
-	return stored, nil
+	return res, nil
 }
 
 // updateOutcome tells why an update matched no row, in the write's
@@ -107,17 +103,20 @@ func sameNameAndTag(p, q *plantstore.Plant) bool {
 // DeletePlantIf deletes the owner's plant id only while it has expect's
 // name and tag: ErrChanged when it has other content, ErrNotFound when
 // there is none. It joins the group commit.
-func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant, ev *plantstore.Event) error {
-	var outcome error
+func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect *plantstore.Plant, ev *plantstore.Event) (plantstore.WriteResult, error) {
+	var (
+		res     plantstore.WriteResult
+		outcome error
+	)
 	err := db.update(ctx, "delete plant", func(ctx context.Context, tx *Tx) error {
-		outcome = nil
+		res, outcome = plantstore.WriteResult{}, nil
 		old, err := scanPlant(tx.queryRow(ctx, qDeletePlantIf, owner, id, expect.Name, nullable(expect.Tag)))
 		if err == nil {
+			res.Plant = old
 			if ev != nil {
-				ev.SetPlant(old)
-				return db.writeEvent(ctx, tx, owner, ev)
+				res.Seq, res.Deliveries, err = db.writeEvent(ctx, tx, ev, old)
 			}
-			return nil
+			return err
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return wrap("delete plant", err)
@@ -126,9 +125,12 @@ func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect 
 		return wrap("delete plant", err)
 	})
 	if err != nil {
-		return err
+		return plantstore.WriteResult{}, err
 	}
-	return outcome
+	if outcome != nil {
+		return plantstore.WriteResult{}, outcome
+	}
+	return res, nil
 }
 
 // missingOrChanged tells why a conditional write matched no row: the plant

@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/plantstore/plantstore"
 )
 
-const subscriptionColumns = `id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since, types`
+const subscriptionColumns = `id, owner, url, description, secret, previous_secret, previous_secret_until, created_at, disabled_at, disabled_reason, failing_since, event_mask`
 
 // InsertSubscription stores s unless its owner has max subscriptions or
 // more (plantstore.ErrLimit). Writes are serialised (one writer, one
@@ -28,7 +27,7 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 		_, err := tx.ExecContext(ctx, `INSERT INTO webhook_subscriptions (`+subscriptionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.ID, s.Owner, s.URL, s.Description, s.Secret, nullEmpty(s.PreviousSecret),
 			nullNanos(s.PreviousSecretUntil), s.CreatedAt.UnixNano(), nullNanos(s.DisabledAt),
-			nullEmpty(string(s.DisabledReason)), nullNanos(s.FailingSince), typesColumn(s.Types))
+			nullEmpty(string(s.DisabledReason)), nullNanos(s.FailingSince), int64(plantstore.Mask(s.Types)))
 		if isUniqueViolation(err) {
 			return plantstore.ErrExists
 		} else if err != nil {
@@ -189,11 +188,11 @@ func scanAttempt(s scanner) (*plantstore.Attempt, error) {
 
 func scanSubscription(s scanner) (*plantstore.Subscription, error) {
 	var sub plantstore.Subscription
-	var prev, reason, types sql.NullString
+	var prev, reason sql.NullString
 	var prevUntil, disabled, failing sql.NullInt64
-	var created int64
+	var created, mask int64
 	if err := s.Scan(&sub.ID, &sub.Owner, &sub.URL, &sub.Description, &sub.Secret, &prev, &prevUntil, &created,
-		&disabled, &reason, &failing, &types); err != nil {
+		&disabled, &reason, &failing, &mask); err != nil {
 		return nil, err
 	}
 	sub.PreviousSecret = prev.String
@@ -205,23 +204,6 @@ func scanSubscription(s scanner) (*plantstore.Subscription, error) {
 		sub.DisabledReason = plantstore.DisabledManual // stored as NULL
 	}
 	sub.FailingSince = nanosPtr(failing)
-	sub.Types = typesOf(types)
+	sub.Types = plantstore.EventMask(mask).Types()
 	return &sub, nil
-}
-
-// typesColumn stores a subscription's event types space-separated; nil
-// (untyped) as NULL.
-func typesColumn(types []string) sql.NullString {
-	if types == nil {
-		return sql.NullString{}
-	}
-	return sql.NullString{String: strings.Join(types, " "), Valid: true}
-}
-
-// typesOf reads the types column.
-func typesOf(s sql.NullString) []string {
-	if !s.Valid {
-		return nil
-	}
-	return strings.Fields(s.String)
 }

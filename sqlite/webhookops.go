@@ -41,8 +41,8 @@ func (db *DB) UpdateSubscription(ctx context.Context, owner, id string, u plants
 		if reason == plantstore.DisabledManual {
 			reason = ""
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE webhook_subscriptions SET url = ?, description = ?, disabled_at = ?, disabled_reason = ?, failing_since = ?, types = ?
-			WHERE id = ?`, a.URL, a.Description, nullNanos(a.DisabledAt), nullEmpty(string(reason)), nullNanos(a.FailingSince), typesColumn(a.Types), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_subscriptions SET url = ?, description = ?, disabled_at = ?, disabled_reason = ?, failing_since = ?, event_mask = ?
+			WHERE id = ?`, a.URL, a.Description, nullNanos(a.DisabledAt), nullEmpty(string(reason)), nullNanos(a.FailingSince), int64(plantstore.Mask(a.Types)), id); err != nil {
 			return wrap("update webhook", err)
 		}
 		switch isEnabled := a.DisabledAt == nil; {

@@ -194,7 +194,7 @@ func testBulkInsert(t *testing.T, bs Backends) {
 		if n, oldest := storeOutboxStats(t, b); n != 0 || !oldest.IsZero() {
 			t.Fatalf("OutboxStats after a bulk insert = %d, %v; want 0, zero time", n, oldest)
 		}
-		tasks, err := b.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := claimStore(t.Context(), b, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

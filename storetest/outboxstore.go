@@ -40,7 +40,7 @@ func owners(tasks []*plantstore.Task) map[string]int {
 }
 
 func testOutboxStore(t *testing.T, bs Backends) {
-	// ClaimDeliveries sets Task.Subscription to the row as it is at the claim.
+	// LeaseDeliveries sets Task.Subscription to the row as it is at the claim.
 	t.Run("ClaimFillsSubscription", func(t *testing.T) {
 		b := bs.Open(t)
 		sub := insertSubscription(t, b, "alice", fixedNow, nil)
@@ -54,8 +54,9 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		if got, want := len(tasks), 1; got != want {
 			t.Fatalf("claimed %d deliveries, want %d", got, want)
 		}
-		want := &plantstore.Task{MessageID: ev.MessageID, SubscriptionID: sub.ID, Owner: "alice", PlantID: 9,
-			Payload: p.WebhookPayload(), CreatedAt: ev.CreatedAt, Subscription: rotated}
+		want := &plantstore.Task{MessageID: ev.MessageID(), SubscriptionID: sub.ID, Owner: "alice",
+			Event: *ev, CreatedAt: ev.CreatedAt, Subscription: rotated}
+		want.Event.Seq = 1
 		if diff := cmp.Diff(want, tasks[0], equateTime, ignoreTaskDispatch); diff != "" {
 			t.Fatalf("claimed task (-want +got):\n%s", diff)
 		}
@@ -73,7 +74,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 			t.Fatalf("claimed %d deliveries before their time, want 0", len(got))
 		}
 		got := waitClaim(t, b, 10)
-		if len(got) != 1 || got[0].PlantID != 2 {
+		if len(got) != 1 || got[0].Event.PlantID != 2 {
 			t.Fatalf("claimed %+v once due, want plant 2's delivery", got)
 		}
 		if time.Now().Before(soon) {
@@ -93,7 +94,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		var ids []int64
 		for range 4 {
 			for _, task := range claimDeliveries(t, b, 1) {
-				ids = append(ids, task.PlantID)
+				ids = append(ids, task.Event.PlantID)
 			}
 		}
 		if diff := cmp.Diff([]int64{2, 3, 1}, ids); diff != "" {
@@ -111,7 +112,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		long := claimWith(t, b, plantstore.Claim{Lease: time.Hour, Limit: 1})
 		claimedAt := time.Now()
 		short := claimWith(t, b, plantstore.Claim{Lease: time.Second, Limit: 1})
-		if len(long) != 1 || len(short) != 1 || long[0].PlantID != 1 || short[0].PlantID != 2 {
+		if len(long) != 1 || len(short) != 1 || long[0].Event.PlantID != 1 || short[0].Event.PlantID != 2 {
 			t.Fatalf("claimed %v, then %v; want plant 1's delivery, then plant 2's", long, short)
 		}
 		if got := claimDeliveries(t, b, 10); len(got) != 0 {
@@ -168,7 +169,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 			wg.Go(func() {
 				<-start
 				for {
-					tasks, err := b.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 3})
+					tasks, err := claimStore(t.Context(), b, plantstore.Claim{Lease: time.Hour, Limit: 3})
 					if err != nil {
 						errs[w] = err
 						return
@@ -214,7 +215,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		total := 0
 		for range claimers {
 			wg.Go(func() {
-				tasks, err := b.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 10, PerSubscription: 2, PerOwner: 5})
+				tasks, err := claimStore(t.Context(), b, plantstore.Claim{Lease: time.Hour, Limit: 10, PerSubscription: 2, PerOwner: 5})
 				if err != nil {
 					t.Error(err)
 				}
@@ -488,7 +489,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 			wg.Go(func() {
 				for id := w; id < plants; id += 8 {
 					p := &plantstore.Plant{Owner: "alice", ID: int64(id), Name: fmt.Sprint(id), CreatedAt: fixedNow.Add(time.Duration(id) * time.Millisecond)}
-					if _, _, err := b.InsertPlant(t.Context(), p, newEvent(t, p, p.CreatedAt)); err != nil {
+					if _, _, err := insertPlant(t.Context(), b, p, newEvent(t, p, p.CreatedAt)); err != nil {
 						t.Error(err)
 					}
 				}
@@ -618,7 +619,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		}
 		old := fixedNow.Add(time.Minute)
 		for _, task := range claimDeliveries(t, b, 10) {
-			switch task.PlantID {
+			switch task.Event.PlantID {
 			case 0:
 				completeDelivery(t, b, task, plantstore.AttemptResult{AttemptedAt: old, StatusCode: 200, State: plantstore.DeliverySucceeded})
 			case 1:

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,19 +16,28 @@ import (
 // newEvent returns the webhook event of p at at, as the service makes it.
 func newEvent(t *testing.T, p *plantstore.Plant, at time.Time) *plantstore.Event {
 	t.Helper()
-	id, err := plantstore.NewMessageID()
+	id, err := plantstore.NewEventID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &plantstore.Event{MessageID: id, PlantID: p.ID, Payload: p.WebhookPayload(), CreatedAt: at}
+	return &plantstore.Event{Owner: p.Owner, ID: id, Type: plantstore.EventPlantCreated, PlantID: p.ID, Name: p.Name, Tag: p.Tag, CreatedAt: at}
 }
+
+// insertPlant is b.InsertPlant, its result as values.
+func insertPlant(ctx context.Context, b plantstore.Backend, p *plantstore.Plant, ev *plantstore.Event) (existing *plantstore.Plant, deliveries int, err error) {
+	res, err := b.InsertPlant(ctx, p, ev)
+	return res.Existing, res.Deliveries, err
+}
+
+// errOnly returns the error of a call that returns a result too.
+func errOnly[T any](_ T, err error) error { return err }
 
 // mustInsert inserts p with its event at p.CreatedAt and fails the test
 // unless it was stored. It returns the event.
 func mustInsert(t *testing.T, b plantstore.Backend, p *plantstore.Plant) *plantstore.Event {
 	t.Helper()
 	ev := newEvent(t, p, p.CreatedAt)
-	existing, _, err := b.InsertPlant(t.Context(), p, ev)
+	existing, _, err := insertPlant(t.Context(), b, p, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +77,7 @@ func testPlantStore(t *testing.T, bs Backends) {
 		p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.In(elsewhere)}
 		// The event's time differs from the plant's, to tell them apart.
 		ev := newEvent(t, p, fixedNow.Add(time.Second).In(elsewhere))
-		existing, deliveries, err := b.InsertPlant(ctx, p, ev)
+		existing, deliveries, err := insertPlant(ctx, b, p, ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,22 +95,23 @@ func testPlantStore(t *testing.T, bs Backends) {
 			t.Fatalf("%d pending deliveries, want %d", got, want)
 		}
 		checkTime(t, "oldest pending", oldest, ev.CreatedAt)
-		tasks, err := b.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := claimStore(ctx, b, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := len(tasks), 1; got != want {
 			t.Fatalf("claimed %d deliveries, want %d", got, want)
 		}
-		want := &plantstore.Task{MessageID: ev.MessageID, SubscriptionID: sub.ID, Owner: "alice", PlantID: 1,
-			Payload: ev.Payload, CreatedAt: ev.CreatedAt, Subscription: sub}
+		want := &plantstore.Task{MessageID: ev.MessageID(), SubscriptionID: sub.ID, Owner: "alice",
+			Event: *ev, CreatedAt: ev.CreatedAt, Subscription: sub}
+		want.Event.Seq = 1
 		if diff := cmp.Diff(want, tasks[0], equateTime, ignoreTaskDispatch); diff != "" {
 			t.Fatalf("delivery (-want +got):\n%s", diff)
 		}
 
 		// bob has no subscription: his plant gets no delivery.
 		cactus := &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: fixedNow}
-		if _, deliveries, err := b.InsertPlant(ctx, cactus, newEvent(t, cactus, fixedNow)); err != nil || deliveries != 0 {
+		if _, deliveries, err := insertPlant(ctx, b, cactus, newEvent(t, cactus, fixedNow)); err != nil || deliveries != 0 {
 			t.Fatalf("bob's InsertPlant = %d deliveries, %v; want 0, nil", deliveries, err)
 		}
 		if n, _ := storeOutboxStats(t, b); n != 1 {
@@ -120,7 +131,7 @@ func testPlantStore(t *testing.T, bs Backends) {
 			{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow.Add(time.Hour)},
 			{Owner: "alice", ID: 1, Name: "Moss", Tag: ptr("soft"), CreatedAt: fixedNow.Add(2 * time.Hour)},
 		} {
-			existing, deliveries, err := b.InsertPlant(ctx, p, newEvent(t, p, p.CreatedAt))
+			existing, deliveries, err := insertPlant(ctx, b, p, newEvent(t, p, p.CreatedAt))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,12 +150,12 @@ func testPlantStore(t *testing.T, bs Backends) {
 			t.Fatalf("%d pending deliveries, want %d (only the first insert's)", got, want)
 		}
 		checkTime(t, "oldest pending", oldest, ev.CreatedAt)
-		tasks, err := b.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := claimStore(ctx, b, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tasks) != 1 || tasks[0].MessageID != ev.MessageID {
-			t.Fatalf("claimed %d deliveries, want the first insert's one (%s)", len(tasks), ev.MessageID)
+		if len(tasks) != 1 || tasks[0].MessageID != ev.MessageID() {
+			t.Fatalf("claimed %d deliveries, want the first insert's one (%s)", len(tasks), ev.MessageID())
 		}
 	})
 
@@ -181,7 +192,7 @@ func testPlantStore(t *testing.T, bs Backends) {
 				if p != nil {
 					t.Fatalf("FindPlant returned %+v with an error", p)
 				}
-				checkIs(t, "DeletePlant", b.DeletePlant(ctx, tt.owner, tt.id, nil), plantstore.ErrNotFound)
+				checkIs(t, "DeletePlant", errOnly(b.DeletePlant(ctx, tt.owner, tt.id, nil)), plantstore.ErrNotFound)
 			})
 		}
 		// alice's plant is untouched.
@@ -195,12 +206,12 @@ func testPlantStore(t *testing.T, bs Backends) {
 		ctx := t.Context()
 		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
 		mustInsert(t, b, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: fixedNow})
-		if err := b.DeletePlant(ctx, "alice", 1, nil); err != nil {
+		if err := errOnly(b.DeletePlant(ctx, "alice", 1, nil)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := b.FindPlant(ctx, "alice", 1)
 		checkIs(t, "FindPlant after delete", err, plantstore.ErrNotFound)
-		checkIs(t, "second DeletePlant", b.DeletePlant(ctx, "alice", 1, nil), plantstore.ErrNotFound)
+		checkIs(t, "second DeletePlant", errOnly(b.DeletePlant(ctx, "alice", 1, nil)), plantstore.ErrNotFound)
 		findPlant(t, b, "bob", 1)
 		// The key can be used again.
 		mustInsert(t, b, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Palm", CreatedAt: fixedNow.Add(time.Minute)})

@@ -35,10 +35,11 @@
 // rows, about 2000 rows in one call), RevokeToken keeping an earlier
 // revocation time, every timestamp stored as given (to the microsecond:
 // PostgreSQL keeps microseconds), InsertSubscription's cap (ErrLimit, never
-// passed by concurrent inserts), ListSubscriptions' pages, ClaimDeliveries
-// (due by the database's clock, earliest first, leases of the length
-// asked, fair across owners and subscriptions within the bounds, a large
-// backlog hiding no other owner's delivery, filling Task.Subscription),
+// passed by concurrent inserts), ListSubscriptions' pages, claims
+// (DueDeliveries and LeaseDeliveries through the service's scheduler: due
+// by the database's clock, earliest first, leases of the length asked,
+// fair across owners and subscriptions within the bounds, a large backlog
+// hiding no other owner's delivery, filling Task.Subscription),
 // CompleteDelivery (attempts stored as given, FailingSince kept,
 // r.AttemptedAt as the subscription's disabled time) and PruneOutbox. The
 // database's clock is not the suite's: a delivery is made due or not by the
@@ -62,7 +63,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Backends{
-//			Open: func(t *testing.T) plantstore.Backend {
+//			Open: func(t *testing.T) portable.Backend {
 //				db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
 //				if err := db.Open(t.Context()); err != nil {
 //					t.Fatal(err)
@@ -92,6 +93,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -99,7 +101,7 @@ import (
 type Backends struct {
 	// Open returns a new, empty, migrated, open backend, closed by t's cleanup.
 	// Called once per subtest (some share one); safe while earlier ones are open.
-	Open func(t *testing.T) plantstore.Backend
+	Open func(t *testing.T) portable.Backend
 	// Unavailable returns a new, empty, migrated, open backend and two functions:
 	// breakIt makes the storage unavailable (every write fails, and reads too
 	// where the backend cannot serve them), restore undoes it. The backend's
@@ -158,7 +160,7 @@ func Run(t *testing.T, b Backends) {
 
 // open returns a new backend and the services over it, with the real clock
 // unless c sets another.
-func open(t *testing.T, bs Backends, c service.Config) (plantstore.Backend, *service.Services) {
+func open(t *testing.T, bs Backends, c service.Config) (portable.Backend, *service.Services) {
 	t.Helper()
 	b := bs.Open(t)
 	return b, service.New(b, c)

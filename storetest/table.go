@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -34,8 +35,8 @@ func testTableStore(t *testing.T, bs Backends) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		b := bs.Open(t)
 		ctx := t.Context()
-		for _, tb := range plantstore.Tables {
-			want := []plantstore.Row{sampleRow(tb, 0, false), sampleRow(tb, 1, true), sampleRow(tb, 2, false)}
+		for _, tb := range portable.Tables {
+			want := []portable.Row{sampleRow(tb, 0, false), sampleRow(tb, 1, true), sampleRow(tb, 2, false)}
 			if err := b.ReplaceRows(ctx, tb, nil, want); err != nil {
 				t.Fatalf("%s: ReplaceRows: %v", tb.Name, err)
 			}
@@ -48,15 +49,15 @@ func testTableStore(t *testing.T, bs Backends) {
 	t.Run("KeyOrder", func(t *testing.T) {
 		b := bs.Open(t)
 		ctx := t.Context()
-		tb := plantstore.TableNamed("plants")
+		tb := portable.TableNamed("plants")
 		// Inserted out of order; read back by bytes: upper case before
 		// lower case, ASCII before multi-byte UTF-8, ids numerically.
 		owners := []string{"éclair", "zed", "Zed", "a b", "a", "ab", "~", "日本"}
 		ids := []int64{math.MaxInt64, -1, 0, math.MinInt64, 10, 9}
-		var rows []plantstore.Row
+		var rows []portable.Row
 		for _, o := range owners {
 			for _, id := range ids {
-				rows = append(rows, plantstore.Row{o, id, "n", nil, fixedNow.UTC().Truncate(time.Microsecond)})
+				rows = append(rows, portable.Row{o, id, "n", nil, fixedNow.UTC().Truncate(time.Microsecond)})
 			}
 		}
 		if err := b.ReplaceRows(ctx, tb, nil, rows); err != nil {
@@ -80,9 +81,9 @@ func testTableStore(t *testing.T, bs Backends) {
 	t.Run("Snapshot", func(t *testing.T) {
 		b := bs.Open(t)
 		ctx := t.Context()
-		tb := plantstore.TableNamed("tokens")
+		tb := portable.TableNamed("tokens")
 		first := sampleRow(tb, 0, false)
-		if err := b.ReplaceRows(ctx, tb, nil, []plantstore.Row{first}); err != nil {
+		if err := b.ReplaceRows(ctx, tb, nil, []portable.Row{first}); err != nil {
 			t.Fatal(err)
 		}
 		snap, err := b.Snapshot(ctx)
@@ -90,24 +91,24 @@ func testTableStore(t *testing.T, bs Backends) {
 			t.Fatal(err)
 		}
 		defer snap.Close()
-		if err := b.ReplaceRows(ctx, tb, []plantstore.Row{first}, []plantstore.Row{sampleRow(tb, 1, false)}); err != nil {
+		if err := b.ReplaceRows(ctx, tb, []portable.Row{first}, []portable.Row{sampleRow(tb, 1, false)}); err != nil {
 			t.Fatal(err)
 		}
 		n, err := snap.Count(ctx, tb)
 		if err != nil || n != 1 {
 			t.Fatalf("snapshot's Count = %d, %v; want 1", n, err)
 		}
-		var got []plantstore.Row
+		var got []portable.Row
 		for r, err := range snap.Rows(ctx, tb) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, r)
 		}
-		if diff := cmp.Diff([]plantstore.Row{first}, got); diff != "" {
+		if diff := cmp.Diff([]portable.Row{first}, got); diff != "" {
 			t.Fatalf("the snapshot sees a later write (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff([]plantstore.Row{sampleRow(tb, 1, false)}, readAll(t, b, tb)); diff != "" {
+		if diff := cmp.Diff([]portable.Row{sampleRow(tb, 1, false)}, readAll(t, b, tb)); diff != "" {
 			t.Fatalf("a new snapshot (-want +got):\n%s", diff)
 		}
 	})
@@ -115,26 +116,26 @@ func testTableStore(t *testing.T, bs Backends) {
 	t.Run("ReplaceRows", func(t *testing.T) {
 		b := bs.Open(t)
 		ctx := t.Context()
-		tb := plantstore.TableNamed("events")
+		tb := portable.TableNamed("events")
 		r0, r1, r2 := sampleRow(tb, 0, false), sampleRow(tb, 1, false), sampleRow(tb, 2, false)
-		if err := b.ReplaceRows(ctx, tb, nil, []plantstore.Row{r0, r1}); err != nil {
+		if err := b.ReplaceRows(ctx, tb, nil, []portable.Row{r0, r1}); err != nil {
 			t.Fatal(err)
 		}
 		// A taken key fails the whole call: the delete of r0 is undone.
-		err := b.ReplaceRows(ctx, tb, []plantstore.Row{r0}, []plantstore.Row{r2, r1})
+		err := b.ReplaceRows(ctx, tb, []portable.Row{r0}, []portable.Row{r2, r1})
 		if !errors.Is(err, plantstore.ErrExists) {
 			t.Fatalf("ReplaceRows inserting a taken key: %v, want ErrExists", err)
 		}
-		if diff := cmp.Diff([]plantstore.Row{r0, r1}, readAll(t, b, tb)); diff != "" {
+		if diff := cmp.Diff([]portable.Row{r0, r1}, readAll(t, b, tb)); diff != "" {
 			t.Fatalf("after a failed ReplaceRows (-want +got):\n%s", diff)
 		}
 		// A row replaced by another with the same key (only the key of a
 		// deleted row is read).
 		changed := sampleRow(tb, 1, true)
-		if err := b.ReplaceRows(ctx, tb, []plantstore.Row{r1[:tb.Key]}, []plantstore.Row{changed, r2}); err != nil {
+		if err := b.ReplaceRows(ctx, tb, []portable.Row{r1[:tb.Key]}, []portable.Row{changed, r2}); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]plantstore.Row{r0, changed, r2}, readAll(t, b, tb)); diff != "" {
+		if diff := cmp.Diff([]portable.Row{r0, changed, r2}, readAll(t, b, tb)); diff != "" {
 			t.Fatalf("after ReplaceRows (-want +got):\n%s", diff)
 		}
 	})
@@ -150,12 +151,12 @@ func testTableStore(t *testing.T, bs Backends) {
 			t.Fatal(err)
 		}
 		for name, want := range map[string]int{"plants": 1, "events": 1, "event_sequences": 1, "webhook_subscriptions": 1, "webhook_deliveries": 1, "tokens": 1} {
-			rows := readAll(t, b, plantstore.TableNamed(name))
+			rows := readAll(t, b, portable.TableNamed(name))
 			if len(rows) != want {
 				t.Fatalf("%s: %d rows, want %d", name, len(rows), want)
 			}
 		}
-		p := readAll(t, b, plantstore.TableNamed("plants"))[0]
+		p := readAll(t, b, portable.TableNamed("plants"))[0]
 		if p[0] != "alice" || p[1] != int64(7) || p[2] != "Fern" || p[3] != "green" {
 			t.Fatalf("plant row %v", p)
 		}
@@ -163,14 +164,14 @@ func testTableStore(t *testing.T, bs Backends) {
 }
 
 // readAll reads tb's rows from a new snapshot of b.
-func readAll(t *testing.T, b plantstore.Backend, tb *plantstore.Table) []plantstore.Row {
+func readAll(t *testing.T, b portable.Backend, tb *portable.Table) []portable.Row {
 	t.Helper()
 	snap, err := b.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	var rows []plantstore.Row
+	var rows []portable.Row
 	for r, err := range snap.Rows(t.Context(), tb) {
 		if err != nil {
 			t.Fatalf("%s: %v", tb.Name, err)
@@ -183,15 +184,15 @@ func readAll(t *testing.T, b plantstore.Backend, tb *plantstore.Table) []plantst
 // sampleRow returns a row of tb whose key grows with i, with a value in
 // every column (nulls: nil in every nullable column), as it reads back
 // (times in UTC, to the microsecond).
-func sampleRow(tb *plantstore.Table, i int, nulls bool) plantstore.Row {
-	row := make(plantstore.Row, len(tb.Columns))
+func sampleRow(tb *portable.Table, i int, nulls bool) portable.Row {
+	row := make(portable.Row, len(tb.Columns))
 	at := fixedNow.Add(time.Duration(i) * time.Hour).UTC().Truncate(time.Microsecond)
 	for c, col := range tb.Columns {
 		if nulls && col.Null {
 			continue
 		}
 		switch col.Type {
-		case plantstore.TypeText:
+		case portable.TypeText:
 			v := fmt.Sprintf("%s-%d", col.Name, i)
 			switch col.Name {
 			case "state":
@@ -202,11 +203,11 @@ func sampleRow(tb *plantstore.Table, i int, nulls bool) plantstore.Row {
 				v = "plants:read plants:write"
 			}
 			row[c] = v
-		case plantstore.TypeInt:
+		case portable.TypeInt:
 			row[c] = int64(i*1000 + c)
-		case plantstore.TypeBytes:
+		case portable.TypeBytes:
 			row[c] = []byte(fmt.Sprintf(`{"%s":%d}`, col.Name, i))
-		case plantstore.TypeTime:
+		case portable.TypeTime:
 			row[c] = at.Add(time.Duration(c) * time.Second)
 		}
 	}
@@ -222,14 +223,14 @@ type SchemaRows interface {
 }
 
 // CheckSchema fails t unless rows, a migrated backend's tables and columns
-// (without its migration and derived tables), are plantstore.Tables': the
+// (without its migration and derived tables), are portable.Tables': the
 // same tables, the same columns with the same types (typeOf maps a
 // column's SQL type to its portable one) and nullability, the same primary
 // keys (column order aside). So a migration that adds a column or a table
 // fails until the portable schema has it.
-func CheckSchema(t *testing.T, rows SchemaRows, typeOf func(table, column, sqlType string) plantstore.ColumnType) {
+func CheckSchema(t *testing.T, rows SchemaRows, typeOf func(table, column, sqlType string) portable.ColumnType) {
 	t.Helper()
-	desc := func(table, name string, typ plantstore.ColumnType, notNull, key bool) string {
+	desc := func(table, name string, typ portable.ColumnType, notNull, key bool) string {
 		s := fmt.Sprintf("%s.%s %s", table, name, typ)
 		if notNull || key {
 			s += " NOT NULL"
@@ -240,7 +241,7 @@ func CheckSchema(t *testing.T, rows SchemaRows, typeOf func(table, column, sqlTy
 		return s
 	}
 	var want, got []string
-	for _, tb := range plantstore.Tables {
+	for _, tb := range portable.Tables {
 		for i, c := range tb.Columns {
 			want = append(want, desc(tb.Name, c.Name, c.Type, !c.Null, i < tb.Key))
 		}
@@ -259,6 +260,6 @@ func CheckSchema(t *testing.T, rows SchemaRows, typeOf func(table, column, sqlTy
 	slices.Sort(want)
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("columns (-plantstore.Tables +database):\n%s", diff)
+		t.Fatalf("columns (-portable.Tables +database):\n%s", diff)
 	}
 }

@@ -30,11 +30,11 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 	}
 	update := func(t *testing.T, upd plantstore.PlantUpdate, expect *plantstore.Plant, want *plantstore.Plant) {
 		t.Helper()
-		got, err := b.UpdatePlant(ctx, "alice", 1, upd, expect, nil)
+		res, err := b.UpdatePlant(ctx, "alice", 1, upd, expect, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, got, equateTime); diff != "" {
+		if diff := cmp.Diff(want, res.Plant, equateTime); diff != "" {
 			t.Fatalf("UpdatePlant answered (-want +got):\n%s", diff)
 		}
 		check(t, want)
@@ -76,15 +76,15 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 					expect = &cur
 				}
 				ev := updateEvent(t, 1)
-				got, err := b.UpdatePlant(ctx, "alice", 1, tc.upd, expect, ev)
+				res, err := b.UpdatePlant(ctx, "alice", 1, tc.upd, expect, ev)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(&cur, got, equateTime); diff != "" {
+				if diff := cmp.Diff(&cur, res.Plant, equateTime); diff != "" {
 					t.Fatalf("UpdatePlant answered (-want +got):\n%s", diff)
 				}
-				if ev.Seq != 0 || ev.Deliveries != 0 {
-					t.Fatalf("an event was written: seq %d, %d deliveries", ev.Seq, ev.Deliveries)
+				if res.Seq != 0 || res.Deliveries != 0 {
+					t.Fatalf("an event was written: seq %d, %d deliveries", res.Seq, res.Deliveries)
 				}
 				events, err := b.ListEvents(ctx, plantstore.EventFilter{Owner: "alice", Limit: plantstore.MaxPageSize})
 				if err != nil || len(events) != 1 || events[0].Type != plantstore.EventPlantCreated {
@@ -98,8 +98,8 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 		cur.Tag = ptr("")
 		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("")}, nil, &cur)
 		cur.Tag = nil
-		if _, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{SetTag: true}, nil, ev); err != nil || ev.Seq == 0 {
-			t.Fatalf("removing an empty tag: seq %d, %v; want an event", ev.Seq, err)
+		if res, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{SetTag: true}, nil, ev); err != nil || res.Seq == 0 {
+			t.Fatalf("removing an empty tag: seq %d, %v; want an event", res.Seq, err)
 		}
 		check(t, &cur)
 	})
@@ -119,7 +119,7 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 		} {
 			_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, expect, nil)
 			checkIs(t, "UpdatePlant", err, plantstore.ErrChanged)
-			checkIs(t, "DeletePlantIf", b.DeletePlantIf(ctx, "alice", 1, expect, nil), plantstore.ErrChanged)
+			checkIs(t, "DeletePlantIf", errOnly(b.DeletePlantIf(ctx, "alice", 1, expect, nil)), plantstore.ErrChanged)
 			check(t, &cur)
 		}
 		// With a tag stored, an expected plant without one is not it.
@@ -139,18 +139,18 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 				_, err := b.UpdatePlant(ctx, key.owner, key.id, plantstore.PlantUpdate{Name: ptr("x")}, expect, nil)
 				checkIs(t, "UpdatePlant", err, plantstore.ErrNotFound)
 			}
-			checkIs(t, "DeletePlantIf", b.DeletePlantIf(ctx, key.owner, key.id, &cur, nil), plantstore.ErrNotFound)
+			checkIs(t, "DeletePlantIf", errOnly(b.DeletePlantIf(ctx, key.owner, key.id, &cur, nil)), plantstore.ErrNotFound)
 		}
 		// bob's plant, same id, is untouched by alice's writes.
 		check(t, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow})
 	})
 	t.Run("DeletePlantIf", func(t *testing.T) {
-		if err := b.DeletePlantIf(ctx, "alice", 1, &cur, nil); err != nil {
+		if err := errOnly(b.DeletePlantIf(ctx, "alice", 1, &cur, nil)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := b.FindPlant(ctx, "alice", 1)
 		checkIs(t, "FindPlant after DeletePlantIf", err, plantstore.ErrNotFound)
-		checkIs(t, "DeletePlantIf again", b.DeletePlantIf(ctx, "alice", 1, &cur, nil), plantstore.ErrNotFound)
+		checkIs(t, "DeletePlantIf again", errOnly(b.DeletePlantIf(ctx, "alice", 1, &cur, nil)), plantstore.ErrNotFound)
 	})
 }
 
@@ -158,12 +158,11 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 // makes it.
 func updateEvent(t *testing.T, id int64) *plantstore.Event {
 	t.Helper()
-	msgID, err := plantstore.NewMessageID()
+	evID, err := plantstore.NewEventID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &plantstore.Event{MessageID: msgID, PlantID: id, CreatedAt: fixedNow, Type: plantstore.EventPlantUpdated,
-		EventID: "evt_" + strings.TrimPrefix(msgID, "msg_")}
+	return &plantstore.Event{Owner: "alice", ID: evID, PlantID: id, CreatedAt: fixedNow, Type: plantstore.EventPlantUpdated}
 }
 
 // testUpdatePlant: PlantService.UpdatePlant and DeletePlantIf, the rules of

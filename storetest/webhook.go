@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/eventjson"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -392,19 +393,19 @@ func testOutbox(t *testing.T, bs Backends) {
 				MessageID:      tasks[0].MessageID,
 				SubscriptionID: subs[i].ID,
 				Owner:          "alice",
-				PlantID:        7,
-				Payload:        stored.WebhookPayload(),
-				Attempts:       0,
-				CreatedAt:      stored.CreatedAt,
-				Subscription:   subs[i],
-				URL:            subs[i].URL,
-				Secrets:        []string{subs[i].Secret},
+				Event: plantstore.Event{Owner: "alice", Seq: 1, ID: plantstore.EventIDOf(tasks[0].MessageID), Type: plantstore.EventPlantCreated,
+					PlantID: 7, Name: stored.Name, Tag: stored.Tag, CreatedAt: stored.CreatedAt},
+				Attempts:     0,
+				CreatedAt:    stored.CreatedAt,
+				Subscription: subs[i],
+				URL:          subs[i].URL,
+				Secrets:      []string{subs[i].Secret},
 			}
 			if diff := cmp.Diff(want, task, equateTime); diff != "" {
 				t.Fatalf("task %d (-want +got):\n%s", i, diff)
 			}
 		}
-		if got, want := string(tasks[0].Payload), `{"id":7,"name":"Fern","tag":"green"}`; got != want {
+		if got, want := string(eventjson.Body(tasks[0])), `{"id":7,"name":"Fern","tag":"green"}`; got != want {
 			t.Fatalf("payload = %s, want %s", got, want)
 		}
 	})
@@ -608,7 +609,7 @@ func testOutbox(t *testing.T, bs Backends) {
 		if n, _ := outboxStats(t, svc); n != 3 {
 			t.Fatalf("%d pending after a create, want 3", n)
 		}
-		wantAttempts := []*plantstore.Attempt{{MessageID: task.MessageID, PlantID: task.PlantID, Attempt: 1, AttemptedAt: attemptedAt,
+		wantAttempts := []*plantstore.Attempt{{MessageID: task.MessageID, PlantID: task.Event.PlantID, Attempt: 1, AttemptedAt: attemptedAt,
 			StatusCode: 410, State: plantstore.DeliveryFailed, SubscriptionID: gone.ID}}
 		if diff := cmp.Diff(wantAttempts, findAttempts(t, svc, "alice", gone.ID), equateTime); diff != "" {
 			t.Fatalf("attempts of the disabled subscription (-want +got):\n%s", diff)
@@ -752,16 +753,16 @@ func testOutbox(t *testing.T, bs Backends) {
 		messages := map[string]bool{}
 		for w, tasks := range claimed {
 			for _, task := range tasks {
-				if prev, ok := seen[task.PlantID]; ok {
-					t.Fatalf("plant %d claimed by claimer %d and claimer %d", task.PlantID, prev, w)
+				if prev, ok := seen[task.Event.PlantID]; ok {
+					t.Fatalf("plant %d claimed by claimer %d and claimer %d", task.Event.PlantID, prev, w)
 				}
-				seen[task.PlantID] = w
+				seen[task.Event.PlantID] = w
 				messages[task.MessageID] = true
 				if task.SubscriptionID != sub.ID {
 					t.Fatalf("task of subscription %s, want %s", task.SubscriptionID, sub.ID)
 				}
-				want := (&plantstore.Plant{ID: task.PlantID, Name: fmt.Sprintf("plant %d", task.PlantID)}).WebhookPayload()
-				if got := string(task.Payload); got != string(want) {
+				want := fmt.Sprintf(`{"id":%d,"name":"plant %d"}`, task.Event.PlantID, task.Event.PlantID)
+				if got := string(eventjson.Body(task)); got != want {
 					t.Fatalf("payload %s, want %s", got, want)
 				}
 			}

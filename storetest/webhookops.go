@@ -20,7 +20,7 @@ import (
 func failAll(t *testing.T, svc *service.Services, body string) []*plantstore.Task {
 	t.Helper()
 	tasks := claim(t, svc, time.Minute, 100)
-	slices.SortFunc(tasks, func(a, b *plantstore.Task) int { return int(a.PlantID - b.PlantID) })
+	slices.SortFunc(tasks, func(a, b *plantstore.Task) int { return int(a.Event.PlantID - b.Event.PlantID) })
 	for _, task := range tasks {
 		complete(t, svc, task, plantstore.AttemptResult{StatusCode: 500, State: plantstore.DeliveryFailed, ResponseBody: body})
 	}
@@ -39,7 +39,7 @@ func recoverSince(t *testing.T, svc *service.Services, id string, since time.Tim
 func plantIDs(tasks []*plantstore.Task) []int64 {
 	ids := make([]int64, len(tasks))
 	for i, task := range tasks {
-		ids[i] = task.PlantID
+		ids[i] = task.Event.PlantID
 	}
 	slices.Sort(ids)
 	return ids
@@ -62,7 +62,7 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		}
 		for _, task := range tasks {
 			r := plantstore.AttemptResult{StatusCode: 500, State: plantstore.DeliveryFailed}
-			if task.PlantID == 3 {
+			if task.Event.PlantID == 3 {
 				r = plantstore.AttemptResult{StatusCode: 200, State: plantstore.DeliverySucceeded}
 			}
 			complete(t, svc, task, r)
@@ -78,8 +78,8 @@ func testWebhookOps(t *testing.T, bs Backends) {
 			t.Fatalf("re-queued plants %v, want %v", got, want)
 		}
 		for _, task := range requeued {
-			if task.MessageID != tasksByPlant(tasks)[task.PlantID].MessageID {
-				t.Fatalf("plant %d re-queued with message id %s, want the original", task.PlantID, task.MessageID)
+			if task.MessageID != tasksByPlant(tasks)[task.Event.PlantID].MessageID {
+				t.Fatalf("plant %d re-queued with message id %s, want the original", task.Event.PlantID, task.MessageID)
 			}
 		}
 		// They failed again: a recover re-queued them once, so no later
@@ -302,7 +302,7 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		tasks := claim(t, svc, time.Minute, 100)
 		for _, task := range tasks {
 			r := plantstore.AttemptResult{StatusCode: 500, State: plantstore.DeliveryFailed, ResponseBody: plantstore.ResponseExcerpt([]byte(body))}
-			if task.PlantID%2 == 0 {
+			if task.Event.PlantID%2 == 0 {
 				r = plantstore.AttemptResult{StatusCode: 200, State: plantstore.DeliverySucceeded, ResponseBody: "ok"}
 			}
 			complete(t, svc, task, r)
@@ -384,7 +384,7 @@ func testWebhookOps(t *testing.T, bs Backends) {
 func tasksByPlant(tasks []*plantstore.Task) map[int64]*plantstore.Task {
 	m := make(map[int64]*plantstore.Task, len(tasks))
 	for _, task := range tasks {
-		m[task.PlantID] = task
+		m[task.Event.PlantID] = task
 	}
 	return m
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
 
 // The cases of this file call the backend's WebhookStore and OutboxStore
@@ -68,10 +70,17 @@ func claimDeliveries(t *testing.T, b plantstore.Backend, limit int) []*plantstor
 	return claimWith(t, b, plantstore.Claim{Lease: time.Hour, Limit: limit})
 }
 
+// claimStore makes claim c on the store, as the dispatcher does: through the
+// service's ClaimTasks (the store's DueDeliveries, the service's choice,
+// the store's LeaseDeliveries).
+func claimStore(ctx context.Context, b plantstore.Backend, c plantstore.Claim) ([]*plantstore.Task, error) {
+	return service.New(b, service.Config{}).Outbox.ClaimTasks(ctx, c)
+}
+
 // claimWith makes claim c on the store.
 func claimWith(t *testing.T, b plantstore.Backend, c plantstore.Claim) []*plantstore.Task {
 	t.Helper()
-	tasks, err := b.ClaimDeliveries(t.Context(), c)
+	tasks, err := claimStore(t.Context(), b, c)
 	if err != nil {
 		t.Fatal(err)
 	}

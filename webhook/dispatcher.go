@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/eventjson"
 	"github.com/plantstore/plantstore/internal/outage"
 	"github.com/plantstore/plantstore/internal/prune"
 )
@@ -148,7 +149,7 @@ type Options struct {
 // attempt. Several dispatchers (replicas) may share one outbox: the lease
 // keeps a task with one of them at a time.
 //
-// Claims are fair (plantstore.Claim.Pick): round-robin across owners, then
+// Claims are fair (the service's scheduler, service.Pick): round-robin across owners, then
 // across an owner's subscriptions, at most MaxInFlight attempts in flight
 // to one subscription and MaxInFlightPerOwner to one owner (both counted
 // over every dispatcher sharing the database), so one owner's slow or
@@ -454,11 +455,13 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 	}
 }
 
-// attempt POSTs t once and says what came of it.
+// attempt POSTs t once, its body rendered from its facts now (package
+// eventjson), and says what came of it.
 func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.AttemptResult {
 	start := s.now()
 	r := plantstore.AttemptResult{AttemptedAt: start}
-	sig, err := Sign(t.MessageID, start, t.Payload, t.Secrets)
+	body := eventjson.Body(t)
+	sig, err := Sign(t.MessageID, start, body, t.Secrets)
 	if err != nil {
 		// No valid secret: retrying cannot help.
 		r.State, r.Error = plantstore.DeliveryFailed, err.Error()
@@ -466,7 +469,7 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(t.Payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
 		r.State, r.Error = plantstore.DeliveryFailed, "invalid url: "+unwrapURLError(err)
 		return r

@@ -23,6 +23,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/dnstest"
 	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
+	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/webhook"
 )
 
@@ -55,7 +56,7 @@ func (o *memOutbox) add(t plantstore.Task) {
 	o.entries = append(o.entries, &memEntry{task: t, state: plantstore.DeliveryPending})
 }
 
-// ClaimTasks leases due entries as the row stores do: chosen by c.Pick,
+// ClaimTasks leases due entries as the row stores do: chosen by service.Pick,
 // timed by the real clock (the database's).
 func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
 	o.mu.Lock()
@@ -77,7 +78,7 @@ func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plan
 		}
 	}
 	var out []*plantstore.Task
-	for _, d := range c.Pick(due, inFlight) {
+	for _, d := range service.Pick(c, due, inFlight) {
 		e := entries[[2]string{d.MessageID, d.SubscriptionID}]
 		e.leaseUntil = now.Add(c.Lease)
 		t := e.task
@@ -230,8 +231,9 @@ func start(t *testing.T, d *webhook.Dispatcher) (stop func(), done <-chan struct
 
 func task(id, url string, secrets ...string) plantstore.Task {
 	return plantstore.Task{
-		MessageID: id, SubscriptionID: "whk_" + id, Owner: "alice", PlantID: 7,
-		Payload: []byte(`{"id":7,"name":"Fern"}`), URL: url, Secrets: secrets,
+		MessageID: id, SubscriptionID: "whk_" + id, Owner: "alice",
+		Event: plantstore.Event{Owner: "alice", ID: plantstore.EventIDOf(id), Type: plantstore.EventPlantCreated, PlantID: 7, Name: "Fern"},
+		URL:   url, Secrets: secrets,
 		CreatedAt: time.Now(),
 	}
 }

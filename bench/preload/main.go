@@ -69,7 +69,7 @@ func isPostgres(db string) bool {
 func openBackend(o options) plantstore.Backend {
 	if isPostgres(o.db) {
 		db := postgres.NewDB(o.db)
-		db.Config.OpTimeout = 10 * time.Minute // one statement per batch
+		db.OpTimeout = 10 * time.Minute // one statement per batch
 		db.Config.StatementTimeout = 10 * time.Minute
 		return db
 	}

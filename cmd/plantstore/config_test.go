@@ -220,7 +220,7 @@ func TestDBTimeout(t *testing.T) {
 		got  func(plantstore.Backend) time.Duration
 	}{
 		{"SQLite", tempDBPath(t), func(b plantstore.Backend) time.Duration { return b.(*sqlite.DB).OpTimeout }},
-		{"PostgreSQL", "postgres://127.0.0.1:1/plants", func(b plantstore.Backend) time.Duration { return b.(*postgres.DB).Config.OpTimeout }},
+		{"PostgreSQL", "postgres://127.0.0.1:1/plants", func(b plantstore.Backend) time.Duration { return b.(*postgres.DB).OpTimeout }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := dbFlags{DB: tt.db, DBMaxConns: 1, DBStatementTimeout: time.Second, DBTimeout: 3 * time.Second}

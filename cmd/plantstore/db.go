@@ -14,14 +14,15 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/service"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
 var (
-	_ plantstore.Backend = (*sqlite.DB)(nil)
-	_ plantstore.Backend = (*postgres.DB)(nil)
+	_ portable.Backend = (*sqlite.DB)(nil)
+	_ portable.Backend = (*postgres.DB)(nil)
 )
 
 // defaultDBPath is the default of --db (dbFlags.DB's tag says it again).
@@ -189,7 +190,7 @@ func redactURL(s string) string {
 
 // connect opens the database without looking at its schema. A SQLite file
 // that does not exist is created only as f.create allows.
-func (f *dbFlags) connect(ctx context.Context) (plantstore.Backend, error) {
+func (f *dbFlags) connect(ctx context.Context) (portable.Backend, error) {
 	db, err := f.backend()
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func (f *dbFlags) connect(ctx context.Context) (plantstore.Backend, error) {
 }
 
 // backend returns the backend the flags select, not yet opened.
-func (f *dbFlags) backend() (plantstore.Backend, error) {
+func (f *dbFlags) backend() (portable.Backend, error) {
 	switch {
 	case f.DB == "":
 		return nil, fmt.Errorf("--db: a database path or postgres:// URL is required")
@@ -218,7 +219,7 @@ func (f *dbFlags) backend() (plantstore.Backend, error) {
 		db := postgres.NewDB(f.DB)
 		db.Config.MaxConns = f.DBMaxConns
 		db.Config.StatementTimeout = f.DBStatementTimeout
-		db.Config.OpTimeout = f.DBTimeout
+		db.OpTimeout = f.DBTimeout
 		db.Config.TransactionPooler = f.DBTransactionPooler
 		db.OnCommit = f.onCommit
 		db.OnDropConns = f.onDropConns
@@ -254,7 +255,7 @@ func storageError(err error) error { return service.Unavailable(err) }
 // open opens the database. With migrate it applies pending migrations;
 // without, it refuses a schema that is not exactly the one this binary
 // knows. Either way it refuses a schema newer than this binary knows.
-func (f *dbFlags) open(ctx context.Context, migrate bool) (plantstore.Backend, error) {
+func (f *dbFlags) open(ctx context.Context, migrate bool) (portable.Backend, error) {
 	db, err := f.connect(ctx)
 	if err != nil {
 		return nil, err

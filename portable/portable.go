@@ -1,4 +1,10 @@
-package plantstore
+// Package portable is the portable schema: every table that holds data, as
+// both backends have it (same names, same columns, same keys), with values
+// in one Go form, and the interface through which a backend's tables are
+// read and written as such rows (TableStore). It is what plantstore copy
+// (dbcopy) moves between backends, what export (plantlines) reads and what a
+// backup counts; the row stores implement TableStore in their copy.go.
+package portable
 
 import (
 	"bytes"
@@ -10,15 +16,14 @@ import (
 	"hash"
 	"iter"
 	"time"
+
+	"github.com/plantstore/plantstore"
 )
 
-// The portable schema: every table that holds data, as both backends have it
-// (same names, same columns, same keys), with values in one Go form. It is
-// what plantstore copy moves between backends, what export reads and what a
-// backup counts. Derived tables are not in it (PostgreSQL's webhook_owners,
-// which a backend rebuilds from webhook_subscriptions), nor the migration
-// tables. storetest checks it against each backend's real columns, so a
-// migration that adds a column must add it here too.
+// Tables, the schema: derived tables are not in it (PostgreSQL's
+// webhook_owners, which a backend rebuilds from webhook_subscriptions), nor
+// the migration tables. storetest checks it against each backend's real
+// columns, so a migration that adds a column must add it here too.
 
 // ColumnType is the Go form of a column's values.
 type ColumnType uint8
@@ -74,6 +79,7 @@ func textNull(name string) Column { return Column{Name: name, Type: TypeText, Nu
 func integer(name string) Column  { return Column{Name: name, Type: TypeInt} }
 func intNull(name string) Column  { return Column{Name: name, Type: TypeInt, Null: true} }
 func blob(name string) Column     { return Column{Name: name, Type: TypeBytes} }
+func blobNull(name string) Column { return Column{Name: name, Type: TypeBytes, Null: true} }
 func stamp(name string) Column    { return Column{Name: name, Type: TypeTime} }
 func stampNull(name string) Column {
 	return Column{Name: name, Type: TypeTime, Null: true}
@@ -92,10 +98,11 @@ var Tables = []*Table{
 	{Name: "webhook_subscriptions", Key: 1, Columns: []Column{
 		text("id"), text("owner"), text("url"), text("description"), text("secret"),
 		textNull("previous_secret"), stampNull("previous_secret_until"), stamp("created_at"),
-		stampNull("disabled_at"), textNull("disabled_reason"), stampNull("failing_since"), textNull("types"),
+		stampNull("disabled_at"), textNull("disabled_reason"), stampNull("failing_since"), integer("event_mask"),
 	}},
 	{Name: "webhook_deliveries", Key: 2, Columns: []Column{
-		text("message_id"), text("subscription_id"), text("owner"), integer("plant_id"), blob("payload"),
+		text("message_id"), text("subscription_id"), text("owner"), integer("plant_id"),
+		text("event_type"), intNull("seq"), text("name"), textNull("tag"), integer("typed"), blobNull("stored_body"),
 		text("state"), integer("attempts"), stampNull("next_attempt_at"), stampNull("lease_until"),
 		stamp("created_at"), stampNull("recovered_at"),
 	}},
@@ -105,7 +112,7 @@ var Tables = []*Table{
 		text("state"), stampNull("next_attempt_at"), textNull("response_body"),
 	}},
 	{Name: "events", Key: 2, Columns: []Column{
-		text("owner"), integer("seq"), text("id"), text("type"), integer("plant_id"), blob("data"), stamp("created_at"),
+		text("owner"), integer("seq"), text("id"), text("type"), integer("plant_id"), text("name"), textNull("tag"), stamp("created_at"),
 	}},
 	{Name: "event_sequences", Key: 1, Columns: []Column{
 		text("owner"), integer("last"),
@@ -267,7 +274,7 @@ func compareValues(a, b any) int {
 		b, _ := b.(time.Time)
 		return a.Compare(b)
 	}
-	panic(fmt.Sprintf("plantstore: a row value of type %T", a))
+	panic(fmt.Sprintf("portable: a row value of type %T", a))
 }
 
 // TableChecksum is a running checksum of a table's rows, taken in key order:
@@ -305,7 +312,7 @@ func (s *TableChecksum) Add(row Row) {
 			b = append(b, 4)
 			b = binary.BigEndian.AppendUint64(b, uint64(v.UnixMicro()))
 		default:
-			panic(fmt.Sprintf("plantstore: a row value of type %T", v))
+			panic(fmt.Sprintf("portable: a row value of type %T", v))
 		}
 	}
 	s.h.Write(b)
@@ -325,7 +332,7 @@ type TableStore interface {
 	Snapshot(ctx context.Context) (Snapshot, error)
 	// ReplaceRows deletes t's rows with the keys of del (rows of which only
 	// the key is read) and inserts ins, in one transaction; a row of ins
-	// whose key exists after the deletes fails the call (ErrExists).
+	// whose key exists after the deletes fails the call (plantstore.ErrExists).
 	ReplaceRows(ctx context.Context, t *Table, del, ins []Row) error
 }
 
@@ -337,4 +344,11 @@ type Snapshot interface {
 	// Count returns how many rows t has.
 	Count(ctx context.Context, t *Table) (int64, error)
 	Close() error
+}
+
+// Backend is a backend whose tables can also be read and written as portable
+// rows: what copy, export, backups and the conformance suite open.
+type Backend interface {
+	plantstore.Backend
+	TableStore
 }

@@ -1,4 +1,4 @@
-package plantstore_test
+package service_test
 
 import (
 	"fmt"
@@ -9,7 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/service"
 )
+
+// The claim scheduler (service.Pick), moved here from the root package with
+// the scheduler (issue 22).
 
 // due returns deliveries named "owner/sub/n", due n seconds after t0.
 func due(names ...string) []plantstore.DueDelivery {
@@ -35,7 +39,7 @@ func names(ds []plantstore.DueDelivery) []string {
 	return out
 }
 
-func TestClaimPick(t *testing.T) {
+func TestPick(t *testing.T) {
 	// a has subscriptions a1 and a2 with an old backlog; b and c one each.
 	backlog := due("a/a1/1", "a/a1/2", "a/a1/3", "a/a2/4", "a/a2/5", "b/b1/50", "c/c1/60", "c/c1/61")
 	for _, tt := range []struct {
@@ -76,16 +80,16 @@ func TestClaimPick(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := slices.Clone(tt.due)
-			if diff := cmp.Diff(tt.want, names(tt.claim.Pick(in, tt.inFlight))); diff != "" {
+			if diff := cmp.Diff(tt.want, names(service.Pick(tt.claim, in, tt.inFlight))); diff != "" {
 				t.Fatalf("Pick (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestClaimPickBacklog: one owner's thousands of older deliveries take no
+// TestPickBacklog: one owner's thousands of older deliveries take no
 // more than its share of a claim.
-func TestClaimPickBacklog(t *testing.T) {
+func TestPickBacklog(t *testing.T) {
 	var ds []plantstore.DueDelivery
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range 5000 {
@@ -93,43 +97,12 @@ func TestClaimPickBacklog(t *testing.T) {
 			NextAttemptAt: t0.Add(time.Duration(i) * time.Millisecond)})
 	}
 	ds = append(ds, plantstore.DueDelivery{MessageID: "b", SubscriptionID: "b1", Owner: "b", NextAttemptAt: t0.Add(time.Hour)})
-	got := plantstore.Claim{Limit: 32, PerSubscription: 2, PerOwner: 8}.Pick(ds, nil)
+	got := service.Pick(plantstore.Claim{Limit: 32, PerSubscription: 2, PerOwner: 8}, ds, nil)
 	n := map[string]int{}
 	for _, d := range got {
 		n[d.Owner]++
 	}
 	if diff := cmp.Diff(map[string]int{"a": 8, "b": 1}, n); diff != "" {
 		t.Fatalf("picked per owner (-want +got):\n%s", diff)
-	}
-}
-
-func TestNewSubscriptionID(t *testing.T) {
-	at := time.UnixMilli(0x0123456789ab)
-	seen := map[string]bool{}
-	for range 100 {
-		id, err := plantstore.NewSubscriptionID(at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !plantstore.ValidSubscriptionID(id) || id[:16] != "whk_0123456789ab" {
-			t.Fatalf("id %q, want whk_0123456789ab and 4 hex digits", id)
-		}
-		seen[id] = true
-	}
-	if len(seen) < 90 {
-		t.Fatalf("%d distinct ids of 100 in one millisecond", len(seen))
-	}
-	earlier, _ := plantstore.NewSubscriptionID(at.Add(-time.Millisecond))
-	later, _ := plantstore.NewSubscriptionID(at.Add(time.Millisecond))
-	if !(earlier < later) {
-		t.Fatalf("id %s of a millisecond before sorts after %s", earlier, later)
-	}
-	for id, want := range map[string]bool{
-		"whk_0123456789abcdef": true, "whk_0123456789ABCDEF": false, "whk_0123": false,
-		"whx_0123456789abcdef": false, "whk_0123456789abcdeg": false, "whk_0123456789abcdef0": false,
-	} {
-		if got := plantstore.ValidSubscriptionID(id); got != want {
-			t.Errorf("ValidSubscriptionID(%q) = %v, want %v", id, got, want)
-		}
 	}
 }
