@@ -112,9 +112,9 @@ type plantVals struct {
 	nanos                         int64 // created
 }
 
-// vals boxes p's column values; the owner's box is reused while
-// consecutive creates have the same owner (the common case: a run of one
-// tenant's creates).
+// vals boxes p's column values; the boxes of the owner and the tag are
+// reused while consecutive creates have the same (a run of one tenant's
+// creates, often of one kind).
 func (w *writer) vals(p *plantstore.Plant) plantVals {
 	if w.owner != p.Owner || w.ownerV == nil {
 		w.owner, w.ownerV = p.Owner, p.Owner
@@ -122,7 +122,10 @@ func (w *writer) vals(p *plantstore.Plant) plantVals {
 	v := plantVals{owner: w.ownerV, id: p.ID, name: p.Name, nanos: p.CreatedAt.UnixNano()}
 	v.created = v.nanos
 	if p.Tag != nil {
-		v.tag = *p.Tag
+		if w.tag != *p.Tag || w.tagV == nil {
+			w.tag, w.tagV = *p.Tag, *p.Tag
+		}
+		v.tag = w.tagV
 	}
 	return v
 }

@@ -32,9 +32,9 @@ type writer struct {
 	args  []driver.NamedValue    // a statement's arguments (reused)
 	row   []driver.Value         // a row being read (reused)
 
-	// owner and ownerV are the last owner vals boxed, and its box.
-	owner  string
-	ownerV driver.Value
+	// The last owner and tag vals boxed, and their boxes.
+	owner, tag   string
+	ownerV, tagV driver.Value
 }
 
 // Transaction control, prepared once like every statement of the writer.
