@@ -64,15 +64,13 @@ func (h *handler) findEvents(ctx context.Context, params oapi.ListEventsParams) 
 }
 
 // eventsNextLink is the RFC 8288 Link header value for the page of events
-// after seq last, relative like the plants' (nextLink).
+// after seq last (pageLink).
 func eventsNextLink(f plantstore.EventFilter, last int64) string {
 	q := url.Values{}
-	q.Set("after", strconv.FormatInt(last, 10))
-	q.Set("limit", strconv.Itoa(f.Limit))
 	if f.Type != "" {
 		q.Set("type", f.Type)
 	}
-	return "</events?" + q.Encode() + `>; rel="next"`
+	return pageLink("/events", q, strconv.FormatInt(last, 10), f.Limit)
 }
 
 // rawBody is the ResponseWriter of a route whose 200 body a handler renders

@@ -3,23 +3,13 @@ package http_test
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/hmac"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,136 +17,19 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/oidc"
+	"github.com/plantstore/plantstore/oidc/oidctest"
 )
 
 const testAudience = "plantstore-api"
 
-// testKey is a signing key of the test issuer.
-type testKey struct {
-	kid  string
-	alg  jose.SignatureAlgorithm
-	priv crypto.Signer
-}
-
-func newECKey(t *testing.T, kid string) *testKey {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testKey{kid: kid, alg: jose.ES256, priv: priv}
-}
-
-func newRSAKey(t *testing.T, kid string) *testKey {
-	t.Helper()
-	priv, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testKey{kid: kid, alg: jose.RS256, priv: priv}
-}
-
-func (k *testKey) jwk() jose.JSONWebKey {
-	return jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Algorithm: string(k.alg), Use: "sig"}
-}
-
-// sign makes a compact JWS of claims with k.
-func (k *testKey) sign(t *testing.T, claims map[string]any) string {
-	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// testIssuer is a local OpenID Connect issuer: discovery document and JWKS.
-type testIssuer struct {
-	URL       string
-	jwksHits  atomic.Int32
-	mu        sync.Mutex
-	published []*testKey
-}
-
-func newTestIssuer(t *testing.T, keys ...*testKey) *testIssuer {
-	t.Helper()
-	iss := &testIssuer{published: keys}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                                iss.URL,
-			"jwks_uri":                              iss.URL + "/jwks",
-			"authorization_endpoint":                iss.URL + "/authorize",
-			"token_endpoint":                        iss.URL + "/token",
-			"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
-		})
-	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
-		iss.jwksHits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(iss.jwks(t))
-	})
-	srv := httptest.NewServer(mux) // listens on 127.0.0.1
-	t.Cleanup(srv.Close)
-	iss.URL = srv.URL
-	return iss
-}
-
-// jwks is the JWK set of the published keys.
-func (iss *testIssuer) jwks(t *testing.T) []byte {
-	iss.mu.Lock()
-	defer iss.mu.Unlock()
-	var set jose.JSONWebKeySet
-	for _, k := range iss.published {
-		set.Keys = append(set.Keys, k.jwk())
-	}
-	data, err := json.Marshal(set)
-	if err != nil {
-		t.Error(err)
-	}
-	return data
-}
-
-func (iss *testIssuer) publish(keys ...*testKey) {
-	iss.mu.Lock()
-	iss.published = keys
-	iss.mu.Unlock()
-}
-
-// claims returns valid claims for sub, changed by the extra ones (nil deletes).
-func (iss *testIssuer) claims(sub string, extra map[string]any) map[string]any {
-	now := time.Now()
-	c := map[string]any{
-		"iss":   iss.URL,
-		"sub":   sub,
+// claims returns valid claims of issuer iss for sub, changed by the extra
+// ones (nil deletes).
+func claims(iss, sub string, extra map[string]any) map[string]any {
+	return oidctest.Claims(iss, sub, map[string]any{
 		"aud":   []string{"other-api", testAudience},
-		"iat":   now.Unix(),
-		"exp":   now.Add(5 * time.Minute).Unix(),
 		"jti":   "j-" + sub,
 		"scope": "plants:read plants:write",
-	}
-	for k, v := range extra {
-		if v == nil {
-			delete(c, k)
-		} else {
-			c[k] = v
-		}
-	}
-	return c
+	}, extra)
 }
 
 // withJWT configures a server to verify JWTs with cfg.
@@ -186,10 +59,10 @@ func mustInvalidToken(t *testing.T, resp *Response) {
 }
 
 func TestJWT_OwnerFromClaim(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
-	jwt := key.sign(t, iss.claims("carol", nil))
+	jwt := key.Sign(t, claims(iss.URL, "carol", nil))
 	opaque := ts.Token(t, "dave")
 
 	if resp := ts.Post(t, jwt, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
@@ -200,7 +73,7 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 		t.Fatalf("carol lists %v, want her Fern", got)
 	}
 	// The same subject in another JWT (renewed) is the same owner.
-	renewed := key.sign(t, iss.claims("carol", map[string]any{"jti": "renewed"}))
+	renewed := key.Sign(t, claims(iss.URL, "carol", map[string]any{"jti": "renewed"}))
 	if got := mustPlants(t, ts.Get(t, renewed, "/plants")); len(got) != 1 {
 		t.Fatalf("carol's renewed JWT lists %v, want her Fern", got)
 	}
@@ -237,8 +110,8 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 // plants or webhook subscriptions, over real HTTP on a real SQLite file;
 // with SharedOwners (--jwt-shared-owners) it does, by the operator's choice.
 func TestJWT_OwnerNamespace(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	all := plantstore.ScopePlantsRead + " " + plantstore.ScopePlantsWrite + " " + plantstore.ScopeWebhooksManage
 	for _, shared := range []bool{false, true} {
 		name := "Namespaced"
@@ -252,7 +125,7 @@ func TestJWT_OwnerNamespace(t *testing.T) {
 				t.Fatalf("admin's create: %d %s", resp.Status, resp.Body)
 			}
 			hook := decodeWebhook(t, ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: admin, Body: `{"url":"http://127.0.0.1:9/hook"}`}), 201)
-			jwt := key.sign(t, iss.claims("admin", map[string]any{"scope": all}))
+			jwt := key.Sign(t, claims(iss.URL, "admin", map[string]any{"scope": all}))
 
 			list := mustPlants(t, ts.Get(t, jwt, "/plants"))
 			rotate := ts.Do(t, Request{Method: "POST", Path: "/webhooks/" + hook.ID + "/rotate-secret", Token: jwt})
@@ -291,10 +164,10 @@ func TestJWT_OwnerNamespace(t *testing.T) {
 }
 
 func TestJWT_OwnerPrefix(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerPrefix: "idp:"}))
-	if resp := ts.Post(t, key.sign(t, iss.claims("carol", nil)), `{"id":1,"name":"Fern"}`); resp.Status != 200 {
+	if resp := ts.Post(t, key.Sign(t, claims(iss.URL, "carol", nil)), `{"id":1,"name":"Fern"}`); resp.Status != 200 {
 		t.Fatalf("create: %d %s", resp.Status, resp.Body)
 	}
 	if got := mustPlants(t, ts.Get(t, ts.Token(t, "idp:carol"), "/plants")); len(got) != 1 {
@@ -309,8 +182,8 @@ func TestJWT_OwnerPrefix(t *testing.T) {
 // longer one is refused (401), never cut (two long subjects would then
 // share an owner).
 func TestJWT_OwnerLength(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	prefix := oidc.DefaultOwnerPrefix(iss.URL)
 	for _, tt := range []struct {
 		name string
@@ -324,8 +197,8 @@ func TestJWT_OwnerLength(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := MustOpenServer(t, withJWT(t, tt.cfg))
-			mustPlants(t, ts.Get(t, key.sign(t, iss.claims(strings.Repeat("s", tt.room), nil)), "/plants"))
-			resp := ts.Get(t, key.sign(t, iss.claims(strings.Repeat("s", tt.room+1), nil)), "/plants")
+			mustPlants(t, ts.Get(t, key.Sign(t, claims(iss.URL, strings.Repeat("s", tt.room), nil)), "/plants"))
+			resp := ts.Get(t, key.Sign(t, claims(iss.URL, strings.Repeat("s", tt.room+1), nil)), "/plants")
 			mustInvalidToken(t, resp)
 			if !strings.Contains(string(resp.Body), "longer than 256 bytes") {
 				t.Fatalf("body %s does not say why", resp.Body)
@@ -334,7 +207,7 @@ func TestJWT_OwnerLength(t *testing.T) {
 	}
 	t.Run("LongSubWithOtherOwnerClaim", func(t *testing.T) {
 		ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerClaim: "email"}))
-		resp := ts.Get(t, key.sign(t, iss.claims(strings.Repeat("s", 257), map[string]any{"email": "erin@example.com"})), "/plants")
+		resp := ts.Get(t, key.Sign(t, claims(iss.URL, strings.Repeat("s", 257), map[string]any{"email": "erin@example.com"})), "/plants")
 		mustInvalidToken(t, resp)
 		if !strings.Contains(string(resp.Body), "sub claim is longer than 256 bytes") {
 			t.Fatalf("body %s does not say why", resp.Body)
@@ -343,7 +216,7 @@ func TestJWT_OwnerLength(t *testing.T) {
 	t.Run("NotPrintable", func(t *testing.T) {
 		ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
 		for _, sub := range []string{"carol\nFAKE LOG LINE", "carol\u202egnp.exe", "\u0000", "car\u0085ol"} {
-			resp := ts.Get(t, key.sign(t, iss.claims(sub, nil)), "/plants")
+			resp := ts.Get(t, key.Sign(t, claims(iss.URL, sub, nil)), "/plants")
 			mustInvalidToken(t, resp)
 			if !strings.Contains(string(resp.Body), "not printable") {
 				t.Fatalf("sub %q: body %s does not say why", sub, resp.Body)
@@ -357,31 +230,31 @@ func TestJWT_OwnerLength(t *testing.T) {
 // subject has its own, and so has an opaque token of owner admin when a
 // JWT's sub is admin.
 func TestJWT_RateLimitPerSubject(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}), func(ts *TestServer) {
 		ts.RateLimit, ts.RateBurst = 0.001, 1
 	})
-	jwt := key.sign(t, iss.claims("admin", nil))
+	jwt := key.Sign(t, claims(iss.URL, "admin", nil))
 	mustPlants(t, ts.Get(t, jwt, "/plants"))
 	mustError(t, ts.Get(t, jwt, "/plants"), 429, plantstore.CodeRateLimited)
-	renewed := key.sign(t, iss.claims("admin", map[string]any{"jti": "renewed"}))
+	renewed := key.Sign(t, claims(iss.URL, "admin", map[string]any{"jti": "renewed"}))
 	mustError(t, ts.Get(t, renewed, "/plants"), 429, plantstore.CodeRateLimited)
-	mustPlants(t, ts.Get(t, key.sign(t, iss.claims("carol", nil)), "/plants"))
+	mustPlants(t, ts.Get(t, key.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 	mustPlants(t, ts.Get(t, ts.Token(t, "admin"), "/plants"))
 }
 
 func TestJWT_OwnerClaimConfigurable(t *testing.T) {
-	key := newRSAKey(t, "rsa1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewRSAKey(t, "rsa1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerClaim: "email"}))
-	jwt := key.sign(t, iss.claims("u-123", map[string]any{"email": "erin@example.com"}))
+	jwt := key.Sign(t, claims(iss.URL, "u-123", map[string]any{"email": "erin@example.com"}))
 	if resp := ts.Post(t, jwt, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
 		t.Fatalf("create: %d %s", resp.Status, resp.Body)
 	}
 	// The owner is the claim's value in the issuer's namespace: another
 	// subject with the same email is the same owner.
-	if got := mustPlants(t, ts.Get(t, key.sign(t, iss.claims("u-456", map[string]any{"email": "erin@example.com"})), "/plants")); len(got) != 1 {
+	if got := mustPlants(t, ts.Get(t, key.Sign(t, claims(iss.URL, "u-456", map[string]any{"email": "erin@example.com"})), "/plants")); len(got) != 1 {
 		t.Fatalf("erin@example.com lists %v, want the Fern", got)
 	}
 	if got := mustPlants(t, ts.Get(t, ts.Token(t, "jwt:"+iss.URL+"#erin@example.com"), "/plants")); len(got) != 1 {
@@ -390,14 +263,14 @@ func TestJWT_OwnerClaimConfigurable(t *testing.T) {
 	for name, v := range map[string]any{"Missing": nil, "Empty": "", "NotString": 42} {
 		t.Run(name, func(t *testing.T) {
 			extra := map[string]any{"email": v}
-			mustInvalidToken(t, ts.Get(t, key.sign(t, iss.claims("u-123", extra)), "/plants"))
+			mustInvalidToken(t, ts.Get(t, key.Sign(t, claims(iss.URL, "u-123", extra)), "/plants"))
 		})
 	}
 }
 
 func TestJWT_Scopes(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
 	tests := []struct {
 		name        string
@@ -414,7 +287,7 @@ func TestJWT_Scopes(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			jwt := key.sign(t, iss.claims("sub-"+tt.name, tt.scopes))
+			jwt := key.Sign(t, claims(iss.URL, "sub-"+tt.name, tt.scopes))
 			if resp := ts.Get(t, jwt, "/plants"); tt.read {
 				mustPlants(t, resp)
 			} else {
@@ -431,7 +304,7 @@ func TestJWT_Scopes(t *testing.T) {
 		})
 	}
 	t.Run("ScopeNotString", func(t *testing.T) {
-		mustInvalidToken(t, ts.Get(t, key.sign(t, iss.claims("x", map[string]any{"scope": []string{"plants:read"}})), "/plants"))
+		mustInvalidToken(t, ts.Get(t, key.Sign(t, claims(iss.URL, "x", map[string]any{"scope": []string{"plants:read"}})), "/plants"))
 	})
 }
 
@@ -464,15 +337,15 @@ func handMade(t *testing.T, header, claims map[string]any, sign func(input []byt
 }
 
 func TestJWT_Refused(t *testing.T) {
-	key := newRSAKey(t, "rsa1")
-	stranger := newECKey(t, "stranger")
-	impostor := newECKey(t, "rsa1") // a key not published, claiming a published kid
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewRSAKey(t, "rsa1")
+	stranger := oidctest.NewECKey(t, "stranger")
+	impostor := oidctest.NewECKey(t, "rsa1") // a key not published, claiming a published kid
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
 	now := time.Now()
-	valid := iss.claims("mallory", nil)
+	valid := claims(iss.URL, "mallory", nil)
 	hs256 := func(input []byte) []byte {
-		m := hmac.New(sha256.New, publicKeyPEM(t, key.priv.Public()))
+		m := hmac.New(sha256.New, publicKeyPEM(t, key.Private.Public()))
 		m.Write(input)
 		return m.Sum(nil)
 	}
@@ -481,24 +354,24 @@ func TestJWT_Refused(t *testing.T) {
 		jwt  string
 		want string // in the message
 	}{
-		{"Expired", key.sign(t, iss.claims("mallory", map[string]any{"exp": now.Add(-2 * time.Minute).Unix(), "iat": now.Add(-time.Hour).Unix()})), "expired"},
-		{"NoExpiry", key.sign(t, iss.claims("mallory", map[string]any{"exp": nil})), "expired"},
-		{"NotYetValid", key.sign(t, iss.claims("mallory", map[string]any{"nbf": now.Add(5 * time.Minute).Unix()})), "nbf"},
-		{"WrongAudience", key.sign(t, iss.claims("mallory", map[string]any{"aud": "other-api"})), "wrong audience"},
-		{"NoAudience", key.sign(t, iss.claims("mallory", map[string]any{"aud": nil})), "wrong audience"},
-		{"WrongIssuer", key.sign(t, iss.claims("mallory", map[string]any{"iss": "https://evil.example"})), "wrong issuer"},
-		{"IssuerTrailingSlash", key.sign(t, iss.claims("mallory", map[string]any{"iss": iss.URL + "/"})), "wrong issuer"},
-		{"UnknownKid", stranger.sign(t, valid), "signature"},
-		{"ImpostorKey", impostor.sign(t, valid), "signature"},
+		{"Expired", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"exp": now.Add(-2 * time.Minute).Unix(), "iat": now.Add(-time.Hour).Unix()})), "expired"},
+		{"NoExpiry", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"exp": nil})), "expired"},
+		{"NotYetValid", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"nbf": now.Add(5 * time.Minute).Unix()})), "nbf"},
+		{"WrongAudience", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"aud": "other-api"})), "wrong audience"},
+		{"NoAudience", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"aud": nil})), "wrong audience"},
+		{"WrongIssuer", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"iss": "https://evil.example"})), "wrong issuer"},
+		{"IssuerTrailingSlash", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"iss": iss.URL + "/"})), "wrong issuer"},
+		{"UnknownKid", stranger.Sign(t, valid), "signature"},
+		{"ImpostorKey", impostor.Sign(t, valid), "signature"},
 		{"AlgNone", handMade(t, map[string]any{"alg": "none", "typ": "JWT"}, valid, nil), "algorithm"},
 		{"AlgNoneWithKid", handMade(t, map[string]any{"alg": "none", "kid": "rsa1"}, valid, nil), "algorithm"},
 		{"HS256WithPublicKey", handMade(t, map[string]any{"alg": "HS256", "typ": "JWT", "kid": "rsa1"}, valid, hs256), "algorithm"},
 		{"TamperedPayload", func() string {
-			parts := strings.Split(key.sign(t, valid), ".")
-			other := strings.Split(key.sign(t, iss.claims("admin", nil)), ".")
+			parts := strings.Split(key.Sign(t, valid), ".")
+			other := strings.Split(key.Sign(t, claims(iss.URL, "admin", nil)), ".")
 			return parts[0] + "." + other[1] + "." + parts[2]
 		}(), "signature"},
-		{"NoSub", key.sign(t, iss.claims("", map[string]any{"sub": nil})), "sub claim"},
+		{"NoSub", key.Sign(t, claims(iss.URL, "", map[string]any{"sub": nil})), "sub claim"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -513,82 +386,68 @@ func TestJWT_Refused(t *testing.T) {
 		})
 	}
 	t.Run("WithinLeeway", func(t *testing.T) {
-		jwt := key.sign(t, iss.claims("mallory", map[string]any{"exp": now.Add(-5 * time.Second).Unix(), "nbf": now.Add(5 * time.Second).Unix()}))
+		jwt := key.Sign(t, claims(iss.URL, "mallory", map[string]any{"exp": now.Add(-5 * time.Second).Unix(), "nbf": now.Add(5 * time.Second).Unix()}))
 		mustPlants(t, ts.Get(t, jwt, "/plants"))
 	})
 }
 
 func TestJWT_KeyRotation(t *testing.T) {
-	old, next := newECKey(t, "2026-01"), newECKey(t, "2026-02")
-	iss := newTestIssuer(t, old)
+	old, next := oidctest.NewECKey(t, "2026-01"), oidctest.NewECKey(t, "2026-02")
+	iss := oidctest.NewIssuer(t, old)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, KeyRefreshInterval: time.Millisecond}))
-	mustPlants(t, ts.Get(t, old.sign(t, iss.claims("carol", nil)), "/plants"))
-	if got := iss.jwksHits.Load(); got != 1 {
+	mustPlants(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
+	if got := iss.JWKSFetches(); got != 1 {
 		t.Fatalf("JWKS fetched %d times, want 1 (cached)", got)
 	}
-	iss.publish(old, next)
+	iss.Publish(old, next)
 	time.Sleep(2 * time.Millisecond)
-	mustPlants(t, ts.Get(t, next.sign(t, iss.claims("carol", nil)), "/plants"))
-	if got := iss.jwksHits.Load(); got != 2 {
+	mustPlants(t, ts.Get(t, next.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
+	if got := iss.JWKSFetches(); got != 2 {
 		t.Fatalf("JWKS fetched %d times, want 2 (again for the new kid)", got)
 	}
-	mustPlants(t, ts.Get(t, old.sign(t, iss.claims("carol", nil)), "/plants"))
-	mustPlants(t, ts.Get(t, next.sign(t, iss.claims("carol", nil)), "/plants"))
-	if got := iss.jwksHits.Load(); got != 2 {
+	mustPlants(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
+	mustPlants(t, ts.Get(t, next.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
+	if got := iss.JWKSFetches(); got != 2 {
 		t.Fatalf("JWKS fetched %d times, want still 2", got)
 	}
 	// The old key retired: once fetched again, tokens it signs are refused.
-	iss.publish(next)
+	iss.Publish(next)
 	time.Sleep(2 * time.Millisecond)
-	mustInvalidToken(t, ts.Get(t, newECKey(t, "2026-03").sign(t, iss.claims("carol", nil)), "/plants")) // forces a fetch
-	mustInvalidToken(t, ts.Get(t, old.sign(t, iss.claims("carol", nil)), "/plants"))
+	mustInvalidToken(t, ts.Get(t, oidctest.NewECKey(t, "2026-03").Sign(t, claims(iss.URL, "carol", nil)), "/plants")) // forces a fetch
+	mustInvalidToken(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 }
 
 // TestJWT_RefetchThrottled: tokens naming unknown keys cannot make the
 // server fetch the JWKS more than once per refresh interval.
 func TestJWT_RefetchThrottled(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
 	for i := range 20 {
-		forged := newECKey(t, "forged-"+string(rune('a'+i)))
-		mustInvalidToken(t, ts.Get(t, forged.sign(t, iss.claims("carol", nil)), "/plants"))
+		forged := oidctest.NewECKey(t, "forged-"+string(rune('a'+i)))
+		mustInvalidToken(t, ts.Get(t, forged.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 	}
-	if got := iss.jwksHits.Load(); got > 2 {
+	if got := iss.JWKSFetches(); got > 2 {
 		t.Fatalf("JWKS fetched %d times for 20 unknown kids, want at most 2", got)
 	}
-	mustPlants(t, ts.Get(t, key.sign(t, iss.claims("carol", nil)), "/plants"))
+	mustPlants(t, ts.Get(t, key.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 }
 
 func TestJWT_JWKSFile(t *testing.T) {
-	key, rsaKey := newECKey(t, "offline-1"), newRSAKey(t, "offline-2")
-	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
-		key.jwk(),
-		rsaKey.jwk(),
-		{Key: []byte("a symmetric key is never used"), KeyID: "oct", Algorithm: "HS256"},
-	}}
-	data, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, rsaKey := oidctest.NewECKey(t, "offline-1"), oidctest.NewRSAKey(t, "offline-2")
+	path := oidctest.WriteJWKS(t,
+		key.JWK(),
+		rsaKey.JWK(),
+		jose.JSONWebKey{Key: []byte("a symmetric key is never used"), KeyID: "oct", Algorithm: "HS256"},
+	)
 	const issuer = "https://idp.internal.example"
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{JWKSFile: path, Issuer: issuer}))
-	claims := func(extra map[string]any) map[string]any {
-		c := (&testIssuer{URL: issuer}).claims("frank", nil)
-		for k, v := range extra {
-			c[k] = v
-		}
-		return c
-	}
-	mustPlants(t, ts.Get(t, key.sign(t, claims(nil)), "/plants"))
-	mustPlants(t, ts.Get(t, rsaKey.sign(t, claims(nil)), "/plants"))
-	mustInvalidToken(t, ts.Get(t, key.sign(t, claims(map[string]any{"iss": "https://other.example"})), "/plants"))
-	mustInvalidToken(t, ts.Get(t, newECKey(t, "offline-1").sign(t, claims(nil)), "/plants"))
-	hs := handMade(t, map[string]any{"alg": "HS256", "kid": "oct"}, claims(nil), func(in []byte) []byte {
+	frank := func(extra map[string]any) map[string]any { return claims(issuer, "frank", extra) }
+	mustPlants(t, ts.Get(t, key.Sign(t, frank(nil)), "/plants"))
+	mustPlants(t, ts.Get(t, rsaKey.Sign(t, frank(nil)), "/plants"))
+	mustInvalidToken(t, ts.Get(t, key.Sign(t, frank(map[string]any{"iss": "https://other.example"})), "/plants"))
+	mustInvalidToken(t, ts.Get(t, oidctest.NewECKey(t, "offline-1").Sign(t, frank(nil)), "/plants"))
+	hs := handMade(t, map[string]any{"alg": "HS256", "kid": "oct"}, frank(nil), func(in []byte) []byte {
 		m := hmac.New(sha256.New, []byte("a symmetric key is never used"))
 		m.Write(in)
 		return m.Sum(nil)

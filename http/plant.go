@@ -161,16 +161,27 @@ func (h *handler) HeadPlants(ctx context.Context, params oapi.HeadPlantsParams) 
 	return &oapi.HeadPlantsOK{Link: res.(*oapi.ListPlantsOKHeaders).Link}, nil
 }
 
-// nextLink is the RFC 8288 Link header value for the page after lastID. The
-// URL is relative to the request's, so it stays right behind a proxy.
+// nextLink is the RFC 8288 Link header value for the page of plants after
+// lastID.
 func nextLink(f plantstore.PlantFilter, lastID int64) string {
 	q := url.Values{}
-	q.Set("after", strconv.FormatInt(lastID, 10))
-	q.Set("limit", strconv.Itoa(f.Limit))
 	if f.Tag != nil {
 		q.Set("tag", *f.Tag)
 	}
-	return "</plants?" + q.Encode() + `>; rel="next"`
+	return pageLink("/plants", q, strconv.FormatInt(lastID, 10), f.Limit)
+}
+
+// pageLink is the RFC 8288 Link header value of the next page of the list
+// at path: the items after the key after, limit of them, with the filter q
+// (nil: none) of the page it follows. The URL is relative to the request's,
+// so it stays right behind a proxy.
+func pageLink(path string, q url.Values, after string, limit int) string {
+	if q == nil {
+		q = url.Values{}
+	}
+	q.Set("after", after)
+	q.Set("limit", strconv.Itoa(limit))
+	return "<" + path + "?" + q.Encode() + `>; rel="next"`
 }
 
 func toAPI(p *plantstore.Plant) *oapi.Plant {

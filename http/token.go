@@ -2,8 +2,6 @@ package http
 
 import (
 	"context"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -51,18 +49,9 @@ func (h *handler) ListTokens(ctx context.Context, params oapi.ListTokensParams) 
 		res.Response[i] = toAPIToken(t, now)
 	}
 	if more && len(tokens) > 0 {
-		res.Link = oapi.NewOptString(tokensNextLink(f.Limit, tokens[len(tokens)-1].ID))
+		res.Link = oapi.NewOptString(pageLink("/tokens", nil, tokens[len(tokens)-1].ID, f.Limit))
 	}
 	return res, nil
-}
-
-// tokensNextLink is the RFC 8288 Link header value for the page of tokens
-// after lastID, relative like the other lists'.
-func tokensNextLink(limit int, lastID string) string {
-	q := url.Values{}
-	q.Set("after", lastID)
-	q.Set("limit", strconv.Itoa(limit))
-	return "</tokens?" + q.Encode() + `>; rel="next"`
 }
 
 // HeadTokens handles the "HEAD /tokens" route: the headers of "GET /tokens"

@@ -18,6 +18,7 @@ import (
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
 	"github.com/plantstore/plantstore/oidc"
+	"github.com/plantstore/plantstore/oidc/oidctest"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -514,11 +515,11 @@ func TestMe(t *testing.T) {
 // (namespaced) owner, mints only scopes its JWT carries and no expiry past
 // its exp (the verifier's leeway does not extend it); GET /me tells a JWT.
 func TestTokens_JWT(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
 	exp := time.Now().Add(10 * time.Minute).Unix()
-	jwt := key.sign(t, iss.claims("carol", map[string]any{"exp": exp, "scope": "plants:read plants:write tokens:manage openid"}))
+	jwt := key.Sign(t, claims(iss.URL, "carol", map[string]any{"exp": exp, "scope": "plants:read plants:write tokens:manage openid"}))
 	owner := oidc.DefaultOwnerPrefix(iss.URL) + "carol"
 	plainCarol, _ := ts.issue(t, "carol", 0, plantstore.KnownScopes...) // not the JWT's owner
 
@@ -572,7 +573,7 @@ func TestTokens_JWT(t *testing.T) {
 	}
 
 	// A JWT without tokens:manage: no token API, GET /me still.
-	reader := key.sign(t, iss.claims("dave", map[string]any{"scope": "plants:read"}))
+	reader := key.Sign(t, claims(iss.URL, "dave", map[string]any{"scope": "plants:read"}))
 	mustError(t, ts.Get(t, reader, "/tokens"), 403, plantstore.CodeInsufficientScope)
 	mustError(t, ts.mint(t, reader, `{"scopes":["plants:read"],"ttl":60}`), 403, plantstore.CodeInsufficientScope)
 	if resp := ts.Get(t, reader, "/me"); resp.Status != 200 {

@@ -2,8 +2,6 @@ package http
 
 import (
 	"context"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -43,18 +41,9 @@ func (h *handler) ListWebhooks(ctx context.Context, params oapi.ListWebhooksPara
 		res.Response[i] = *toAPIWebhook(sub)
 	}
 	if more && len(subs) > 0 {
-		res.Link = oapi.NewOptString(webhooksNextLink(f.Limit, subs[len(subs)-1].ID))
+		res.Link = oapi.NewOptString(pageLink("/webhooks", nil, subs[len(subs)-1].ID, f.Limit))
 	}
 	return res, nil
-}
-
-// webhooksNextLink is the RFC 8288 Link header value for the page of
-// subscriptions after lastID, relative like the plants' (nextLink).
-func webhooksNextLink(limit int, lastID string) string {
-	q := url.Values{}
-	q.Set("after", lastID)
-	q.Set("limit", strconv.Itoa(limit))
-	return "</webhooks?" + q.Encode() + `>; rel="next"`
 }
 
 // GetWebhook handles the "GET /webhooks/{id}" route.

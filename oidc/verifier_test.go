@@ -2,10 +2,6 @@ package oidc_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/oidc"
+	"github.com/plantstore/plantstore/oidc/oidctest"
 )
 
 // The verifier's behaviour behind a bearer header (owners, scopes, refusals,
@@ -26,93 +21,20 @@ import (
 // these tests cover what needs no server: the configuration's checks and the
 // shape of Verify's answers, which the transport relies on.
 
-// testKey is a signing key of the test issuer.
-type testKey struct {
-	kid  string
-	priv *ecdsa.PrivateKey
-}
-
-func newECKey(t *testing.T, kid string) *testKey {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testKey{kid: kid, priv: priv}
-}
-
-func (k *testKey) jwk() jose.JSONWebKey {
-	return jose.JSONWebKey{Key: k.priv.Public(), KeyID: k.kid, Algorithm: string(jose.ES256), Use: "sig"}
-}
-
-// sign makes a compact JWS of claims with k.
-func (k *testKey) sign(t *testing.T, claims map[string]any) string {
-	t.Helper()
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: k.priv, KeyID: k.kid}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// testIssuer is a local OpenID Connect issuer: discovery document and JWKS.
-type testIssuer struct{ URL string }
-
-func newTestIssuer(t *testing.T, keys ...*testKey) *testIssuer {
-	t.Helper()
-	iss := &testIssuer{}
-	var set jose.JSONWebKeySet
-	for _, k := range keys {
-		set.Keys = append(set.Keys, k.jwk())
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                                iss.URL,
-			"jwks_uri":                              iss.URL + "/jwks",
-			"authorization_endpoint":                iss.URL + "/authorize",
-			"token_endpoint":                        iss.URL + "/token",
-			"id_token_signing_alg_values_supported": []string{"ES256"},
-		})
-	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(set)
-	})
-	srv := httptest.NewServer(mux) // listens on 127.0.0.1
-	t.Cleanup(srv.Close)
-	iss.URL = srv.URL
-	return iss
-}
-
 // TestVerify: a valid JWT is the token the transport expects (IsJWT, the
 // owner in the issuer's namespace, ExpiresAt its exp plus the leeway); a
 // refusal is an error whose text is the detail and which wraps the 401's
 // CodeTokenInvalid error, whose message never holds the token.
 func TestVerify(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	v, err := oidc.NewVerifier(context.Background(), oidc.Config{OIDCIssuer: iss.URL, Audience: "api"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	exp := time.Now().Add(5 * time.Minute).Truncate(time.Second)
 	claims := map[string]any{"iss": iss.URL, "sub": "carol", "aud": "api", "exp": exp.Unix(), "scope": "plants:read"}
-	raw := key.sign(t, claims)
+	raw := key.Sign(t, claims)
 	if !plantstore.LooksLikeJWT(raw) {
 		t.Fatalf("LooksLikeJWT(a signed JWT) = false")
 	}
@@ -134,7 +56,7 @@ func TestVerify(t *testing.T) {
 	}
 
 	claims["aud"] = "other-api"
-	raw = key.sign(t, claims)
+	raw = key.Sign(t, claims)
 	_, err = v.Verify(context.Background(), raw)
 	var pe *plantstore.Error
 	if !errors.As(err, &pe) || pe.Code != plantstore.CodeTokenInvalid {
@@ -152,8 +74,8 @@ func TestVerify(t *testing.T) {
 }
 
 func TestNewVerifier_Errors(t *testing.T) {
-	key := newECKey(t, "k1")
-	iss := newTestIssuer(t, key)
+	key := oidctest.NewECKey(t, "k1")
+	iss := oidctest.NewIssuer(t, key)
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
 	empty := filepath.Join(t.TempDir(), "empty.json")

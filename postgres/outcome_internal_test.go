@@ -58,16 +58,6 @@ func openProxied(t *testing.T) (*DB, *faultProxy, *pgx.Conn) {
 	return OpenMigrated(t, db), p, adminConn(t, direct)
 }
 
-// count returns the number of rows of a query's count(*).
-func count(t *testing.T, conn *pgx.Conn, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestCommitOutcome_ConnectionLost: the connection breaks while a group
 // commit's batch commits, after the server committed it (its COMMIT's
 // answer lost) or before the server got it. Either way the client cannot
@@ -315,4 +305,14 @@ func TestDropConns(t *testing.T) {
 	if err := db.Ping(ctx); err != nil {
 		t.Fatalf("Ping after the drop: %v", err)
 	}
+}
+
+// count returns the number of rows of a query's count(*).
+func count(t *testing.T, conn *pgx.Conn, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

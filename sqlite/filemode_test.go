@@ -6,32 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/filetest"
 	"github.com/plantstore/plantstore/sqlite"
 )
-
-// withUmask sets the process's umask for the test (no test of this package
-// runs in parallel).
-func withUmask(t *testing.T, mask int) {
-	t.Helper()
-	old := syscall.Umask(mask)
-	t.Cleanup(func() { syscall.Umask(old) })
-}
-
-// checkMode fails the test unless the file at path has mode want.
-func checkMode(t *testing.T, path string, want fs.FileMode) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode().Perm(); got != want {
-		t.Errorf("%s: mode %04o, want %04o", filepath.Base(path), got, want)
-	}
-}
 
 // TestOpenFileMode: the database file Open creates, and the -wal and -shm
 // SQLite creates beside it, are 0600 whatever the umask and the directory's
@@ -39,7 +19,7 @@ func checkMode(t *testing.T, path string, want fs.FileMode) {
 // and OnFileMode says so.
 func TestOpenFileMode(t *testing.T) {
 	for _, mask := range []int{0, 0o022, 0o277} {
-		withUmask(t, mask)
+		filetest.WithUmask(t, mask)
 		dir := t.TempDir()
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
@@ -56,14 +36,14 @@ func TestOpenFileMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range []string{path, path + "-wal", path + "-shm", path + ".lock"} {
-			checkMode(t, p, 0o600)
+			filetest.CheckMode(t, p, 0o600)
 		}
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	withUmask(t, 0)
+	filetest.WithUmask(t, 0)
 	path := filepath.Join(t.TempDir(), "plantstore.db")
 	db := sqlite.NewDB(path)
 	if err := db.Open(context.Background()); err != nil {
@@ -94,7 +74,7 @@ func TestOpenFileMode(t *testing.T) {
 		t.Errorf("OnFileMode saw %v, want %v", seen, want)
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		checkMode(t, p, 0o600)
+		filetest.CheckMode(t, p, 0o600)
 	}
 }
 

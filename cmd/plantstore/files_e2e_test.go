@@ -2,43 +2,21 @@ package main
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/filetest"
 )
-
-// withUmask sets the umask of the test process, which the binary's
-// processes it starts inherit, for the test (no test of this package runs
-// in parallel).
-func withUmask(t *testing.T, mask int) {
-	t.Helper()
-	old := syscall.Umask(mask)
-	t.Cleanup(func() { syscall.Umask(old) })
-}
-
-// checkMode fails the test unless the file at path has mode want.
-func checkMode(t *testing.T, path string, want fs.FileMode) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode().Perm(); got != want {
-		t.Errorf("%s: mode %04o, want %04o", filepath.Base(path), got, want)
-	}
-}
 
 // TestFileModes: with umask 000 in a directory anyone may write, the files
 // of migrate, serve (the database, its -wal and -shm), backup, export and
 // restore are 0600; a database file others may read (an older plantstore's)
 // is made 0600 at the next open, with a warning.
 func TestFileModes(t *testing.T) {
-	withUmask(t, 0)
+	filetest.WithUmask(t, 0)
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
@@ -46,8 +24,8 @@ func TestFileModes(t *testing.T) {
 	in := func(name string) string { return filepath.Join(dir, name) }
 
 	mustBinary(t, nil, "migrate", "--db", in("migrated.db"))
-	checkMode(t, in("migrated.db"), 0o600)
-	checkMode(t, in("migrated.db.lock"), 0o600)
+	filetest.CheckMode(t, in("migrated.db"), 0o600)
+	filetest.CheckMode(t, in("migrated.db.lock"), 0o600)
 
 	db := in("served.db")
 	srv := startServer(t, db, "--create-db")
@@ -56,18 +34,18 @@ func TestFileModes(t *testing.T) {
 		t.Fatalf("create: %d %s", status, body)
 	}
 	for _, p := range []string{db, db + "-wal", db + "-shm", db + ".lock"} {
-		checkMode(t, p, 0o600)
+		filetest.CheckMode(t, p, 0o600)
 	}
 	if err := srv.stop(t); err != nil {
 		t.Fatal(err)
 	}
 
 	mustBinary(t, nil, "backup", "--db", db, "--to", in("backup.tar"))
-	checkMode(t, in("backup.tar"), 0o600)
+	filetest.CheckMode(t, in("backup.tar"), 0o600)
 	mustBinary(t, nil, "export", "--db", db, "--to", in("plants.jsonl"))
-	checkMode(t, in("plants.jsonl"), 0o600)
+	filetest.CheckMode(t, in("plants.jsonl"), 0o600)
 	mustBinary(t, nil, "restore", "--from", in("backup.tar"), "--db", in("restored.db"))
-	checkMode(t, in("restored.db"), 0o600)
+	filetest.CheckMode(t, in("restored.db"), 0o600)
 
 	// A database an older plantstore left 0644 (and a restore over it):
 	// the next command tightens it and says so.
@@ -78,12 +56,12 @@ func TestFileModes(t *testing.T) {
 	if !strings.Contains(stderr, "migrated.db was mode 0644: made it 0600") {
 		t.Errorf("token list on a 0644 database: stderr %q, want a warning that it was made 0600", stderr)
 	}
-	checkMode(t, in("migrated.db"), 0o600)
+	filetest.CheckMode(t, in("migrated.db"), 0o600)
 	if err := os.Chmod(in("restored.db"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	mustBinary(t, nil, "restore", "--from", in("backup.tar"), "--db", in("restored.db"), "--force")
-	checkMode(t, in("restored.db"), 0o600)
+	filetest.CheckMode(t, in("restored.db"), 0o600)
 }
 
 // TestExportOverwrite: export --to refuses an existing file unless --force;

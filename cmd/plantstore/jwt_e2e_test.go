@@ -1,38 +1,25 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/oidc/oidctest"
 )
 
 // jwtIssuer is an offline JWT issuer for `serve --jwt-jwks-file`.
 type jwtIssuer struct {
 	iss  string
-	key  ed25519.PrivateKey
-	jwks string // the path of its JWKS file
+	key  *oidctest.Key // Ed25519
+	jwks string        // the path of its JWKS file
 }
 
 func newJWTIssuer(t *testing.T) *jwtIssuer {
 	t.Helper()
-	pub, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "jwks.json")
-	jwks := fmt.Sprintf(`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"e2e","alg":"EdDSA","use":"sig","x":%q}]}`,
-		base64.RawURLEncoding.EncodeToString(pub))
-	if err := os.WriteFile(path, []byte(jwks), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &jwtIssuer{iss: "https://idp.example.test/realms/main", key: key, jwks: path}
+	key := oidctest.NewEdKey(t, "e2e")
+	return &jwtIssuer{iss: "https://idp.example.test/realms/main", key: key, jwks: oidctest.WriteJWKS(t, key.JWK())}
 }
 
 // flags are serve's flags that accept this issuer's JWTs.
@@ -50,18 +37,10 @@ func (i *jwtIssuer) sign(t *testing.T, sub string) string {
 // seconds; the server allows JWTLeeway past it).
 func (i *jwtIssuer) signUntil(t *testing.T, sub string, exp time.Time) string {
 	t.Helper()
-	enc := func(v any) string {
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return base64.RawURLEncoding.EncodeToString(data)
-	}
-	in := enc(map[string]any{"alg": "EdDSA", "kid": "e2e", "typ": "JWT"}) + "." + enc(map[string]any{
-		"iss": i.iss, "aud": "plantstore", "sub": sub, "iat": exp.Add(-5 * time.Minute).Unix(), "exp": exp.Unix(),
+	return i.key.Sign(t, oidctest.Claims(i.iss, sub, map[string]any{
+		"aud": "plantstore", "iat": exp.Add(-5 * time.Minute).Unix(), "exp": exp.Unix(),
 		"scope": "plants:read plants:write webhooks:manage",
-	})
-	return in + "." + base64.RawURLEncoding.EncodeToString(ed25519.Sign(i.key, []byte(in)))
+	}))
 }
 
 // TestJWTOwners runs the binary: by default a JWT whose sub is admin is not
