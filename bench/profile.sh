@@ -26,7 +26,7 @@ source "$(dirname "$0")/lib.sh"
 : "${BACKEND:=sqlite}"
 : "${TOP:=40}"
 WITH_POSTGRES=0
-[ "$BACKEND" = postgres ] && WITH_POSTGRES=1
+[ "$BACKEND" = postgres ] && WITH_POSTGRES=1 && MEASURE_PG=1
 
 ensure_tools
 bench_init
@@ -71,7 +71,9 @@ if [ -n "$perf_pid" ]; then wait "$perf_pid" || { cat "$TMP/perf.log" >&2; die "
 stop_server
 [ "$BACKEND" = postgres ] && pg_stop
 
-awk -F'\t' '{ printf "req/s %s, p50 %s ms, p99 %s ms, non-2xx %s, socket errors %s, server CPU %.1f us/req\n", $1, $2, $3, $4, $5, $6 * 1000 }' <<<"$line"
+awk -F'\t' '{ printf "req/s %s, p50 %s ms, p99 %s ms, non-2xx %s, socket errors %s, server CPU %.1f us/req", $1, $2, $3, $4, $5, $6 * 1000
+  if ($8 != "-") printf ", PostgreSQL CPU %.1f us/req", $8 * 1000
+  printf "\n" }' <<<"$line"
 echo "commit $(cd "$REPO_DIR" && git rev-parse --short HEAD)$(cd "$REPO_DIR" && git diff --quiet HEAD -- . ':!bench/results' 2>/dev/null || echo ' (with local changes)'); profile $out"
 echo
 echo "flat:"
