@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -432,20 +433,20 @@ func queueRun(b *pgx.Batch, run []*writeOp) {
 func queueCreates(b *pgx.Batch, run []*writeOp) {
 	n := len(run)
 	var (
-		owners, names = make([]string, n), make([]string, n)
-		ids           = make([]int64, n)
-		tags          = make([]*string, n)
-		created       = make([]time.Time, n)
-		eventIDs      = make([]*string, n)
-		messageIDs    = make([]*string, n)
-		eventsAt      = make([]time.Time, n)
+		owners, names = make(textArray, n), make(textArray, n)
+		ids           = make(int8Array, n)
+		tags          = make(nullTextArray, n)
+		created       = make(timestamptzArray, n)
+		eventIDs      = make(nullTextArray, n)
+		messageIDs    = make(nullTextArray, n)
+		eventsAt      = make(timestamptzArray, n)
 	)
+	msgIDs := messageIDsOf(run)
 	for i, op := range run {
 		p := op.plant
 		owners[i], ids[i], names[i], tags[i], created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
 		if ev := op.event; ev != nil {
-			msgID := ev.MessageID()
-			eventIDs[i], messageIDs[i], eventsAt[i] = &ev.ID, &msgID, ev.CreatedAt
+			eventIDs[i], messageIDs[i], eventsAt[i] = &ev.ID, &msgIDs[i], ev.CreatedAt
 		}
 	}
 	b.Queue(qCreatePlants, owners, ids, names, tags, created, eventIDs, messageIDs, eventsAt,
@@ -470,6 +471,34 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 		}
 		return err
 	})
+}
+
+// messageIDsOf returns the message ids of the events of run's creates
+// ("" for a create without one), as Event.MessageID makes them, in one
+// allocation for their bytes, not one per create: substrings of one
+// string.
+func messageIDsOf(run []*writeOp) []string {
+	size := 0
+	for _, op := range run {
+		if op.event != nil {
+			size += len("msg_") + len(strings.TrimPrefix(op.event.ID, "evt_"))
+		}
+	}
+	var all strings.Builder
+	all.Grow(size)
+	ends := make([]int, len(run))
+	for i, op := range run {
+		if op.event != nil {
+			all.WriteString("msg_")
+			all.WriteString(strings.TrimPrefix(op.event.ID, "evt_"))
+		}
+		ends[i] = all.Len()
+	}
+	s, ids, start := all.String(), make([]string, len(run)), 0
+	for i, end := range ends {
+		ids[i], start = s[start:end], end
+	}
+	return ids
 }
 
 // queueDeletes queues the statements of a run of deletes and the reading
