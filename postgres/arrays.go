@@ -12,13 +12,28 @@ import (
 // per create in qCreatePlants. These types give pgx the same arrays, in
 // the same binary format, as pgtype.ArrayGetter: each element is a pointer
 // into the slice, as a type that pgx encodes through its Valuer interface
-// (TextValuer, Int64Valuer, TimestamptzValuer), which boxes nothing.
+// (TextValuer, Int64Valuer, TimestamptzValuer), which boxes nothing. The
+// parameters are pointers to these slices (no boxing either), all fields
+// of one createArgs.
 
-// oneDim returns the dimensions of a one-dimensional array of n elements;
-// nil (NULL) is never what the store sends.
+// oneDim returns the dimensions of a one-dimensional array of n elements
+// (nil, NULL, is never what the store sends): for a batch's sizes, one of
+// a table made once, which pgx only reads.
 func oneDim(n int) []pgtype.ArrayDimension {
+	if n < len(dims) {
+		return dims[n : n+1 : n+1]
+	}
 	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
 }
+
+// dims[n] is the dimension of an array of n elements.
+var dims = func() []pgtype.ArrayDimension {
+	d := make([]pgtype.ArrayDimension, 1024)
+	for n := range d {
+		d[n] = pgtype.ArrayDimension{Length: int32(n), LowerBound: 1}
+	}
+	return d
+}()
 
 // textArray is a TEXT[] parameter.
 type textArray []string
