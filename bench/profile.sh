@@ -65,7 +65,10 @@ if [ -n "${PERF:-}" ]; then
   (sleep 2; exec perf record -q -e cpu-clock -F 997 -g -o "$TMP/perf.data" -p "$SERVER_PID" -- sleep $((secs - 4))) 2>"$TMP/perf.log" &
   perf_pid=$!
 fi
+server_counters >/dev/null
+c0=$(server_counters)
 line=$(run_wrk "profile-$SCENARIO" "${args[@]}")
+c1=$(server_counters)
 wait "$curl_pid" || die "no profile"
 if [ -n "$perf_pid" ]; then wait "$perf_pid" || { cat "$TMP/perf.log" >&2; die "perf record failed"; }; fi
 stop_server
@@ -74,6 +77,14 @@ stop_server
 awk -F'\t' '{ printf "req/s %s, p50 %s ms, p99 %s ms, non-2xx %s, socket errors %s, server CPU %.1f us/req", $1, $2, $3, $4, $5, $6 * 1000
   if ($8 != "-") printf ", PostgreSQL CPU %.1f us/req", $8 * 1000
   printf "\n" }' <<<"$line"
+# Allocations per request and mean batch, as run.sh counts them (without
+# its correction for what a read of /metrics allocates; the profile's own
+# allocations included).
+awk -v line="$line" -v c0="$c0" -v c1="$c1" 'BEGIN {
+  split(line, w, "\t"); split(c0, a, " "); split(c1, b, " ")
+  if (a[1] != "-" && b[1] != "-" && w[9] > 0) printf "allocs/req %.1f", (b[1] - a[1]) / w[9]
+  if (a[3] != "-" && b[3] != "-" && b[3] - a[3] > 0) printf ", batch %.1f", (b[2] - a[2]) / (b[3] - a[3])
+  printf "\n" }'
 echo "commit $(cd "$REPO_DIR" && git rev-parse --short HEAD)$(cd "$REPO_DIR" && git diff --quiet HEAD -- . ':!bench/results' 2>/dev/null || echo ' (with local changes)'); profile $out"
 echo
 echo "flat:"
