@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -176,7 +177,8 @@ func (op *writeOp) until() (t time.Time, ok bool) {
 // for Ping (wrote: one atomic load for a batch that commits). A batch that
 // may have committed is not run again (see above).
 func (db *DB) commit(batch []*writeOp) {
-	ops := slices.SortedStableFunc(slices.Values(batch), func(a, b *writeOp) int {
+	ops := slices.Clone(batch)
+	slices.SortStableFunc(ops, func(a, b *writeOp) int {
 		return cmp.Or(cmp.Compare(a.plant.Owner, b.plant.Owner), cmp.Compare(a.plant.ID, b.plant.ID))
 	})
 	ctx, cancel := batchContext(ops)
@@ -322,7 +324,7 @@ const qConfirm = `SELECT pg_logical_emit_message(true, 'plantstore', 'confirm')`
 // confirmed (readErr), is left unresolved.
 func (db *DB) confirmReads(ctx context.Context, ops []*writeOp) {
 	reads := lookups(ops)
-	if reads.Len() == 0 {
+	if reads == nil {
 		return
 	}
 	b := &pgx.Batch{}
@@ -365,7 +367,7 @@ func (db *DB) runInOrder(ctx context.Context, tx pgx.Tx, runs [][]*writeOp) erro
 			return err
 		}
 		reads := lookups(run)
-		if reads.Len() == 0 {
+		if reads == nil {
 			continue
 		}
 		confirm = true
@@ -386,6 +388,9 @@ func (db *DB) runInOrder(ctx context.Context, tx pgx.Tx, runs [][]*writeOp) erro
 // each op goes to the first run of its kind after the run of the previous
 // op on its key. Each run is in key order.
 func runs(ops []*writeOp) [][]*writeOp {
+	if !slices.ContainsFunc(ops, func(op *writeOp) bool { return op.del }) && !repeatsKey(ops) {
+		return [][]*writeOp{ops} // creates of distinct keys (the common case): one run
+	}
 	var runs [][]*writeOp // even: creates; odd: deletes
 	last := -1            // the run of the previous op on the current key
 	for i, op := range ops {
@@ -431,24 +436,16 @@ func queueRun(b *pgx.Batch, run []*writeOp) {
 // its outcomes.
 func queueCreates(b *pgx.Batch, run []*writeOp) {
 	n := len(run)
-	var (
-		owners, names = make([]string, n), make([]string, n)
-		ids           = make([]int64, n)
-		tags          = make([]*string, n)
-		created       = make([]time.Time, n)
-		eventIDs      = make([]*string, n)
-		messageIDs    = make([]*string, n)
-		eventsAt      = make([]time.Time, n)
-	)
+	a := newCreateArgs(n)
+	msgIDs := messageIDsOf(run)
 	for i, op := range run {
 		p := op.plant
-		owners[i], ids[i], names[i], tags[i], created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
+		a.owners[i], a.ids[i], a.names[i], a.tags[i], a.created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
 		if ev := op.event; ev != nil {
-			msgID := ev.MessageID()
-			eventIDs[i], messageIDs[i], eventsAt[i] = &ev.ID, &msgID, ev.CreatedAt
+			a.eventIDs[i], a.messageIDs[i], a.eventsAt[i] = &ev.ID, &msgIDs[i], ev.CreatedAt
 		}
 	}
-	b.Queue(qCreatePlants, owners, ids, names, tags, created, eventIDs, messageIDs, eventsAt,
+	b.Queue(qCreatePlants, &a.owners, &a.ids, &a.names, &a.tags, &a.created, &a.eventIDs, &a.messageIDs, &a.eventsAt,
 		plantstore.EventPlantCreated, int64(plantstore.EventBit(plantstore.EventPlantCreated))).Query(func(rows pgx.Rows) error {
 		var (
 			pos, deliveries int
@@ -472,6 +469,53 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 	})
 }
 
+// createArgs are the array parameters of qCreatePlants for a run of n
+// creates, in one allocation and one per element type.
+type createArgs struct {
+	owners, names              textArray
+	ids                        int8Array
+	tags, eventIDs, messageIDs nullTextArray
+	created, eventsAt          timestamptzArray
+}
+
+func newCreateArgs(n int) *createArgs {
+	texts, nullTexts, times := make([]string, 2*n), make([]*string, 3*n), make([]time.Time, 2*n)
+	return &createArgs{
+		owners: texts[:n:n], names: texts[n:],
+		ids:  make(int8Array, n),
+		tags: nullTexts[:n:n], eventIDs: nullTexts[n : 2*n : 2*n], messageIDs: nullTexts[2*n:],
+		created: times[:n:n], eventsAt: times[n:],
+	}
+}
+
+// messageIDsOf returns the message ids of the events of run's creates
+// ("" for a create without one), as Event.MessageID makes them, in one
+// allocation for their bytes, not one per create: substrings of one
+// string.
+func messageIDsOf(run []*writeOp) []string {
+	size := 0
+	for _, op := range run {
+		if op.event != nil {
+			size += len("msg_") + len(strings.TrimPrefix(op.event.ID, "evt_"))
+		}
+	}
+	var all strings.Builder
+	all.Grow(size)
+	ends := make([]int, len(run))
+	for i, op := range run {
+		if op.event != nil {
+			all.WriteString("msg_")
+			all.WriteString(strings.TrimPrefix(op.event.ID, "evt_"))
+		}
+		ends[i] = all.Len()
+	}
+	s, ids, start := all.String(), make([]string, len(run)), 0
+	for i, end := range ends {
+		ids[i], start = s[start:end], end
+	}
+	return ids
+}
+
 // queueDeletes queues the statements of a run of deletes and the reading
 // of their outcomes: ErrNotFound for a key that had no row.
 func queueDeletes(b *pgx.Batch, run []*writeOp) {
@@ -485,8 +529,12 @@ func queueDeletes(b *pgx.Batch, run []*writeOp) {
 
 // lookups returns a batch that reads, for each create of ops whose key
 // was taken, the row that has it; a create whose row is gone is left
-// unresolved.
+// unresolved; nil when there is no such create (the common case: no
+// allocation).
 func lookups(ops []*writeOp) *pgx.Batch {
+	if !slices.ContainsFunc(ops, func(op *writeOp) bool { return op.taken }) {
+		return nil
+	}
 	b := &pgx.Batch{}
 	for _, op := range ops {
 		if !op.taken {

@@ -426,7 +426,7 @@ func TestGroupCommit_RunChunks(t *testing.T) {
 			t.Fatalf("op %d ran into %q, want p%d", i, w.existing.Name, i-200)
 		}
 	}
-	if got := []int{chunk(1), chunk(3), chunk(256), chunk(300), chunk(1000)}; fmt.Sprint(got) != "[1 2 256 256 256]" {
+	if got := []int{chunk(1), chunk(3), chunk(64), chunk(65), chunk(200), chunk(256), chunk(300), chunk(1000)}; fmt.Sprint(got) != "[1 3 64 64 128 256 256 256]" {
 		t.Fatalf("chunks = %v", got)
 	}
 }

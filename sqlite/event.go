@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -33,104 +34,161 @@ ON CONFLICT (owner) DO UPDATE SET last = last + ?2 RETURNING last`
 // insertEventsSQL is the multi-row INSERT of n events.
 var insertEventsSQL = newMultiInsert(`INSERT INTO events (`+eventColumns+`) VALUES `, `(?,?,?,?,?,?,?,?)`, ``).sql
 
-// writeCreateEvents writes the events of the creates of a chunk that were
+// writeCreateEvents writes the events of the creates of a run that were
 // stored (w.inserted, with an event), as writeEvent would one by one, in
-// fewer statements: one seq statement per owner (seqs taken in the chunk's
+// fewer statements: one seq statement per owner (seqs taken in the run's
 // order) and multi-row inserts in power-of-two pieces; then each event's
 // outbox rows. Only the committer calls it.
-func (db *DB) writeCreateEvents(ctx context.Context, tx *Tx, ops []*writeOp) error {
+func (db *DB) writeCreateEvents(w *writer, ops []*writeOp) error {
 	evs := make([]*writeOp, 0, len(ops))
-	for _, w := range ops {
-		if w.inserted && w.event != nil {
-			evs = append(evs, w)
+	for _, op := range ops {
+		if op.inserted && op.event != nil {
+			evs = append(evs, op)
 		}
 	}
 	if len(evs) == 0 {
 		return nil
 	}
 	if len(evs) == 1 {
-		w := evs[0]
+		op := evs[0]
 		var err error
-		w.seq, w.deliveries, err = db.writeEvent(ctx, tx, w.event, w.plant)
+		op.seq, op.deliveries, err = db.writeEvent(w, op.event, op.plant)
 		return err
 	}
 	// The seqs of each owner: its count in the chunk, taken at once.
 	type span struct{ next, n int64 }
 	owners := make(map[string]*span, 1)
 	order := make([]string, 0, 1)
-	for _, w := range evs {
-		sp := owners[w.plant.Owner]
+	for _, op := range evs {
+		sp := owners[op.plant.Owner]
 		if sp == nil {
 			sp = &span{}
-			owners[w.plant.Owner] = sp
-			order = append(order, w.plant.Owner)
+			owners[op.plant.Owner] = sp
+			order = append(order, op.plant.Owner)
 		}
 		sp.n++
 	}
 	for _, o := range order {
 		sp := owners[o]
-		var last int64
-		if err := tx.queryRow(ctx, qAddSeq, o, sp.n).Scan(&last); err != nil {
+		last, err := addSeq(w, o, sp.n)
+		if err != nil {
 			return wrap("event seq", err)
 		}
 		sp.next = last - sp.n + 1
 	}
-	for _, w := range evs {
-		sp := owners[w.plant.Owner]
-		w.seq = sp.next
+	for _, op := range evs {
+		sp := owners[op.plant.Owner]
+		op.seq = sp.next
 		sp.next++
 	}
 	for rest := evs; len(rest) > 0; {
 		n := chunk(len(rest))
 		piece := rest[:n]
 		rest = rest[n:]
-		args := make([]any, 0, 8*n)
-		for _, w := range piece {
-			p, ev := w.plant, w.event
-			args = append(args, p.Owner, w.seq, ev.ID, ev.Type, p.ID, p.Name, nullString(p.Tag), ev.CreatedAt.UnixNano())
+		w.reset()
+		for _, op := range piece {
+			eventArgs(w, op.event, op.vals, op.seq)
 		}
-		// Prepared before the transaction (prepare) for the chunk sizes.
-		if _, err := tx.exec(ctx, insertEventsSQL(n), args...); err != nil {
+		if err := w.exec(insertEventsSQL(n)); err != nil {
 			return wrap("insert events", err)
 		}
 	}
-	for _, w := range evs {
+	for _, op := range evs {
 		var err error
-		if w.deliveries, err = db.fanOutEvent(ctx, tx, w.event, w.plant, w.seq); err != nil {
+		if op.deliveries, err = db.fanOutEvent(w, op.event, op.plant, op.seq); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeEvent writes ev, a change of p (the plant as the change left it), in
-// tx: the owner's next seq, the event row, and its outbox rows. It returns
-// the seq and how many deliveries it wrote. Only the committer calls it.
-func (db *DB) writeEvent(ctx context.Context, tx *Tx, ev *plantstore.Event, p *plantstore.Plant) (seq int64, deliveries int, err error) {
-	if err := tx.queryRow(ctx, qNextSeq, p.Owner).Scan(&seq); err != nil {
+// addSeq takes n seqs of owner at once and returns the last (qAddSeq).
+func addSeq(w *writer, owner string, n int64) (int64, error) {
+	w.reset()
+	w.arg(owner)
+	w.arg(n)
+	row, err := w.one(qAddSeq)
+	if err != nil {
+		return 0, err
+	}
+	return int64Of(row[0])
+}
+
+// eventArgs appends the arguments of ev's row (eventColumns), a change of
+// the plant of v with seq.
+func eventArgs(w *writer, ev *plantstore.Event, v plantVals, seq int64) {
+	w.arg(v.owner)
+	w.arg(seq)
+	w.arg(ev.ID)
+	w.arg(eventType(ev.Type))
+	w.arg(v.id)
+	w.arg(v.name)
+	w.arg(v.tag)
+	if n := ev.CreatedAt.UnixNano(); n == v.nanos {
+		w.arg(v.created) // the service gives a create's event the plant's time
+	} else {
+		w.arg(n)
+	}
+}
+
+// eventType is an event type as an argument: a constant's, boxed once.
+func eventType(t string) driver.Value {
+	switch t {
+	case plantstore.EventPlantCreated:
+		return plantstore.EventPlantCreated
+	case plantstore.EventPlantUpdated:
+		return plantstore.EventPlantUpdated
+	case plantstore.EventPlantDeleted:
+		return plantstore.EventPlantDeleted
+	}
+	return t
+}
+
+// writeEvent writes ev, a change of p (the plant as the change left it), on
+// the writer: the owner's next seq, the event row, and its outbox rows. It
+// returns the seq and how many deliveries it wrote. Only the committer
+// calls it (generic writes through Tx.raw).
+func (db *DB) writeEvent(w *writer, ev *plantstore.Event, p *plantstore.Plant) (seq int64, deliveries int, err error) {
+	w.reset()
+	w.arg(p.Owner)
+	row, err := w.one(qNextSeq)
+	if err == nil {
+		seq, err = int64Of(row[0])
+	}
+	if err != nil {
 		return 0, 0, wrap("event seq", err)
 	}
-	if _, err := tx.exec(ctx, qInsertEvent, p.Owner, seq, ev.ID, ev.Type, p.ID, p.Name, nullString(p.Tag), ev.CreatedAt.UnixNano()); err != nil {
+	w.reset()
+	eventArgs(w, ev, w.vals(p), seq)
+	if err := w.exec(qInsertEvent); err != nil {
 		return 0, 0, wrap("insert event", err)
 	}
-	deliveries, err = db.fanOutEvent(ctx, tx, ev, p, seq)
+	deliveries, err = db.fanOutEvent(w, ev, p, seq)
 	return seq, deliveries, err
 }
 
 // fanOutEvent writes the outbox rows of ev, a change of p with seq (qFanOut),
 // unless the owner has no enabled subscription, and returns how many.
-func (db *DB) fanOutEvent(ctx context.Context, tx *Tx, ev *plantstore.Event, p *plantstore.Plant, seq int64) (int, error) {
-	subs, err := db.subs.count(ctx, tx, p.Owner)
+func (db *DB) fanOutEvent(w *writer, ev *plantstore.Event, p *plantstore.Plant, seq int64) (int, error) {
+	subs, err := db.subs.count(w, p.Owner)
 	if err != nil || subs == 0 {
 		return 0, err
 	}
-	res, err := tx.exec(ctx, qFanOut, ev.MessageID(), p.ID, ev.Type, seq, p.Name, nullString(p.Tag), ev.CreatedAt.UnixNano(),
-		p.Owner, int64(plantstore.EventBit(ev.Type)))
+	w.reset()
+	w.arg(ev.MessageID())
+	w.arg(p.ID)
+	w.arg(ev.Type)
+	w.arg(seq)
+	w.arg(p.Name)
+	w.arg(nullable(p.Tag))
+	w.arg(ev.CreatedAt.UnixNano())
+	w.arg(p.Owner)
+	w.arg(int64(plantstore.EventBit(ev.Type)))
+	n, err := w.execN(qFanOut)
 	if err != nil {
 		return 0, wrap("write webhook deliveries", err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return int(n), nil
 }
 
 // ListEvents returns at most f.Limit of the owner's events after f.After

@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/plantstore/plantstore"
@@ -27,14 +30,24 @@ func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantsto
 	return res, err
 }
 
-// maxChunk bounds the rows of one multi-row INSERT; chunks are powers of
-// two, so at most 9 such statements are ever prepared.
-const maxChunk = 256
+// Chunks: a run of creates is written in multi-row INSERTs of exactly its
+// size up to exactChunk rows (one statement for the whole run, as runs
+// are batches: ~30 writes under load), and beyond that in powers of two up
+// to maxChunk, and then the rest exactly. So at most exactChunk + 2
+// statements of each kind are ever prepared (each a few kB of SQLite's
+// memory), and a run costs one statement per kind, or a few.
+const (
+	exactChunk = 64
+	maxChunk   = 256
+)
 
-// chunk is the size of the next chunk of a run of n creates: the largest
-// power of two not above n or maxChunk.
+// chunk is the size of the next chunk of a run of n creates: n itself up
+// to exactChunk, else the largest power of two not above n or maxChunk.
 func chunk(n int) int {
-	c := 1
+	if n <= exactChunk {
+		return n
+	}
+	c := exactChunk
 	for c*2 <= n && c*2 <= maxChunk {
 		c *= 2
 	}
@@ -42,27 +55,27 @@ func chunk(n int) int {
 }
 
 // multiInsert builds the multi-row INSERT of n rows, head + n times row,
-// comma-separated, + tail; those of the chunk sizes (1, 2, 4, ...
-// maxChunk) are built once, so that the same text is prepared and reused.
+// comma-separated, + tail; those of the chunk sizes are built once, so
+// that the same text is prepared and reused.
 type multiInsert struct {
 	head, row, tail string
-	chunks          []string // the INSERT of each chunk size
+	chunks          map[int]string // the INSERT of each chunk size
 }
 
 func newMultiInsert(head, row, tail string) *multiInsert {
-	m := &multiInsert{head: head, row: row, tail: tail}
-	for n := 1; n <= maxChunk; n *= 2 {
-		m.chunks = append(m.chunks, m.build(n))
+	m := &multiInsert{head: head, row: row, tail: tail, chunks: make(map[int]string)}
+	for n := 1; n <= maxChunk; n++ {
+		if n <= exactChunk || n&(n-1) == 0 {
+			m.chunks[n] = m.build(n)
+		}
 	}
 	return m
 }
 
 // sql returns the INSERT of n rows.
 func (m *multiInsert) sql(n int) string {
-	for i := range m.chunks {
-		if 1<<i == n {
-			return m.chunks[i]
-		}
+	if q, ok := m.chunks[n]; ok {
+		return q
 	}
 	return m.build(n)
 }
@@ -82,68 +95,181 @@ func (m *multiInsert) build(n int) string {
 
 // insertPlantsSQL is the multi-row INSERT of n plants (a chunk size).
 // RETURNING names the rows it stored (those whose key was free), in no
-// particular order.
-var insertPlantsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `,
-	`(?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`).sql
+// particular order; insertPlantIDsSQL names them by id alone, for chunks
+// whose ids are distinct (no owner string to read back per row).
+var (
+	insertPlantsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `,
+		`(?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`).sql
+	insertPlantIDsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `,
+		`(?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id`).sql
+)
+
+// plantVals are a create's column values boxed for the driver once, for
+// its plant row and its event's (each boxed string or large integer is an
+// allocation).
+type plantVals struct {
+	owner, id, name, tag, created driver.Value
+	nanos                         int64 // created
+}
+
+// vals boxes p's column values; the boxes of the owner and the tag are
+// reused while consecutive creates have the same (a run of one tenant's
+// creates, often of one kind).
+func (w *writer) vals(p *plantstore.Plant) plantVals {
+	if w.owner != p.Owner || w.ownerV == nil {
+		w.owner, w.ownerV = p.Owner, p.Owner
+	}
+	v := plantVals{owner: w.ownerV, id: p.ID, name: p.Name, nanos: p.CreatedAt.UnixNano()}
+	v.created = v.nanos
+	if p.Tag != nil {
+		if w.tag != *p.Tag || w.tagV == nil {
+			w.tag, w.tagV = *p.Tag, *p.Tag
+		}
+		v.tag = w.tagV
+	}
+	return v
+}
+
+// distinctIDs reports whether no two creates of ops have the same id (of
+// different owners: a key repeats only with its owner); beyond exactChunk
+// it does not look and says no.
+func distinctIDs(ops []*writeOp) bool {
+	if len(ops) > exactChunk {
+		return false
+	}
+	for i, a := range ops {
+		for _, b := range ops[i+1:] {
+			if a.plant.ID == b.plant.ID {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // insertPlants applies a run of consecutive creates of a batch: one
 // multi-row INSERT ... ON CONFLICT DO NOTHING per chunk, then for each
 // create either the stored row it ran into (its key was taken, possibly by
-// an earlier create of the same run: rows are inserted in order) or, when
-// its owner has an enabled subscription, its outbox rows. Per-batch work is
-// one statement per chunk plus one per conflict or subscribed create.
-func (db *DB) insertPlants(ctx context.Context, tx *Tx, run []*writeOp) error {
-	for len(run) > 0 {
-		n := chunk(len(run))
-		if err := db.insertChunk(ctx, tx, run[:n]); err != nil {
+// an earlier create of the same run: rows are inserted in order) or its
+// event (writeCreateEvents: the run's events together) and, when its owner
+// has an enabled subscription, its outbox rows. Per-run work is two
+// statements per chunk and one per owner, plus one per conflict or
+// subscribed create. Only the committer calls it.
+func (db *DB) insertPlants(w *writer, run []*writeOp) error {
+	for rest := run; len(rest) > 0; {
+		n := chunk(len(rest))
+		if err := db.insertChunk(w, rest[:n]); err != nil {
 			return err
 		}
-		run = run[n:]
+		rest = rest[n:]
 	}
-	return nil
+	return db.writeCreateEvents(w, run)
 }
 
-func (db *DB) insertChunk(ctx context.Context, tx *Tx, ops []*writeOp) error {
-	args := make([]any, 0, 5*len(ops))
-	for _, w := range ops {
-		p := w.plant
-		args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
+func (db *DB) insertChunk(w *writer, ops []*writeOp) error {
+	w.reset()
+	for _, op := range ops {
+		op.vals = w.vals(op.plant)
+		w.arg(op.vals.owner)
+		w.arg(op.vals.id)
+		w.arg(op.vals.name)
+		w.arg(op.vals.tag)
+		w.arg(op.vals.created)
 	}
-	rows, err := tx.query(ctx, insertPlantsSQL(len(ops)), args...)
+	byID := distinctIDs(ops)
+	q := insertPlantsSQL(len(ops))
+	if byID {
+		q = insertPlantIDsSQL(len(ops))
+	}
+	rows, err := w.rows(q)
 	if err != nil {
 		return err
 	}
-	var id int64
-	var owner sql.RawBytes
-	for rows.Next() {
-		if err := rows.Scan(&id, &owner); err != nil {
+	for {
+		row, err := w.next(rows)
+		if err == io.EOF {
+			break
+		} else if err != nil {
 			rows.Close()
 			return err
 		}
+		id, _ := row[0].(int64)
+		var owner string
+		if !byID {
+			owner, _ = row[1].(string)
+		}
 		// The first create of the chunk with this key is the one stored.
-		for _, w := range ops {
-			if !w.inserted && w.plant.ID == id && w.plant.Owner == string(owner) {
-				w.inserted = true
+		for _, op := range ops {
+			if !op.inserted && op.plant.ID == id && (byID || op.plant.Owner == owner) {
+				op.inserted = true
 				break
 			}
 		}
 	}
-	if err := errors.Join(rows.Close(), rows.Err()); err != nil {
+	if err := rows.Close(); err != nil {
 		return err
 	}
-	for _, w := range ops {
-		if !w.inserted {
-			p, err := scanPlant(tx.queryRow(ctx, qFindPlant, w.plant.Owner, w.plant.ID))
+	for _, op := range ops {
+		if !op.inserted {
+			p, err := findPlant(w, op.plant.Owner, op.plant.ID)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				w.err = plantstore.ErrContended // cannot happen: writes are serialised
+				op.err = plantstore.ErrContended // cannot happen: writes are serialised
 			case err != nil:
 				return err
 			}
-			w.existing = p
+			op.existing = p
 		}
 	}
-	return db.writeCreateEvents(ctx, tx, ops)
+	return nil
+}
+
+// findPlant reads the owner's plant id on the writer (sql.ErrNoRows: none).
+func findPlant(w *writer, owner string, id int64) (*plantstore.Plant, error) {
+	w.reset()
+	w.arg(owner)
+	w.arg(id)
+	row, err := w.one(qFindPlant)
+	if err != nil {
+		return nil, err
+	}
+	return rawPlant(row)
+}
+
+// deletePlant deletes the owner's plant id on the writer and returns it
+// (sql.ErrNoRows: none).
+func deletePlant(w *writer, owner string, id int64) (*plantstore.Plant, error) {
+	w.reset()
+	w.arg(owner)
+	w.arg(id)
+	row, err := w.one(qDeletePlant)
+	if err != nil {
+		return nil, err
+	}
+	return rawPlant(row)
+}
+
+// rawPlant reads a row of owner, id, name, tag, created_at.
+func rawPlant(row []driver.Value) (*plantstore.Plant, error) {
+	var p plantstore.Plant
+	var ok [4]bool
+	p.Owner, ok[0] = row[0].(string)
+	p.ID, ok[1] = row[1].(int64)
+	p.Name, ok[2] = row[2].(string)
+	created, ok3 := row[4].(int64)
+	ok[3] = ok3
+	if ok != [4]bool{true, true, true, true} {
+		return nil, fmt.Errorf("sqlite: plant row of %T, %T, %T, %T, %T", row[0], row[1], row[2], row[3], row[4])
+	}
+	switch tag := row[3].(type) {
+	case string:
+		p.Tag = &tag
+	case nil:
+	default:
+		return nil, fmt.Errorf("sqlite: plant tag of %T", tag)
+	}
+	p.CreatedAt = fromNanos(created)
+	return &p, nil
 }
 
 // DeletePlant deletes the owner's plant with id, with ev (plant.deleted)

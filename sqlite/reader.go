@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -61,6 +62,58 @@ type reader struct {
 	stmts map[string]driver.StmtQueryContext
 	args  []driver.NamedValue
 	row   []driver.Value
+
+	owner  string       // the owner of the last read
+	ownerV driver.Value // owner, boxed
+
+	// A query is bounded by OpTimeout without a context and a timer made
+	// for it (context.WithTimeout: ~10 allocations and a timer per read,
+	// a quarter of a point read's cost): the reader has a context of its
+	// own, which timer (re-armed per query) cancels when a query is still
+	// running past its deadline; a cancelled one is replaced before the
+	// next query. mu guards the rest.
+	timer    *time.Timer
+	mu       sync.Mutex
+	ctx      context.Context
+	cancel   context.CancelFunc
+	running  bool      // a query is running
+	deadline time.Time // of the running query
+	expired  bool      // the running query was cancelled at its deadline
+}
+
+// begin starts a query bounded by d and returns the context to run it with.
+func (r *reader) begin(d time.Duration) context.Context {
+	r.mu.Lock()
+	if r.ctx == nil || r.ctx.Err() != nil {
+		r.ctx, r.cancel = context.WithCancel(context.Background())
+	}
+	r.running, r.expired, r.deadline = true, false, time.Now().Add(d)
+	ctx := r.ctx
+	r.mu.Unlock()
+	r.timer.Reset(d)
+	return ctx
+}
+
+// end ends the query begin started; it reports whether the query was
+// cancelled at its deadline.
+func (r *reader) end() (expired bool) {
+	r.timer.Stop()
+	r.mu.Lock()
+	r.running, expired = false, r.expired
+	r.mu.Unlock()
+	return expired
+}
+
+// expire is the timer's function: it cancels the running query once its
+// deadline has passed (a timer that fires late, for a query that has
+// ended or for an earlier one, does nothing).
+func (r *reader) expire() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running && !time.Now().Before(r.deadline) {
+		r.expired = true
+		r.cancel()
+	}
 }
 
 // openReaders opens the plant read pool on dsn (read-only).
@@ -73,8 +126,11 @@ func (db *DB) openReaders(dsn string) error {
 			db.closeReaders()
 			return fmt.Errorf("sqlite: open: %w", err)
 		}
-		db.readers <- &reader{conn: c, stmts: make(map[string]driver.StmtQueryContext),
+		r := &reader{conn: c, stmts: make(map[string]driver.StmtQueryContext),
 			args: make([]driver.NamedValue, 0, 4), row: make([]driver.Value, 4)}
+		r.timer = time.AfterFunc(time.Hour, r.expire)
+		r.timer.Stop()
+		db.readers <- r
 	}
 	return nil
 }
@@ -93,6 +149,7 @@ func (db *DB) closeReaders() error {
 	for {
 		select {
 		case r := <-db.readers:
+			r.timer.Stop()
 			for _, st := range r.stmts {
 				errs = append(errs, st.(driver.Stmt).Close())
 			}
@@ -106,23 +163,45 @@ func (db *DB) closeReaders() error {
 // queryPlants runs query with args on a pooled connection and calls each
 // for every row (whose values are valid until the next row), or for the
 // first only when one is set (a lookup by key: no second step to learn
-// that no row follows). The call is bounded by OpTimeout.
-func (db *DB) queryPlants(ctx context.Context, query string, one bool, each func(row []driver.Value), args ...driver.Value) error {
+// that no row follows). owner is the first argument (its box is the
+// reader's while consecutive reads are one owner's), args the next. The
+// call is bounded by OpTimeout: the wait for a connection, and the query
+// (interrupted at its deadline: see reader).
+func (db *DB) queryPlants(ctx context.Context, query string, one bool, each func(row []driver.Value), owner string, args ...driver.Value) (err error) {
 	if db.readersClosed.Load() {
 		return errReadersClosed
 	}
 	if err := db.health.checkMoved(); err != nil {
 		return err
 	}
-	ctx, cancel := db.readContext(ctx)
-	defer cancel()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	timeout := db.opTimeout()
 	var r *reader
 	select {
 	case r = <-db.readers:
-	case <-ctx.Done():
-		return ctx.Err()
+	default: // every connection is busy: wait, within OpTimeout
+		start := time.Now()
+		t := time.NewTimer(timeout)
+		select {
+		case r = <-db.readers:
+			t.Stop()
+			timeout -= time.Since(start)
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+			return context.DeadlineExceeded
+		}
 	}
 	defer func() { db.readers <- r }()
+	qctx := r.begin(timeout)
+	defer func() {
+		if r.end() && err != nil {
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err) // interrupted at OpTimeout
+		}
+	}()
 	st, ok := r.stmts[query]
 	if !ok {
 		s, err := r.conn.Prepare(query)
@@ -132,11 +211,14 @@ func (db *DB) queryPlants(ctx context.Context, query string, one bool, each func
 		st = s.(driver.StmtQueryContext)
 		r.stmts[query] = st
 	}
-	r.args = r.args[:0]
-	for i, v := range args {
-		r.args = append(r.args, driver.NamedValue{Ordinal: i + 1, Value: v})
+	if r.owner != owner || r.ownerV == nil {
+		r.owner, r.ownerV = owner, owner
 	}
-	rows, err := st.QueryContext(ctx, r.args)
+	r.args = append(r.args[:0], driver.NamedValue{Ordinal: 1, Value: r.ownerV})
+	for i, v := range args {
+		r.args = append(r.args, driver.NamedValue{Ordinal: i + 2, Value: v})
+	}
+	rows, err := st.QueryContext(qctx, r.args)
 	if err != nil {
 		return err
 	}
@@ -174,9 +256,14 @@ var tagged = new(string)
 func (db *DB) FindPlant(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
 	var p *plantstore.Plant
 	err := db.queryPlants(ctx, qReadPlant, true, func(row []driver.Value) {
-		p = &plantstore.Plant{Owner: owner}
+		pt := &struct { // one allocation for the plant and its tag
+			plantstore.Plant
+			tag string
+		}{Plant: plantstore.Plant{Owner: owner}}
+		p = &pt.Plant
 		if tag, ok := plantRow(p, row); ok {
-			p.Tag = &tag
+			pt.tag = tag
+			p.Tag = &pt.tag
 		}
 	}, owner, id)
 	switch {
@@ -193,7 +280,7 @@ func (db *DB) FindPlant(ctx context.Context, owner string, id int64) (*plantstor
 // plants share one backing array, and their tags another.
 func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, error) {
 	tag, after := 0, 0
-	args := []driver.Value{f.Owner, int64(f.Limit)}
+	args := []driver.Value{int64(f.Limit)}
 	if f.Tag != nil {
 		tag, args = 1, append(args, *f.Tag)
 	}
@@ -210,7 +297,7 @@ func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plan
 			plants[len(plants)-1].Tag = tagged
 		}
 		tags = append(tags, t)
-	}, args...)
+	}, f.Owner, args...)
 	if err != nil {
 		return nil, wrap("list plants", err)
 	}

@@ -55,6 +55,10 @@ var synchronous = map[Durability]string{DurabilityFull: "FULL", "": "FULL", Dura
 // every backend (storeopt).
 const DefaultOpTimeout = storeopt.DefaultOpTimeout
 
+// writeStmtCache is how many statements of generic writes the driver keeps
+// prepared on the write connection.
+const writeStmtCache = 64
+
 // readConns is the size of database/sql's read pool (every read but the
 // plants', which have a pool of their own: reader.go).
 const readConns = 4
@@ -108,11 +112,11 @@ type DB struct {
 	readers       chan *reader
 	readersClosed atomic.Bool
 
-	// Prepared statements: the write connection's are prepared by the
-	// committer before each batch (see prepare) and only it uses them;
-	// the read pool's are prepared on first use.
-	writeStmts map[string]*sql.Stmt
-	readStmts  sync.Map // query -> *sql.Stmt
+	// writer is the committer's state on the write connection, its
+	// prepared statements (writer.go); the read pool's statements are
+	// prepared on first use.
+	writer    writer
+	readStmts sync.Map // query -> *sql.Stmt
 
 	// subs counts each owner's enabled subscriptions, for the committer
 	// only (see subscriptionCounts).
@@ -153,8 +157,13 @@ func (db *DB) dsn(readOnly bool) (string, error) {
 	if readOnly {
 		q.Set("_txlock", "deferred")
 		q.Set("_query_only", "true")
-	} else if db.MustExist {
-		q.Set("mode", "rw") // SQLite opens the file but does not create it
+	} else {
+		// The generic writes' statements (Tx), prepared once by the driver
+		// and kept by text (the committer's own are the writer's).
+		q.Set("_stmt_cache_size", strconv.Itoa(writeStmtCache))
+		if db.MustExist {
+			q.Set("mode", "rw") // SQLite opens the file but does not create it
+		}
 	}
 	if db.Memory {
 		q.Set("vfs", "memdb")
@@ -263,7 +272,6 @@ func (db *DB) openPools(ctx context.Context) error {
 	if err := db.openReaders(readDSN); err != nil {
 		return err
 	}
-	db.writeStmts = make(map[string]*sql.Stmt)
 	// Batch spans when db.TracerProvider is set, an error when a write
 	// failed for the storage.
 	db.queue = groupcommit.New((groupcommit.Config[*writeOp]{
@@ -285,8 +293,8 @@ func (db *DB) Close() error {
 		db.queue.Close()
 	}
 	var errs []error
-	for _, st := range db.writeStmts { // the committer has stopped
-		errs = append(errs, st.Close())
+	if db.write != nil { // the committer has stopped
+		errs = append(errs, db.closeWriter())
 	}
 	db.readStmts.Range(func(_, st any) bool {
 		errs = append(errs, st.(*sql.Stmt).Close())

@@ -1,9 +1,5 @@
 package sqlite
 
-import (
-	"context"
-)
-
 // maxCachedOwners bounds the subscription cache; past it, it starts over.
 const maxCachedOwners = 100_000
 
@@ -31,9 +27,14 @@ type subscriptionCounts struct {
 
 // check clears the cache when another connection has written since the
 // last batch.
-func (c *subscriptionCounts) check(ctx context.Context, tx *Tx) error {
+func (c *subscriptionCounts) check(w *writer) error {
+	w.reset()
+	row, err := w.one(qDataVersion)
 	var v int64
-	if err := tx.queryRow(ctx, qDataVersion).Scan(&v); err != nil {
+	if err == nil {
+		v, err = int64Of(row[0])
+	}
+	if err != nil {
 		return wrap("data version", err)
 	}
 	if v != c.version {
@@ -44,14 +45,21 @@ func (c *subscriptionCounts) check(ctx context.Context, tx *Tx) error {
 }
 
 // count returns how many enabled subscriptions owner has.
-func (c *subscriptionCounts) count(ctx context.Context, tx *Tx, owner string) (int, error) {
+func (c *subscriptionCounts) count(w *writer, owner string) (int, error) {
 	if n, ok := c.m[owner]; ok {
 		return n, nil
 	}
-	var n int
-	if err := tx.queryRow(ctx, qCountSubscriptions, owner).Scan(&n); err != nil {
+	w.reset()
+	w.arg(owner)
+	row, err := w.one(qCountSubscriptions)
+	var k int64
+	if err == nil {
+		k, err = int64Of(row[0])
+	}
+	if err != nil {
 		return 0, wrap("count webhooks", err)
 	}
+	n := int(k)
 	if c.m == nil || len(c.m) >= maxCachedOwners {
 		c.m = make(map[string]int)
 	}

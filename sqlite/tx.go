@@ -10,13 +10,16 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// Tx is the write transaction of one group-commit batch, as one write sees it.
+// Tx is the write transaction of one group-commit batch, as a generic
+// write (DB.update) sees it: database/sql's methods on the write
+// connection, inside the transaction the committer began on it (see
+// writer.go). A write must not end the transaction itself.
 type Tx struct {
-	*sql.Tx
+	*sql.Conn
 	db *DB
 }
 
-// Queries of the write path, prepared once on the write connection.
+// Queries of the write path.
 const (
 	qFindPlant          = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
 	qDeletePlant        = `DELETE FROM plants WHERE owner = ? AND id = ? RETURNING owner, id, name, tag, created_at`
@@ -24,81 +27,21 @@ const (
 	qDataVersion        = `PRAGMA data_version`
 )
 
-// prepare makes sure the statements a batch of ops will run are prepared
-// on the write connection. It runs before the batch's BEGIN: the pool has
-// one connection, which the transaction then holds (a statement prepared
-// inside a transaction would be closed with it). A statement that does not
-// prepare (before migration its table may not exist) is left out; it then
-// runs unprepared and reports its own error. Only the committer calls it.
-func (db *DB) prepare(ops []*writeOp) {
-	db.prepareOne(qDataVersion)
-	plants := false
-	for i := 0; i < len(ops); i++ {
-		switch ops[i].kind {
-		case opInsertPlant:
-			plants = true
-			j := i + 1
-			for j < len(ops) && ops[j].kind == opInsertPlant {
-				j++
-			}
-			for n := j - i; n > 0; n -= chunk(n) {
-				db.prepareOne(insertPlantsSQL(chunk(n)))
-				db.prepareOne(insertEventsSQL(chunk(n))) // a chunk's events, all stored
-			}
-			i = j - 1
-		case opDeletePlant:
-			db.prepareOne(qDeletePlant)
-			plants = true
-		}
-	}
-	if plants {
-		db.prepareOne(qFindPlant)
-		db.prepareOne(qFanOut)
-		db.prepareOne(qCountSubscriptions)
-		db.prepareOne(qNextSeq)
-		db.prepareOne(qInsertEvent)
-	}
-}
+// raw runs f with the committer's writer (writer.go), in the transaction.
+func (tx *Tx) raw(f func(w *writer) error) error { return tx.db.raw(tx.Conn, f) }
 
-func (db *DB) prepareOne(query string) {
-	if _, ok := db.writeStmts[query]; ok {
-		return
-	}
-	if st, err := db.write.Prepare(query); err == nil {
-		db.writeStmts[query] = st
-	}
-}
-
-// stmt returns query, prepared when it is, for use in tx: nil when it is
-// not prepared.
-func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
-	if st, ok := tx.db.writeStmts[query]; ok {
-		return tx.StmtContext(ctx, st)
-	}
-	return nil
-}
-
-// exec runs query in the transaction, prepared if it is.
+// exec runs query in the transaction (the driver caches its statement).
 func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := tx.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
 	return tx.ExecContext(ctx, query, args...)
 }
 
-// query runs query in the transaction, prepared if it is.
+// query runs query in the transaction.
 func (tx *Tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := tx.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
 	return tx.QueryContext(ctx, query, args...)
 }
 
-// queryRow runs query in the transaction, prepared if it is.
+// queryRow runs query in the transaction.
 func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := tx.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
@@ -144,6 +87,7 @@ type writeOp struct {
 	fn    func(ctx context.Context, tx *Tx) error // opFunc
 	plant *plantstore.Plant                       // opInsertPlant; opDeletePlant: Owner and ID
 	event *plantstore.Event                       // opInsertPlant, opDeletePlant (nil: none)
+	vals  plantVals                               // opInsertPlant: the plant's values, boxed by insertChunk
 
 	queued int64 // when it was queued (sinceEpoch), set by do
 
@@ -275,50 +219,55 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 		return wrap("begin", err)
 	}
 	ctx := context.Background()
-	db.prepare(ops)
-	sqlTx, err := db.write.BeginTx(ctx, nil)
+	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return wrap("begin", err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			sqlTx.Rollback()
-			db.subs.clear() // its changes to the counts were not kept
+	defer conn.Close()
+	began := false
+	err = db.raw(conn, func(w *writer) error {
+		if err := w.begin(); err != nil {
+			return wrap("begin", err)
 		}
-	}()
-	tx := &Tx{Tx: sqlTx, db: db}
-	if err := db.subs.check(ctx, tx); err != nil {
+		began = true
+		return db.subs.check(w)
+	})
+	committed := false
+	if began {
+		defer func() {
+			if !committed {
+				db.raw(conn, (*writer).rollback)
+				db.subs.clear() // its changes to the counts were not kept
+			}
+		}()
+	}
+	if err != nil {
 		return err
 	}
+	tx := &Tx{Conn: conn, db: db}
 	alone := len(ops) == 1
 	for i := 0; i < len(ops); {
 		w := ops[i]
 		switch w.kind {
-		case opInsertPlant:
+		case opInsertPlant, opDeletePlant:
+			// A run of plant writes: on the writer, in one Raw call.
 			j := i + 1
-			for j < len(ops) && ops[j].kind == opInsertPlant {
+			for j < len(ops) && ops[j].kind != opFunc {
 				j++
 			}
-			if err := db.insertPlants(ctx, tx, ops[i:j]); err != nil {
-				return db.failed(alone, ops[i:j], err)
+			var failed error
+			err := db.raw(conn, func(wr *writer) error {
+				failed = db.plantWrites(wr, ops[i:j], alone)
+				return nil
+			})
+			if err == nil {
+				err = failed
+			}
+			if err != nil {
+				return err
 			}
 			i = j
 			continue
-		case opDeletePlant:
-			old, err := scanPlant(tx.queryRow(ctx, qDeletePlant, w.plant.Owner, w.plant.ID))
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				w.err, err = plantstore.ErrNotFound, nil
-			case err == nil:
-				w.existing = old
-				if w.event != nil {
-					w.seq, w.deliveries, err = db.writeEvent(ctx, tx, w.event, old)
-				}
-			}
-			if err != nil {
-				return db.failed(alone, ops[i:i+1], err)
-			}
 		case opFunc:
 			if w.err = w.fn(ctx, tx); w.err != nil {
 				if alone {
@@ -329,13 +278,13 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 				}
 				return errRedo
 			}
-			if db.txLost(tx) {
+			if db.txLost(conn) {
 				return errTxLost
 			}
 		}
 		i++
 	}
-	if err := sqlTx.Commit(); err != nil {
+	if err := db.raw(conn, (*writer).commit); err != nil {
 		return wrap("commit", err)
 	}
 	committed = true
@@ -345,6 +294,41 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 		return wrap("commit", err)
 	}
 	db.health.committed()
+	return nil
+}
+
+// plantWrites applies a run of plant writes (creates and deletes) of a
+// batch on the writer: consecutive creates together (insertPlants), each
+// delete alone. Its error is runBatch's (see failed).
+func (db *DB) plantWrites(wr *writer, ops []*writeOp, alone bool) error {
+	for i := 0; i < len(ops); {
+		w := ops[i]
+		if w.kind == opInsertPlant {
+			j := i + 1
+			for j < len(ops) && ops[j].kind == opInsertPlant {
+				j++
+			}
+			if err := db.insertPlants(wr, ops[i:j]); err != nil {
+				return db.failed(alone, ops[i:j], err)
+			}
+			i = j
+			continue
+		}
+		old, err := deletePlant(wr, w.plant.Owner, w.plant.ID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			w.err, err = plantstore.ErrNotFound, nil
+		case err == nil:
+			w.existing = old
+			if w.event != nil {
+				w.seq, w.deliveries, err = db.writeEvent(wr, w.event, old)
+			}
+		}
+		if err != nil {
+			return db.failed(alone, ops[i:i+1], err)
+		}
+		i++
+	}
 	return nil
 }
 
@@ -380,11 +364,22 @@ func (db *DB) failed(alone bool, ops []*writeOp, err error) error {
 }
 
 // txLost reports whether the transaction has ended under a generic write's
-// feet (it ran COMMIT or ROLLBACK itself): BEGIN fails inside a transaction
-// and succeeds only outside one (the transaction it then begins is ended by
-// runBatch's rollback). Only generic writes are checked: the plant writes'
-// statements cannot end a transaction.
-func (db *DB) txLost(tx *Tx) bool {
-	_, err := tx.ExecContext(context.Background(), `BEGIN`)
-	return err == nil
+// feet (it ran COMMIT or ROLLBACK itself): the connection is back in
+// autocommit mode. (A driver that cannot tell is asked with BEGIN, which
+// fails inside a transaction and succeeds only outside one; the
+// transaction it then begins is ended by runBatch's rollback.) Only
+// generic writes are checked: the plant writes' statements cannot end a
+// transaction.
+func (db *DB) txLost(conn *sql.Conn) bool {
+	lost := false
+	err := db.raw(conn, func(w *writer) error {
+		auto, ok := w.autoCommit()
+		if !ok {
+			w.reset()
+			auto = w.exec(`BEGIN`) == nil
+		}
+		lost = auto
+		return nil
+	})
+	return err != nil || lost
 }

@@ -65,7 +65,10 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 		}
 		res.Plant = p
 		if ev != nil {
-			res.Seq, res.Deliveries, err = db.writeEvent(ctx, tx, ev, p)
+			err = tx.raw(func(w *writer) (err error) {
+				res.Seq, res.Deliveries, err = db.writeEvent(w, ev, p)
+				return err
+			})
 		}
 		return err
 	})
@@ -114,7 +117,10 @@ func (db *DB) DeletePlantIf(ctx context.Context, owner string, id int64, expect 
 		if err == nil {
 			res.Plant = old
 			if ev != nil {
-				res.Seq, res.Deliveries, err = db.writeEvent(ctx, tx, ev, old)
+				err = tx.raw(func(w *writer) (err error) {
+					res.Seq, res.Deliveries, err = db.writeEvent(w, ev, old)
+					return err
+				})
 			}
 			return err
 		}

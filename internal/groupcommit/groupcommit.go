@@ -37,18 +37,38 @@ type Queue[T any] struct {
 	failed   func(T) bool
 
 	items   chan *item[T]
+	free    sync.Pool    // *item[T] to reuse (getItem)
 	closeMu sync.RWMutex // held for reading while queueing a write
 	closed  bool
 	closing chan struct{}
 	stopped sync.WaitGroup
 }
 
+// item is one queued write. Items are reused (getItem, putItem), so that a
+// write costs no allocation for its item nor its channel: done has room
+// for the one signal the committer sends when it is finished with the
+// item, and it touches the item no more after that.
 type item[T any] struct {
 	ctx      context.Context
 	deadline time.Time // zero: none
 	op       T
 	err      error // set when the op was skipped
 	done     chan struct{}
+}
+
+func (q *Queue[T]) getItem() *item[T] {
+	if it, ok := q.free.Get().(*item[T]); ok {
+		return it
+	}
+	return &item[T]{done: make(chan struct{}, 1)}
+}
+
+// putItem recycles it, which no one may use any more (a queued item: once
+// its done signal was received).
+func (q *Queue[T]) putItem(it *item[T]) {
+	var zero T
+	it.ctx, it.op, it.err = nil, zero, nil
+	q.free.Put(it)
 }
 
 // Config configures a Queue.
@@ -127,7 +147,6 @@ func (q *Queue[T]) Do(ctx context.Context, op T) error {
 // not applied and DoBy returns context.DeadlineExceeded. A deadline value
 // costs nothing per call, where a context.WithTimeout allocates.
 func (q *Queue[T]) DoBy(ctx context.Context, deadline time.Time, op T) error {
-	it := &item[T]{ctx: ctx, deadline: deadline, op: op, done: make(chan struct{})}
 	// The read lock keeps Close from completing while a write is being
 	// queued, so every queued write is seen by the committers' final drain.
 	q.closeMu.RLock()
@@ -135,17 +154,22 @@ func (q *Queue[T]) DoBy(ctx context.Context, deadline time.Time, op T) error {
 		q.closeMu.RUnlock()
 		return ErrClosed
 	}
+	it := q.getItem()
+	it.ctx, it.deadline, it.op = ctx, deadline, op
 	select {
 	case q.items <- it:
 	default:
 		if err := q.wait(it); err != nil {
 			q.closeMu.RUnlock()
+			q.putItem(it) // not queued
 			return err
 		}
 	}
 	q.closeMu.RUnlock()
 	<-it.done
-	return it.err
+	err := it.err
+	q.putItem(it)
+	return err
 }
 
 // wait queues it when the queue is full: until there is room, its context
@@ -240,7 +264,7 @@ func (q *Queue[T]) loop() {
 			}
 		}
 		for _, it := range batch {
-			close(it.done)
+			it.done <- struct{}{} // the last use of it: its writer may reuse it now
 		}
 		clear(batch)
 		clear(ops)
