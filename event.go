@@ -57,7 +57,16 @@ type Event struct {
 // MessageID returns the webhook-id of the event's deliveries: "msg_" and
 // the hex digits of its ID (the same on every attempt, and on the
 // deliveries of every subscription).
-func (e *Event) MessageID() string { return "msg_" + strings.TrimPrefix(e.ID, "evt_") }
+func (e *Event) MessageID() string {
+	var buf [32]byte // an id of NewEventID's length fits: one allocation, the string's
+	return string(e.AppendMessageID(buf[:0]))
+}
+
+// AppendMessageID appends the event's MessageID to b: for a store that
+// writes a batch's ids into one buffer.
+func (e *Event) AppendMessageID(b []byte) []byte {
+	return append(append(b, "msg_"...), strings.TrimPrefix(e.ID, "evt_")...)
+}
 
 // EventIDOf returns the ID of the event whose deliveries have webhook-id
 // messageID: the inverse of Event.MessageID.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -489,27 +488,18 @@ func newCreateArgs(n int) *createArgs {
 }
 
 // messageIDsOf returns the message ids of the events of run's creates
-// ("" for a create without one), as Event.MessageID makes them, in one
-// allocation for their bytes, not one per create: substrings of one
-// string.
+// (Event.MessageID; "" for a create without one), substrings of one string
+// (a fixed number of allocations for the run, not one per create).
 func messageIDsOf(run []*writeOp) []string {
-	size := 0
-	for _, op := range run {
-		if op.event != nil {
-			size += len("msg_") + len(strings.TrimPrefix(op.event.ID, "evt_"))
-		}
-	}
-	var all strings.Builder
-	all.Grow(size)
+	buf := make([]byte, 0, len(run)*len("msg_0123456789abcdef01234567"))
 	ends := make([]int, len(run))
 	for i, op := range run {
 		if op.event != nil {
-			all.WriteString("msg_")
-			all.WriteString(strings.TrimPrefix(op.event.ID, "evt_"))
+			buf = op.event.AppendMessageID(buf)
 		}
-		ends[i] = all.Len()
+		ends[i] = len(buf)
 	}
-	s, ids, start := all.String(), make([]string, len(run)), 0
+	s, ids, start := string(buf), make([]string, len(run)), 0
 	for i, end := range ends {
 		ids[i], start = s[start:end], end
 	}
