@@ -202,16 +202,7 @@ func (b *PgBouncer) start() error {
 }
 
 // URL returns the postgres:// URL of database db through the pooler.
-func (b *PgBouncer) URL(db string) string {
-	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.User(superuser),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)),
-		Path:     "/" + db,
-		RawQuery: "sslmode=disable",
-	}
-	return u.String()
-}
+func (b *PgBouncer) URL(db string) string { return localURL(b.port, db) }
 
 // Via returns dbURL, a URL of a database on the pooler's server, with its
 // host replaced by the pooler's.

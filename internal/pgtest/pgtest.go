@@ -231,10 +231,16 @@ func (c *Cluster) URL(db string) string {
 	if db == "" {
 		db = "postgres"
 	}
+	return localURL(c.port, db)
+}
+
+// localURL is the postgres:// URL of database db, as the superuser, on
+// 127.0.0.1:port (a cluster's or a pooler's).
+func localURL(port int, db string) string {
 	u := url.URL{
 		Scheme:   "postgres",
 		User:     url.User(superuser),
-		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Path:     "/" + db,
 		RawQuery: "sslmode=disable",
 	}
