@@ -6,8 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"strings"
 	"testing"
@@ -317,25 +315,6 @@ func publicKeyPEM(t *testing.T, pub crypto.PublicKey) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
-// handMade builds a compact JWS with the header and claims, and a signature
-// from sign over the signing input (nil: empty).
-func handMade(t *testing.T, header, claims map[string]any, sign func(input []byte) []byte) string {
-	t.Helper()
-	enc := func(v any) string {
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return base64.RawURLEncoding.EncodeToString(data)
-	}
-	input := enc(header) + "." + enc(claims)
-	var sig []byte
-	if sign != nil {
-		sig = sign([]byte(input))
-	}
-	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
-}
-
 func TestJWT_Refused(t *testing.T) {
 	key := oidctest.NewRSAKey(t, "rsa1")
 	stranger := oidctest.NewECKey(t, "stranger")
@@ -363,9 +342,9 @@ func TestJWT_Refused(t *testing.T) {
 		{"IssuerTrailingSlash", key.Sign(t, claims(iss.URL, "mallory", map[string]any{"iss": iss.URL + "/"})), "wrong issuer"},
 		{"UnknownKid", stranger.Sign(t, valid), "signature"},
 		{"ImpostorKey", impostor.Sign(t, valid), "signature"},
-		{"AlgNone", handMade(t, map[string]any{"alg": "none", "typ": "JWT"}, valid, nil), "algorithm"},
-		{"AlgNoneWithKid", handMade(t, map[string]any{"alg": "none", "kid": "rsa1"}, valid, nil), "algorithm"},
-		{"HS256WithPublicKey", handMade(t, map[string]any{"alg": "HS256", "typ": "JWT", "kid": "rsa1"}, valid, hs256), "algorithm"},
+		{"AlgNone", oidctest.HandMade(t, map[string]any{"alg": "none", "typ": "JWT"}, valid, nil), "algorithm"},
+		{"AlgNoneWithKid", oidctest.HandMade(t, map[string]any{"alg": "none", "kid": "rsa1"}, valid, nil), "algorithm"},
+		{"HS256WithPublicKey", oidctest.HandMade(t, map[string]any{"alg": "HS256", "typ": "JWT", "kid": "rsa1"}, valid, hs256), "algorithm"},
 		{"TamperedPayload", func() string {
 			parts := strings.Split(key.Sign(t, valid), ".")
 			other := strings.Split(key.Sign(t, claims(iss.URL, "admin", nil)), ".")
@@ -447,7 +426,7 @@ func TestJWT_JWKSFile(t *testing.T) {
 	mustPlants(t, ts.Get(t, rsaKey.Sign(t, frank(nil)), "/plants"))
 	mustInvalidToken(t, ts.Get(t, key.Sign(t, frank(map[string]any{"iss": "https://other.example"})), "/plants"))
 	mustInvalidToken(t, ts.Get(t, oidctest.NewECKey(t, "offline-1").Sign(t, frank(nil)), "/plants"))
-	hs := handMade(t, map[string]any{"alg": "HS256", "kid": "oct"}, frank(nil), func(in []byte) []byte {
+	hs := oidctest.HandMade(t, map[string]any{"alg": "HS256", "kid": "oct"}, frank(nil), func(in []byte) []byte {
 		m := hmac.New(sha256.New, []byte("a symmetric key is never used"))
 		m.Write(in)
 		return m.Sum(nil)

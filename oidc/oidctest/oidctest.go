@@ -16,6 +16,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -99,6 +100,27 @@ func (k *Key) Sign(t testing.TB, claims map[string]any) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// HandMade builds a compact JWS of header and claims whose signature is
+// sign's over the signing input (sign nil: an empty signature), for tokens
+// no JOSE library would make (alg none, HS256 with a public key, a bad
+// signature).
+func HandMade(t testing.TB, header, claims map[string]any, sign func(input []byte) []byte) string {
+	t.Helper()
+	enc := func(v any) string {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.RawURLEncoding.EncodeToString(data)
+	}
+	input := enc(header) + "." + enc(claims)
+	var sig []byte
+	if sign != nil {
+		sig = sign([]byte(input))
+	}
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
 // Claims returns the claims of a token of issuer iss for subject sub,
