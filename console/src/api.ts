@@ -59,7 +59,10 @@ export function int64(text: string): string | null {
   return v.toString();
 }
 
-// losslessFetch answers JSON bodies through parseJSON.
+// losslessFetch answers JSON bodies through parseJSON, and reads every
+// answer's body to its end, empty ones too: Chromium reports a request whose
+// body was never read as failed (net::ERR_ABORTED) once its Response is
+// dropped, though the server answered (a 204 to DELETE, say).
 async function losslessFetch(input: Request): Promise<Response> {
   let res: Response;
   try {
@@ -69,7 +72,11 @@ async function losslessFetch(input: Request): Promise<Response> {
     throw new ApiError(0, `the server did not answer (${e instanceof Error ? e.message : String(e)})`);
   }
   const ctype = res.headers.get('Content-Type') ?? '';
-  if (!ctype.startsWith('application/json') || res.status === 204 || input.method === 'HEAD') return res;
+  if (res.status === 204 || res.status === 205 || res.status === 304 || input.method === 'HEAD') {
+    await res.arrayBuffer();
+    return new Response(null, { status: res.status, statusText: res.statusText, headers: res.headers });
+  }
+  if (!ctype.startsWith('application/json')) return res;
   const text = await res.text();
   const headers = new Headers(res.headers);
   headers.set('Content-Length', String(new TextEncoder().encode(text).length));
@@ -138,4 +145,32 @@ export function nextCursor(res: Response): URLSearchParams | null {
     return new URL(m[1], location.origin).searchParams;
   }
   return null;
+}
+
+// lastSeq finds the owner's latest event seq (0: none) with O(log n)
+// one-event reads: the API lists events oldest first, and seqs have no gaps.
+export async function lastSeq(signal: AbortSignal): Promise<number> {
+  const after = async (a: number): Promise<number | null> => {
+    const { data } = await ok(api.GET('/events', { params: { query: { after: a, limit: 1 } }, signal }));
+    const first = data[0];
+    return first ? Number(first.seq) : null;
+  };
+  const first = await after(0);
+  if (first === null) return 0;
+  let lo = first;
+  let step = 1;
+  for (let i = 0; i < 60; i++) {
+    const s = await after(lo + step);
+    if (s === null) break;
+    lo = s;
+    step *= 2;
+  }
+  let hi = lo + step; // no event after hi
+  for (let i = 0; i < 64 && lo < hi; i++) {
+    const mid = Math.ceil((lo + hi) / 2);
+    const s = await after(mid - 1);
+    if (s === null) hi = mid - 1;
+    else lo = s;
+  }
+  return lo;
 }

@@ -1,7 +1,7 @@
 // The attempts chart: succeeded and failed delivery attempts per hour over
 // the last 24 hours, stacked bars drawn as SVG by the console.
 import type { Delivery } from './api';
-import { h, s } from './dom';
+import { fmtTime, h, replace, s } from './dom';
 
 export interface Buckets {
   succeeded: number[]; // 24 hours, oldest first; the last ends now
@@ -30,26 +30,53 @@ export function bucket(attempts: readonly Delivery[], now: number): Buckets {
 const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
 
 // chart draws b: an svg with role img named "Attempts in the last 24
-// hours", whose description gives the totals, and a legend.
+// hours", whose description gives the totals, and a legend. The svg is
+// drawn again at its box's width whenever that changes (a unit of the
+// drawing is a CSS pixel), so its labels keep their 12 px on a phone instead
+// of shrinking with a drawing made for a wide screen.
 export function chart(b: Buckets): HTMLElement {
-  const W = 720, H = 200, left = 36, right = 8, top = 10, bottom = 26;
+  const ok = sum(b.succeeded), bad = sum(b.failed);
+  const desc = `${ok} succeeded and ${bad} failed attempts in the last 24 hours.`;
+  const descId = `chart-desc-${Math.random().toString(36).slice(2)}`;
+  const box = h('div', { class: 'chart-box' });
+  let drawnW = 0;
+  const draw = (width: number) => {
+    const W = Math.max(280, Math.floor(width));
+    if (W === drawnW) return;
+    drawnW = W;
+    replace(box, drawing(b, W, descId));
+  };
+  draw(720);
+  new ResizeObserver((entries) => {
+    const w = entries[0]?.contentRect.width;
+    if (w) draw(w);
+  }).observe(box);
+  return h('figure', { class: 'chart-figure' },
+    box,
+    h('figcaption', { id: descId },
+      h('span', { class: 'key ok' }, `Succeeded ${ok}`), ' ',
+      h('span', { class: 'key bad' }, `Failed ${bad}`), ' ',
+      h('span', { class: 'visually-hidden' }, desc)));
+}
+
+// drawing is the svg of b, W units wide.
+function drawing(b: Buckets, W: number, descId: string): SVGSVGElement {
+  const H = 200, left = 36, right = 8, top = 10, bottom = 26;
   const plotW = W - left - right, plotH = H - top - bottom;
   const totals = b.succeeded.map((x, i) => x + (b.failed[i] ?? 0));
   const max = Math.max(1, ...totals);
   const ticks = niceMax(max);
   const y = (v: number) => top + plotH - (v / ticks) * plotH;
   const bw = plotW / 24;
-  const ok = sum(b.succeeded), bad = sum(b.failed);
-  const desc = `${ok} succeeded and ${bad} failed attempts in the last 24 hours.`;
+  const gap = bw > 8 ? 1 : 0.5;
   const bars: SVGElement[] = [];
   for (let i = 0; i < 24; i++) {
-    const x = left + i * bw + 1;
+    const x = left + i * bw + gap;
     const sv = b.succeeded[i] ?? 0, fv = b.failed[i] ?? 0;
-    const from = new Date(b.start + i * 3_600_000);
-    const label = `${from.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}: ${sv} succeeded, ${fv} failed`;
+    const label = `${fmtTime(b.start + i * 3_600_000)}: ${sv} succeeded, ${fv} failed`;
     const g = s('g', null, s('title', null, label));
-    if (sv > 0) g.append(s('rect', { class: 'ok', x: x.toFixed(1), width: (bw - 2).toFixed(1), y: y(sv).toFixed(1), height: (y(0) - y(sv)).toFixed(1) }));
-    if (fv > 0) g.append(s('rect', { class: 'bad', x: x.toFixed(1), width: (bw - 2).toFixed(1), y: y(sv + fv).toFixed(1), height: (y(sv) - y(sv + fv)).toFixed(1) }));
+    if (sv > 0) g.append(s('rect', { class: 'ok', x: x.toFixed(1), width: (bw - 2 * gap).toFixed(1), y: y(sv).toFixed(1), height: (y(0) - y(sv)).toFixed(1) }));
+    if (fv > 0) g.append(s('rect', { class: 'bad', x: x.toFixed(1), width: (bw - 2 * gap).toFixed(1), y: y(sv + fv).toFixed(1), height: (y(sv) - y(sv + fv)).toFixed(1) }));
     bars.push(g);
   }
   const grid: SVGElement[] = [];
@@ -59,17 +86,10 @@ export function chart(b: Buckets): HTMLElement {
   }
   for (const i of [0, 6, 12, 18, 24]) {
     grid.push(s('text', { class: 'axis', x: (left + i * bw).toFixed(1), y: H - 8, 'text-anchor': i === 0 ? 'start' : i === 24 ? 'end' : 'middle' },
-      i === 24 ? 'now' : `−${24 - i} h`));
+      i === 24 ? 'now' : `\u2212${24 - i} h`));
   }
-  const descId = `chart-desc-${Math.random().toString(36).slice(2)}`;
-  const svg = s('svg', { role: 'img', 'aria-label': 'Attempts in the last 24 hours', 'aria-describedby': descId, viewBox: `0 0 ${W} ${H}`, class: 'chart' },
+  return s('svg', { role: 'img', 'aria-label': 'Attempts in the last 24 hours', 'aria-describedby': descId, viewBox: `0 0 ${W} ${H}`, class: 'chart' },
     grid, bars);
-  return h('figure', { class: 'chart-figure' },
-    svg,
-    h('figcaption', { id: descId },
-      h('span', { class: 'key ok' }, `Succeeded ${ok}`), ' ',
-      h('span', { class: 'key bad' }, `Failed ${bad}`), ' ',
-      h('span', { class: 'visually-hidden' }, desc)));
 }
 
 function niceMax(v: number): number {

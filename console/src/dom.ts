@@ -60,31 +60,46 @@ export function uid(prefix: string): string {
   return `${prefix}-${ids}`;
 }
 
-// field is a labelled input: <div class=field><label for>text</label><input id></div>.
-export function field(label: string, input: HTMLInputElement | HTMLSelectElement, hint?: string): HTMLDivElement {
+// field is a labelled input: <div class=field><label for>text</label><input id></div>,
+// with a hint paragraph under it for each hint (the input is described by them).
+export function field(label: string, input: HTMLInputElement | HTMLSelectElement, ...hints: string[]): HTMLDivElement {
   const id = input.id || uid('f');
   input.id = id;
   const children: Child[] = [h('label', { for: id }, label), input];
-  if (hint) {
+  const ids: string[] = [];
+  for (const hint of hints) {
+    if (!hint) continue;
     const hid = uid('hint');
-    input.setAttribute('aria-describedby', hid);
+    ids.push(hid);
     children.push(h('p', { class: 'hint', id: hid }, hint));
   }
+  if (ids.length) input.setAttribute('aria-describedby', ids.join(' '));
   return h('div', { class: 'field' }, children);
 }
 
-// fmtTime formats an RFC 3339 time in the browser's zone, to the second.
-export function fmtTime(t: string | undefined): string {
-  if (!t) return '';
+// fmtTime is the console's one way to write a time: the date and the time
+// of day to the second in the browser's zone, 2027-01-27 16:50:14, whatever
+// the browser's language (no 1/27 against 27/1, no AM/PM, one width in a
+// table). The exact instant (RFC 3339, with its offset) is timeEl's title.
+export function fmtTime(t: string | number | undefined): string {
+  if (t === undefined || t === '') return '';
   const d = new Date(t);
-  if (Number.isNaN(d.getTime())) return t;
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  if (Number.isNaN(d.getTime())) return String(t);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
-// timeEl is a <time> with the machine-readable value and a readable text.
+// timeEl is a <time> with the machine-readable value and fmtTime's text.
 export function timeEl(t: string | undefined): HTMLTimeElement | string {
   if (!t) return '';
   return h('time', { datetime: t, title: t }, fmtTime(t));
+}
+
+// empty is the console's one mark of a missing value (no tag, no
+// description, ...): a dash on the screen, read out as what is missing
+// ("no tag"), the same on every page.
+export function empty(what: string): HTMLSpanElement {
+  return h('span', { class: 'none' }, h('span', { 'aria-hidden': 'true' }, '\u2014'), h('span', { class: 'visually-hidden' }, what));
 }
 
 // plural: "1 plant", "2 plants".

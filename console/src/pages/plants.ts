@@ -2,7 +2,7 @@
 // plant form (/console/plants), and one plant's form with Save and Delete
 // (/console/plants/{id}).
 import { ApiError, api, idParam, int64, nextCursor, ok, type Plant } from '../api';
-import { field, h, plural, replace } from '../dom';
+import { empty, field, h, plural, replace } from '../dom';
 import { base, navigate, replaceQuery } from '../router';
 import { can, scopes } from '../session';
 import { busy, confirm, pageHead, pager, type Ctx } from '../ui';
@@ -81,7 +81,7 @@ export async function plantsPage(ctx: Ctx): Promise<void> {
   const rows = data.map((p) => h('tr', null,
     h('td', { class: 'id' }, h('a', { href: `${base}/plants/${String(p.id)}` }, String(p.id))),
     h('td', null, p.name),
-    h('td', null, p.tag ?? h('span', { class: 'none' }, '—'))));
+    h('td', null, p.tag ?? empty('no tag'))));
   if (rows.length === 0) {
     rows.push(h('tr', null, h('td', { colspan: 3, class: 'empty' }, tag ? `No plant is tagged ${tag}.` : 'No plants yet.')));
   }

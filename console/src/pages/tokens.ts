@@ -4,7 +4,7 @@
 // once with a Copy button and kept nowhere by the console; Revoke per active
 // token after a confirmation (DELETE /tokens/{id}). Scope tokens:manage.
 import { api, nextCursor, ok, type Token } from '../api';
-import { field, h, plural, replace, timeEl, uid } from '../dom';
+import { empty, field, fmtTime, h, plural, replace, timeEl, uid } from '../dom';
 import { base, navigate } from '../router';
 import { allScopes, can, me, type Scope } from '../session';
 import { busy, confirm, pageHead, pager, secretPanel, type Ctx } from '../ui';
@@ -19,23 +19,23 @@ const units: Record<string, number> = { d: 86_400, h: 3_600, m: 60, s: 1 };
 // Earlier pages' cursors, to go back (keyset pages have no "previous").
 let previous: string[] = [];
 
-// parseTTL reads the TTL field: whole seconds (3600), or whole numbers each
-// with a unit, d (24 hours), h, m or s, in any order (30d, 720h, 1h30m);
-// empty is null (the token never expires). The API takes whole seconds
-// from 1 to 100 years; an error is a sentence for the alert.
+// ttlGrammar is the TTL's one grammar, the CLI's too: a whole number of
+// seconds, or a whole number with one unit, s, m, h or d (24 hours).
+// Nothing repeated or mixed: 30d30d and 1h30m are refused.
+const ttlGrammar = /^([0-9]+)([smhd]?)$/;
+export const ttlHint = 'a whole number of seconds, or with one unit s, m, h or d: 3600, 3600s, 90m, 720h, 30d';
+
+// parseTTL reads the TTL field (ttlGrammar; the spaces around it are not
+// part of it); empty is null (the token never expires). The API takes
+// whole seconds from 1 to 100 years; an error is a sentence for the alert.
 export function parseTTL(text: string): { seconds: number | null } | { error: string } {
-  const t = text.trim().toLowerCase().replace(/\s+/g, '');
+  const t = text.trim();
   if (t === '') return { seconds: null };
-  let seconds = 0;
-  if (/^\d+$/.test(t)) {
-    seconds = Number(t);
-  } else if (/^(\d+[dhms])+$/.test(t)) {
-    for (const m of t.matchAll(/(\d+)([dhms])/g)) seconds += Number(m[1]) * (units[m[2] ?? 's'] ?? 1);
-  } else {
-    return { error: `TTL "${text.trim()}" is not a lifetime: write it as 30d, 720h, 90m, 1h30m or whole seconds (3600).` };
-  }
+  const m = ttlGrammar.exec(t);
+  if (!m) return { error: `TTL "${t}" is not a lifetime: write ${ttlHint}.` };
+  const seconds = Number(m[1]) * (units[m[2] || 's'] ?? 1);
   if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds > maxTTL) {
-    return { error: `TTL must be from 1 second to 100 years (36525d, ${maxTTL} seconds); "${text.trim()}" is ${seconds.toLocaleString('en')} seconds.` };
+    return { error: `TTL must be from 1 second to 100 years (36525d, ${maxTTL} seconds); "${t}" is ${seconds.toLocaleString('en')} seconds.` };
   }
   return { seconds };
 }
@@ -78,6 +78,7 @@ export async function tokensPage(ctx: Ctx): Promise<void> {
   const close = () => {
     formSlot.replaceChildren();
     newBtn.setAttribute('aria-expanded', 'false');
+    newBtn.focus();
   };
   newBtn.addEventListener('click', () => {
     if (formSlot.firstChild) {
@@ -121,7 +122,7 @@ export async function tokensPage(ctx: Ctx): Promise<void> {
       h('td', null, statusBadge(t), t.revoked_at ? h('span', { class: 'sub' }, timeEl(t.revoked_at)) : null,
         // Narrow screens hide the Created, Expires and Last four columns.
         h('span', { class: 'sub narrow' }, t.expires_at ? ['expires ', timeEl(t.expires_at)] : 'never expires')),
-      h('td', { class: 'id' }, t.last4 ?? h('span', { class: 'none' }, '—')),
+      h('td', { class: 'id' }, t.last4 ?? empty('unknown')),
       h('td', null, action));
   };
 
@@ -179,8 +180,8 @@ function newTokenForm(ctx: Ctx, slot: HTMLElement, close: () => void, reload: ()
   });
   const ttl = h('input', { type: 'text', name: 'ttl', autocomplete: 'off', spellcheck: 'false', value: defaultTTL(caller?.expires_at) });
   const bound = caller?.expires_at
-    ? ` This token expires at ${new Date(caller.expires_at).toLocaleString()}: the new one must end by then, and cannot be left empty.`
-    : ' Empty: it never expires.';
+    ? `This token expires at ${fmtTime(caller.expires_at)}: the new one must end by then, and cannot be left empty. At most 100 years.`
+    : 'Empty: it never expires. At most 100 years.';
   const create = h('button', { type: 'submit' }, 'Create');
   const lacking = boxes.some((b) => b.disabled);
   const form = h('form', { class: 'card', 'aria-labelledby': 'new-token-title', novalidate: true },
@@ -189,7 +190,7 @@ function newTokenForm(ctx: Ctx, slot: HTMLElement, close: () => void, reload: ()
       h('legend', null, 'Scopes'),
       boxes.map((b) => h('div', { class: 'check' }, b, h('label', { for: b.id }, b.value), b.disabled ? h('span', { class: 'hint' }, '(this token lacks it)') : null)),
       lacking ? h('p', { class: 'hint', id: lacksID }, 'A token mints only scopes it holds itself.') : null),
-    field('TTL', ttl, `How long it works: 30d, 720h, 90m, 1h30m or whole seconds (d: days of 24 hours); at most 100 years.${bound}`),
+    field('TTL', ttl, ttlHint, bound),
     h('div', { class: 'actions' },
       create,
       h('button', { type: 'button', class: 'secondary', onclick: close }, 'Cancel')));
@@ -213,7 +214,7 @@ function newTokenForm(ctx: Ctx, slot: HTMLElement, close: () => void, reload: ()
           body: { scopes, ttl: life.seconds ?? undefined },
         }));
         ctx.messages.clearError();
-        ctx.messages.notice(`Token ${data.id} created (${data.scopes.join(', ')}${data.expires_at ? `, until ${new Date(data.expires_at).toLocaleString()}` : ', no expiry'}).`);
+        ctx.messages.notice(`Token ${data.id} created (${data.scopes.join(', ')}${data.expires_at ? `, until ${fmtTime(data.expires_at)}` : ', no expiry'}).`);
         replace(slot, secretPanel(`Secret of the new token ${data.id}`, data.secret,
           'Shown only now: the service keeps only its hash, and the console keeps nothing once you press Done or leave the page. Copy it to where it is used.',
           close));

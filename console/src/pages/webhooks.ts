@@ -2,9 +2,9 @@
 // form (/console/webhooks), and one subscription (/console/webhooks/{id}):
 // Ping, Rotate secret, Disable/Enable, Delete, Recover, the attempts chart
 // and the deliveries with their attempts and Resend.
-import { ApiError, api, eventTypes, nextCursor, ok, type Delivery, type EventType, type Webhook } from '../api';
+import { ApiError, api, eventTypes, lastSeq, nextCursor, ok, type Delivery, type EventType, type Webhook } from '../api';
 import { bucket, chart } from '../chart';
-import { field, h, plural, replace, timeEl, uid } from '../dom';
+import { empty, field, fmtTime, h, plural, replace, timeEl, uid } from '../dom';
 import { base, navigate } from '../router';
 import { can, scopes } from '../session';
 import { busy, confirm, pageHead, pager, secretPanel, sleep, type Ctx } from '../ui';
@@ -15,11 +15,24 @@ const deliveriesSize = 50;
 // chartPages pages (then it says the chart is partial).
 const chartPages = 10;
 const refreshEvery = 5_000;
+// How far back (pages of 1000 events) a delivery's event type is looked up.
+const typePages = 5;
 
+// eventIDOf is the id of the event whose deliveries carry messageID.
+function eventIDOf(messageID: string): string {
+  return `evt_${messageID.replace(/^msg_/, '')}`;
+}
+
+// stateText says whether w is enabled, and why it was disabled.
 function stateText(w: Webhook): string {
   if (w.enabled) return 'Enabled';
-  const why: Record<string, string> = { gone: 'the receiver answered 410', failing: 'deliveries kept failing', manual: 'disabled by hand' };
-  return `Disabled (${w.disabled_reason ? why[w.disabled_reason] ?? w.disabled_reason : 'reason unknown'})`;
+  switch (w.disabled_reason) {
+    case 'manual': return 'Disabled by hand';
+    case 'gone': return 'Disabled: the receiver answered 410';
+    case 'failing': return 'Disabled: deliveries kept failing';
+    case undefined: return 'Disabled';
+    default: return `Disabled: ${String(w.disabled_reason)}`;
+  }
 }
 
 function typesText(w: Webhook): string {
@@ -55,6 +68,7 @@ export async function webhooksPage(ctx: Ctx): Promise<void> {
     formSlot.append(newWebhookForm(ctx, formSlot, () => {
       formSlot.replaceChildren();
       newBtn.setAttribute('aria-expanded', 'false');
+      newBtn.focus();
     }));
     formSlot.querySelector('input')?.focus();
   });
@@ -131,7 +145,7 @@ function newWebhookForm(ctx: Ctx, slot: HTMLElement, close: () => void): HTMLFor
         ctx.messages.notice(`Webhook ${data.id} created.`);
         replace(slot, secretPanel(`Signing secret of ${data.id}`, data.secret,
           'Shown only now: store it where your receiver verifies signatures. Rotate it if it leaks.',
-          () => { close(); navigate(`${base}/webhooks/${data.id}`); }));
+          close));
         slot.querySelector<HTMLElement>('h2')?.setAttribute('tabindex', '-1');
         slot.querySelector<HTMLElement>('h2')?.focus();
         void refreshList(ctx);
@@ -203,7 +217,7 @@ export async function webhookPage(ctx: Ctx): Promise<void> {
   const renderFacts = () => {
     replace(facts, h('dl', { class: 'facts card' },
       h('dt', null, 'URL'), h('dd', { class: 'url' }, hook.url),
-      h('dt', null, 'Description'), h('dd', null, hook.description || '—'),
+      h('dt', null, 'Description'), h('dd', null, hook.description || empty('no description')),
       h('dt', null, 'Event types'), h('dd', null, typesText(hook)),
       h('dt', null, 'State'), h('dd', null, h('span', { class: hook.enabled ? 'badge ok' : 'badge bad' }, stateText(hook)),
         hook.disabled_at ? [' since ', timeEl(hook.disabled_at)] : null),
@@ -305,7 +319,7 @@ export async function webhookPage(ctx: Ctx): Promise<void> {
       try {
         const { data } = await ok(api.POST('/webhooks/{id}/recover', { params: { path: { id } }, body: { since: new Date(t).toISOString() } }));
         messages.clearError();
-        messages.notice(`Recover: ${plural(Number(data.requeued), 'failed delivery', 'failed deliveries')} re-queued since ${new Date(data.since).toLocaleString()}.`);
+        messages.notice(`Recover: ${plural(Number(data.requeued), 'failed delivery', 'failed deliveries')} re-queued since ${fmtTime(data.since)}.`);
         void loadDeliveries();
       } catch (err) {
         messages.error(err);
@@ -322,7 +336,38 @@ export async function webhookPage(ctx: Ctx): Promise<void> {
       signal,
     }));
     const next = nextCursor(response)?.get('after') ?? null;
+    await findTypes(data.map((a) => a.webhook_id));
     renderDeliveries(data, next);
+  };
+
+  // The event type of each delivery (a create and a delete of one plant
+  // look alike otherwise): a delivery's message id is its event's id with
+  // msg_ for evt_, and the event, from GET /events, has the type. Events
+  // never change, so each is looked up once, among the newest events first
+  // (a delivery's event is recent), at most typePages pages of 1000 back.
+  // Without plants:read (or once the event is past the retention) the
+  // delivery shows without its type.
+  const typeOf = new Map<string, EventType>();
+  const looked = new Set<string>();
+  const findTypes = async (messageIDs: string[]) => {
+    const missing = new Set(messageIDs.map(eventIDOf).filter((e) => !typeOf.has(e) && !looked.has(e)));
+    if (missing.size === 0 || !can(scopes.plantsRead)) return;
+    try {
+      let hi = await lastSeq(signal);
+      for (let i = 0; i < typePages && hi > 0 && missing.size > 0; i++) {
+        const from = Math.max(0, hi - 1000);
+        const { data } = await ok(api.GET('/events', { params: { query: { after: from, limit: 1000 } }, signal }));
+        for (const e of data) {
+          typeOf.set(e.id, e.type);
+          missing.delete(e.id);
+        }
+        hi = from;
+      }
+    } catch (err) {
+      if (signal.aborted) throw err;
+      // Shown without their types; the deliveries themselves still are.
+    }
+    for (const e of missing) looked.add(e);
   };
   const renderDeliveries = (attempts: Delivery[], next: string | null) => {
     const groups = new Map<string, Delivery[]>();
@@ -353,7 +398,9 @@ export async function webhookPage(ctx: Ctx): Promise<void> {
       rows.push(h('tr', null,
         h('td', { id: `d-${msg}` },
           h('span', { class: 'id msg' }, msg),
-          latest.plant_id !== undefined ? h('span', { class: 'sub' }, `plant ${String(latest.plant_id)}`) : null,
+          h('span', { class: 'sub' }, [
+            typeOf.has(eventIDOf(msg)) ? [h('span', { class: 'type' }, typeOf.get(eventIDOf(msg))), ' '] : null,
+            latest.plant_id !== undefined ? `plant ${String(latest.plant_id)}` : null]),
           h('span', { class: `badge ${latest.state === 'succeeded' ? 'ok' : latest.state === 'failed' ? 'bad' : 'wait'}` }, latest.state),
           latest.next_attempt_at ? h('span', { class: 'sub' }, 'next attempt ', timeEl(latest.next_attempt_at)) : null),
         h('td', null, h('ul', { class: 'attempts' }, list.map((a) => h('li', null,
