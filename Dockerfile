@@ -25,6 +25,8 @@ COPY --from=build /out/plantstore /usr/local/bin/plantstore
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
 WORKDIR /data
+# The API on every interface of the container (the binary's default,
+# 127.0.0.1:8080, is unreachable from outside it).
 # /metrics has a listener of its own (the API's answers it with 404): on all
 # of the container's interfaces here, so that a scraper on the container
 # network reaches it; publish 9464 to nothing public (compose.yaml binds it

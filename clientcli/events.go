@@ -63,12 +63,15 @@ func (c *eventsListCmd) Run(ctx context.Context, e *Env) error {
 		return WriteJSON(e.Stdout, events)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tTYPE\tCREATED\tPLANT\tNAME\tTAG\tID")
+	fmt.Fprintln(tw, eventsHeader)
 	for _, ev := range events {
 		writeEventRow(tw, ev)
 	}
 	return tw.Flush()
 }
+
+// eventsHeader is the header of the events table, of list and of tail.
+const eventsHeader = "SEQ\tTYPE\tCREATED\tPLANT\tNAME\tTAG\tID"
 
 // writeEventRow writes an event as a tab-separated row, its strings
 // through textColumn.
@@ -95,6 +98,13 @@ func (c *eventsTailCmd) Run(ctx context.Context, e *Env) error {
 		return err
 	}
 	enc := json.NewEncoder(e.Stdout)
+	if c.Format == "table" {
+		// The rows come one at a time, tab-separated: no tabwriter, which
+		// would hold them back to align them.
+		if _, err := fmt.Fprintln(e.Stdout, eventsHeader); err != nil {
+			return err
+		}
+	}
 	opts := client.TailOptions{OnReconnect: func(after int64, err error) {
 		fmt.Fprintf(e.Stderr, "plantstore: event stream: %v; reconnecting after seq %s\n", cliexit.Describe(err), strconv.FormatInt(after, 10))
 	}}

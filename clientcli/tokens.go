@@ -10,6 +10,7 @@ import (
 
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 )
 
 // Tokens is `plantstore tokens`: a client of a running server that
@@ -65,16 +66,13 @@ func (c *tokensListCmd) Run(ctx context.Context, e *Env) error {
 type tokensCreateCmd struct {
 	clientFlags
 	formatFlag
-	Scope []string      `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated)."`
-	TTL   time.Duration `name:"ttl" help:"Lifetime in whole seconds, e.g. 720h (0: no expiry)."`
+	Scope []string     `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated)."`
+	TTL   cliflags.TTL `name:"ttl" placeholder:"DURATION" help:"Lifetime, ${ttl_grammar}; absent: no expiry (only from a token that has none)."`
 }
 
 // Run creates the token and prints it with its secret, the only time the
 // secret is shown.
 func (c *tokensCreateCmd) Run(ctx context.Context, e *Env) error {
-	if c.TTL < 0 || c.TTL%time.Second != 0 {
-		return cliexit.Usagef("--ttl %v: want whole seconds, 0 or more", c.TTL)
-	}
 	var scopes []string
 	for _, s := range c.Scope {
 		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
@@ -86,7 +84,7 @@ func (c *tokensCreateCmd) Run(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	t, err := cl.CreateToken(ctx, client.NewToken{Scopes: scopes, TTL: c.TTL})
+	t, err := cl.CreateToken(ctx, client.NewToken{Scopes: scopes, TTL: time.Duration(c.TTL)})
 	if err != nil {
 		return err
 	}

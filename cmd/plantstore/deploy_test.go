@@ -119,6 +119,11 @@ func TestComposeFile(t *testing.T) {
 	}
 	// Metrics: a listener of their own, reachable on the compose network,
 	// published on the host's loopback only.
+	// The API on every interface of the container (the binary's default
+	// is loopback only).
+	if got, want := ps.Environment["PLANTSTORE_ADDR"], ":8080"; got != want {
+		t.Errorf("PLANTSTORE_ADDR = %q, want %q (the published port reaches it)", got, want)
+	}
 	if got, want := ps.Environment["PLANTSTORE_METRICS_ADDR"], ":9464"; got != want {
 		t.Errorf("PLANTSTORE_METRICS_ADDR = %q, want %q (a scraper on the network reaches it)", got, want)
 	}
@@ -171,6 +176,8 @@ func TestDockerfile(t *testing.T) {
 	// The metrics listener on the container's interfaces, so that a scraper
 	// reaches it (the default, loopback, would be unreachable).
 	has(`^ENV .*PLANTSTORE_METRICS_ADDR=:9464( |$)`)
+	// The API too (the default, 127.0.0.1:8080, would be unreachable).
+	has(`^ENV .*PLANTSTORE_ADDR=:8080( |$)`)
 	hc := has(`^HEALTHCHECK .*CMD \["/usr/local/bin/plantstore", "healthcheck"`)
 	if !strings.Contains(hc, "/healthz") {
 		t.Errorf("HEALTHCHECK does not probe /healthz: %s", hc)
@@ -200,6 +207,7 @@ func TestSystemdUnit(t *testing.T) {
 		"ProtectSystem=strict", "PrivateTmp=yes", "Restart=on-failure", "EnvironmentFile=",
 		"KillSignal=SIGTERM",
 		"Environment=PLANTSTORE_METRICS_ADDR=127.0.0.1:9464", // metrics on loopback, apart from the API
+		"Environment=PLANTSTORE_ADDR=:8080",                  // the API on every interface, for a proxy on another host
 	} {
 		if !strings.Contains(unit, "\n"+want) {
 			t.Errorf("the unit lacks %s", want)

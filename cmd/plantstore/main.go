@@ -2,7 +2,7 @@
 //
 //	plantstore serve                  run the HTTP API
 //	plantstore migrate                apply schema migrations
-//	plantstore token create|list|revoke
+//	plantstore token create|list|revoke   (on the database file: --db, default data/plantstore.db)
 //	plantstore backup|restore         SQLite snapshot archive, while serving / into a stopped or new file
 //	plantstore copy                   every table from one database to another (SQLite <-> PostgreSQL), verified, resumable
 //	plantstore export|import          plants as JSON lines, with their owner, from/to any database
@@ -10,7 +10,7 @@
 //	plantstore plants create|get|list|update|delete|import   (a client of a server)
 //	plantstore webhooks create|list|get|update|delete|rotate-secret|deliveries|resend|recover|ping   (idem)
 //	plantstore events list|tail       (idem; tail follows the event stream)
-//	plantstore tokens list|create|show|revoke   (idem: the owner's tokens over the API, beside `token`)
+//	plantstore tokens list|create|show|revoke   (idem: the owner's tokens over the API; `token` works on the database)
 //	plantstore version                (also --version)
 //
 // Every flag can also be set from the environment (PLANTSTORE_ADDR,
@@ -57,14 +57,14 @@ func main() {
 type cli struct {
 	Serve   serveCmd         `cmd:"" help:"Run the HTTP API."`
 	Migrate migrateCmd       `cmd:"" help:"Apply pending schema migrations and exit."`
-	Token   tokenCmd         `cmd:"" help:"Create, list and revoke bearer tokens."`
+	Token   tokenCmd         `cmd:"" help:"On the database (--db, default data/plantstore.db; no server needed): create, list and revoke bearer tokens of any owner."`
 	Backup  backupCmd        `cmd:"" help:"Write a verified snapshot of a SQLite database, while it serves, as a tar archive with a manifest (--to FILE, or - for stdout)."`
 	Restore restoreCmd       `cmd:"" help:"Restore a SQLite database from a backup archive, verified against its manifest; never over a database in use."`
 	Plants  clientcli.Plants `cmd:"" help:"Client of a running server: create, get, list, update, delete and import plants."`
 
 	Webhooks clientcli.Webhooks `cmd:"" help:"Client of a running server: create, list, get, update and delete webhook subscriptions, rotate their secret, see, resend and recover their deliveries, ping them."`
 	Events   clientcli.Events   `cmd:"" help:"Client of a running server: list the owner's events, or tail them as they happen."`
-	Tokens   clientcli.Tokens   `cmd:"" help:"Client of a running server: list, create, show and revoke the owner's tokens over the API (the token needs tokens:manage)."`
+	Tokens   clientcli.Tokens   `cmd:"" help:"Client of a running server (--server, --token): list, create, show and revoke the calling token's owner's tokens over the API (the token needs tokens:manage)."`
 
 	Copy   copyCmd   `cmd:"" help:"Copy every table (plants, tokens, subscriptions and their secrets, deliveries, events) from one database to another, SQLite or PostgreSQL, while the source serves; verified, resumable."`
 	Export exportCmd `cmd:"" help:"Write a database's plants, every owner's, as JSON lines (one {owner,id,name,tag} per line)."`
@@ -75,6 +75,17 @@ type cli struct {
 
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 }
+
+// description opens `plantstore --help`: what the program is, and which
+// commands work on the database and which on a running server (token and
+// tokens read alike).
+const description = `Plant Store: a plant store HTTP API on SQLite or PostgreSQL, with bearer tokens.
+
+On the database itself (--db or PLANTSTORE_DB: a SQLite file, by default data/plantstore.db in the working directory, or a postgres:// URL; no server needed): serve, migrate, token, backup, restore, copy, export, import.
+
+Clients of a running server (--server URL, default http://127.0.0.1:8080, and --token or PLANTSTORE_TOKEN): plants, webhooks, events, tokens, healthcheck.
+
+So "token create" makes a token of any owner in the database file, and "tokens create" asks a running server for a token of the calling token's owner.`
 
 // env carries the process's environment and output streams to commands.
 type env struct {
@@ -96,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
 	parser, err := kong.New(&c,
 		kong.Name("plantstore"),
-		kong.Description("Plant Store: a plant store HTTP API on SQLite, with bearer tokens."),
+		kong.Description(description),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { exit = code }),
 		kong.Resolvers(cliflags.Resolver(getenv)),
@@ -113,7 +124,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cliexit.Code(exit) // --help, or a usage error kong already printed
 	}
 	if err != nil {
-		parser.Errorf("%s%s", err, cliflags.Source(parser.Model, err, getenv))
+		parser.Errorf("%s%s", cliflags.MissingEnv(parser.Model, err), cliflags.Source(parser.Model, err, getenv))
 		return cliexit.Code(2)
 	}
 	e.set = cliflags.Set(kctx, args, getenv)
@@ -121,11 +132,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // cliVars are the variables the help texts use: ${scopes} lists every
-// scope a token can carry, so that the help cannot omit one.
+// scope a token can carry, so that the help cannot omit one;
+// ${ttl_grammar} is the grammar of the --ttl flags.
 func cliVars() kong.Vars {
 	return kong.Vars{
 		"version":        buildinfo.String(version),
 		"scopes":         strings.Join(plantstore.KnownScopes, ", "),
 		"default_scopes": strings.Join(plantstore.DefaultScopes, ", "),
+		"ttl_grammar":    cliflags.TTLGrammar,
 	}
 }

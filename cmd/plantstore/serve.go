@@ -36,8 +36,8 @@ type serveCmd struct {
 	createDBFlag
 	Durability          string        `env:"PLANTSTORE_DURABILITY" default:"full" enum:"full,relaxed" help:"SQLite: full (fsynced before acknowledged) or relaxed."`
 	WALAutocheckpoint   int           `name:"sqlite-wal-autocheckpoint" env:"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT" default:"1000" placeholder:"PAGES" help:"SQLite: checkpoint the WAL once it holds this many pages (0: never)."`
-	Addr                string        `env:"PLANTSTORE_ADDR" default:":8080" help:"Address to listen on."`
-	MetricsAddr         string        `name:"metrics-addr" env:"PLANTSTORE_METRICS_ADDR" default:"127.0.0.1:9464" placeholder:"ADDR" help:"Serve GET /metrics on this address of its own (empty or off: none)."`
+	Addr                string        `env:"PLANTSTORE_ADDR" default:"127.0.0.1:8080" placeholder:"ADDR" help:"Address the API listens on; default ${default}, loopback only (:8080: every interface, as the container image sets)."`
+	MetricsAddr         string        `name:"metrics-addr" env:"PLANTSTORE_METRICS_ADDR" default:"127.0.0.1:9464" placeholder:"ADDR" help:"Serve GET /metrics on this address of its own; default ${default}, loopback only (empty or off: none)."`
 	PublicURL           string        `name:"public-url" env:"PLANTSTORE_PUBLIC_URL" placeholder:"URL" help:"The servers URL of /openapi.json (default: relative, /)."`
 	Migrate             bool          `env:"PLANTSTORE_MIGRATE" default:"true" negatable:"" help:"Apply pending schema migrations at start."`
 	BootstrapAdmin      bool          `env:"PLANTSTORE_BOOTSTRAP_ADMIN" default:"true" negatable:"" help:"With no token yet, create and print one for admin (${scopes})."`
@@ -497,8 +497,31 @@ func (c *serveCmd) bootstrap(ctx context.Context, tokens plantstore.TokenService
 		fmt.Fprintf(e.stderr, "plantstore: the database is in memory: no other command reaches it, and this token is new at every start (--bootstrap-token SECRET: the same one every time)\n")
 		return nil
 	}
-	fmt.Fprintf(e.stderr, "plantstore: make more with: plantstore token create --owner NAME [--scope S ...] [--ttl DURATION] --db %s\n", displayDB(c.DB))
+	fmt.Fprint(e.stderr, tokenCreateHint(c.DB))
 	return nil
+}
+
+// tokenCreateHint is the line after the bootstrap token that says how to
+// make more: a command that runs as printed. A postgres:// URL with a
+// password is not printed whole (logs keep it), and its masked form would
+// not connect: the command then reads the URL from $PLANTSTORE_DB, and a
+// second line shows which URL that is, its password masked.
+func tokenCreateHint(db string) string {
+	const cmd = "plantstore: make more with: plantstore token create --owner NAME [--scope S ...] [--ttl DURATION] --db "
+	if shown := displayDB(db); shown != db {
+		return cmd + "\"$PLANTSTORE_DB\"\n" +
+			"plantstore: PLANTSTORE_DB: this server's --db, " + shown + " (its password masked here)\n"
+	}
+	return cmd + shellQuote(db) + "\n"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds a character the
+// shell would take as syntax (a URL's ? and &, spaces).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:@,+=%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // newLogHandler logs JSON lines to stderr, or text when stderr is a

@@ -12,6 +12,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/clientcli"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cliflags"
 	"github.com/plantstore/plantstore/service"
 )
 
@@ -24,9 +25,9 @@ type tokenCmd struct {
 
 type tokenCreateCmd struct {
 	dbFlags
-	Owner string        `required:"" help:"Owner of the plants the token reaches."`
-	Scope []string      `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable, or comma-separated): ${scopes}. Default: ${default_scopes}."`
-	TTL   time.Duration `name:"ttl" help:"Lifetime, e.g. 720h; 0 or absent: no expiry; at most 100 years (876600h)."`
+	Owner string       `required:"" help:"Owner of the plants the token reaches."`
+	Scope []string     `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable, or comma-separated): ${scopes}. Default: ${default_scopes}."`
+	TTL   cliflags.TTL `name:"ttl" placeholder:"DURATION" help:"Lifetime, ${ttl_grammar}; at most 100 years (36525d); absent: no expiry."`
 	// Create is --create: without it a SQLite --db that does not exist is
 	// an error naming it (a command run in the wrong directory must not
 	// print a token of a new, empty database that no server reads).
@@ -57,7 +58,7 @@ func (c *tokenCreateCmd) Run(ctx context.Context, e *env) error {
 	for _, s := range c.Scope {
 		scopes = append(scopes, strings.Fields(strings.ReplaceAll(s, ",", " "))...)
 	}
-	tok, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: c.TTL})
+	tok, secret, err := tokenService(db).CreateToken(ctx, plantstore.TokenRequest{Owner: c.Owner, Scopes: scopes, TTL: time.Duration(c.TTL)})
 	if err != nil && plantstore.ErrorCode(err) == plantstore.CodeInvalidBody {
 		return &cliexit.UsageError{Err: cliError(err)} // a scope or TTL the flags gave
 	}

@@ -105,6 +105,9 @@ func TestServeBootstrapScopes(t *testing.T) {
 			if !strings.Contains(s.stderr.String(), strings.Join(want, " ")) {
 				t.Fatalf("start-up does not name the scopes %v:\n%s", want, s.stderr)
 			}
+			if re := readmeBootstrapRE(t); tt.args == nil && !re.MatchString(s.stderr.String()) {
+				t.Fatalf("start-up does not say what README.md shows (%s):\n%s", re, s.stderr)
+			}
 			for _, req := range []struct{ method, path, body string }{
 				{"POST", "/plants", `{"id":1,"name":"Fern"}`},
 				{"GET", "/plants", ""},

@@ -42,7 +42,7 @@ func TestTokensCLI(t *testing.T) {
 	run := func(args ...string) result { t.Helper(); return mustSucceed(t, ps.tokens(t, adminSecret, args...)) }
 
 	var created client.Token
-	decodeResult(t, run("create", "--scope", "plants:read", "--ttl", "1h"), &created)
+	decodeResult(t, run("create", "--scope", "plants:read", "--ttl", "3600"), &created) // seconds, as the API's ttl
 	if !strings.HasPrefix(created.ID, "tok_") || !strings.HasPrefix(created.Secret, plantstore.TokenPrefix) ||
 		created.ExpiresAt == nil || created.ExpiresAt.Sub(created.CreatedAt) != time.Hour || created.Status != "active" ||
 		created.Last4 == nil || *created.Last4 != created.Secret[len(created.Secret)-4:] {
@@ -152,7 +152,7 @@ func TestTokensCLIUsage(t *testing.T) {
 			t.Errorf("%v: exit %d (%v), want 2", args, cliexit.Status(r.err), r.err)
 		}
 	}
-	if r := runCLI(t, nil, "tokens", "list"); cliexit.Status(r.err) != 2 || !strings.Contains(r.stderr, "--token") {
+	if r := runCLI(t, nil, "tokens", "list"); cliexit.Status(r.err) != 2 || !strings.Contains(r.stderr, "--token=STRING (or PLANTSTORE_TOKEN)") {
 		t.Errorf("no token: exit %d, stderr %q; want 2 naming --token", cliexit.Status(r.err), r.stderr)
 	}
 }

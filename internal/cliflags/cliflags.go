@@ -102,3 +102,31 @@ func Source(app *kong.Application, err error, getenv func(string) string) string
 	}
 	return ""
 }
+
+// MissingEnv is the message of a parse error, where kong's "missing flags:
+// --token=STRING" also names the environment variable each missing flag
+// reads: "missing flags: --token=STRING (or PLANTSTORE_TOKEN)". Any other
+// error's message is returned as it is.
+func MissingEnv(app *kong.Application, err error) string {
+	const prefix = "missing flags: "
+	msg := err.Error()
+	list, ok := strings.CutPrefix(msg, prefix)
+	if !ok {
+		return msg
+	}
+	envs := map[string][]string{} // by the flag's summary, as kong lists it
+	for _, cmd := range Commands(app) {
+		for _, f := range cmd.Flags {
+			if len(f.Envs) > 0 {
+				envs[f.Summary()] = f.Envs
+			}
+		}
+	}
+	items := strings.Split(list, ", ")
+	for i, item := range items {
+		if names := envs[item]; len(names) > 0 {
+			items[i] = item + " (or " + strings.Join(names, " or ") + ")"
+		}
+	}
+	return prefix + strings.Join(items, ", ")
+}

@@ -61,3 +61,27 @@ func TestSource(t *testing.T) {
 		t.Errorf("Source of another flag's error = %q", got)
 	}
 }
+
+func TestMissingEnv(t *testing.T) {
+	t.Parallel()
+	var c struct {
+		Get struct {
+			Token  string `required:"" env:"APP_TOKEN"`
+			Server string `required:""`
+		} `cmd:""`
+	}
+	parser, err := kong.New(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = parser.Parse([]string{"get"})
+	if err == nil {
+		t.Fatal("no error without the required flags")
+	}
+	if got, want := cliflags.MissingEnv(parser.Model, err), "missing flags: --server=STRING, --token=STRING (or APP_TOKEN)"; got != want {
+		t.Errorf("MissingEnv(%q) = %q, want %q", err, got, want)
+	}
+	if got := cliflags.MissingEnv(parser.Model, errors.New("--limit: bad")); got != "--limit: bad" {
+		t.Errorf("MissingEnv of another error = %q, want it unchanged", got)
+	}
+}
