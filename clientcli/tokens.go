@@ -67,7 +67,7 @@ type tokensCreateCmd struct {
 	clientFlags
 	formatFlag
 	Scope []string     `name:"scope" required:"" sep:"none" placeholder:"SCOPE" help:"A scope of the new token (repeatable, or comma-separated)."`
-	TTL   cliflags.TTL `name:"ttl" placeholder:"DURATION" help:"Lifetime, ${ttl_grammar}; absent: no expiry (only from a token that has none)."`
+	TTL   cliflags.TTL `name:"ttl" placeholder:"DURATION" help:"Lifetime, ${ttl_grammar}; 0 or absent: no expiry (only from a token that has none)."`
 }
 
 // Run creates the token and prints it with its secret, the only time the

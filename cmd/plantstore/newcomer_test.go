@@ -119,8 +119,13 @@ func TestTTLGrammarCLI(t *testing.T) {
 			t.Errorf("token create --ttl %s: expires %v, want in [%v, %v]", ttl, tok.ExpiresAt, lo, hi)
 		}
 	}
+	// Zero is no expiry, as an absent --ttl (what the CLI has always taken).
+	secret := strings.TrimSpace(mustRun(t, "token", "create", "--owner", "alice", "--ttl", "0", "--db", path).stdout)
+	if tok := storedToken(t, path, secret); tok.ExpiresAt != nil {
+		t.Errorf("token create --ttl 0: expires %v, want never", tok.ExpiresAt)
+	}
 	env := map[string]string{"PLANTSTORE_TOKEN": "t", "PLANTSTORE_SERVER": "http://127.0.0.1:1"}
-	for _, ttl := range []string{"30d30d", "1h30m", "0", "-1h", "-3600", "1.5h", "soon", "36526d"} {
+	for _, ttl := range []string{"30d30d", "1h30m", "-1h", "-3600", "1.5h", "soon", "36526d"} {
 		for _, cmd := range [][]string{{"token", "create", "--owner", "alice", "--db", path}, {"tokens", "create", "--scope", "plants:read"}} {
 			r := runCLI(t, env, append(cmd, "--ttl="+ttl)...)
 			if cliexit.Status(r.err) != 2 || !strings.Contains(r.stderr, "--ttl: ") {

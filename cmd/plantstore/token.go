@@ -27,7 +27,7 @@ type tokenCreateCmd struct {
 	dbFlags
 	Owner string       `required:"" help:"Owner of the plants the token reaches."`
 	Scope []string     `name:"scope" sep:"none" placeholder:"SCOPE" help:"A scope to grant (repeatable, or comma-separated): ${scopes}. Default: ${default_scopes}."`
-	TTL   cliflags.TTL `name:"ttl" placeholder:"DURATION" help:"Lifetime, ${ttl_grammar}; at most 100 years (36525d); absent: no expiry."`
+	TTL   cliflags.TTL `name:"ttl" placeholder:"DURATION" help:"Lifetime, ${ttl_grammar}; at most 100 years (36525d); 0 or absent: no expiry."`
 	// Create is --create: without it a SQLite --db that does not exist is
 	// an error naming it (a command run in the wrong directory must not
 	// print a token of a new, empty database that no server reads).

@@ -21,9 +21,10 @@ var ttlUnits = map[string]time.Duration{"": time.Second, "s": time.Second, "m": 
 
 // ParseTTL reads a token lifetime written as TTLGrammar says: 3600, 3600s,
 // 90m, 720h or 30d. Anything else (a repeated or mixed unit such as 30d30d
-// or 1h30m, a sign, a fraction, spaces), zero, and more than
-// plantstore.MaxTokenTTL (100 years) are refused with an error stating the
-// grammar or the bound.
+// or 1h30m, a sign, a fraction, spaces) and more than plantstore.MaxTokenTTL
+// (100 years) are refused with an error stating the grammar or the bound.
+// Zero (0, 0s, 0d) is 0: no expiry, as an absent flag, which the CLI has
+// always accepted.
 func ParseTTL(s string) (time.Duration, error) {
 	m := ttlRE.FindStringSubmatch(s)
 	if m == nil {
@@ -34,14 +35,11 @@ func ParseTTL(s string) (time.Duration, error) {
 	if err != nil || n > int64(plantstore.MaxTokenTTL/unit) {
 		return 0, fmt.Errorf("%q: a lifetime is at most 100 years (36525d)", s)
 	}
-	if n == 0 {
-		return 0, fmt.Errorf("%q: a lifetime must be more than 0 (leave --ttl out for a token that never expires)", s)
-	}
 	return time.Duration(n) * unit, nil
 }
 
 // TTL is a --ttl flag: a token lifetime parsed by ParseTTL; 0 when the
-// flag is absent (the token never expires).
+// flag is absent or zero (the token never expires).
 type TTL time.Duration
 
 // UnmarshalText parses the flag's value with ParseTTL.

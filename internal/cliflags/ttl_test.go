@@ -23,6 +23,9 @@ func TestParseTTL(t *testing.T) {
 		{"720h", 720 * time.Hour},
 		{"30d", 30 * 24 * time.Hour},
 		{"007d", 7 * 24 * time.Hour},
+		{"0", 0}, // no expiry, as an absent --ttl
+		{"0s", 0},
+		{"00d", 0},
 		{"36525d", 36525 * 24 * time.Hour},  // 100 years: the bound itself
 		{"876600h", 36525 * 24 * time.Hour}, // idem
 		{"3155760000", 36525 * 24 * time.Hour},
@@ -48,9 +51,6 @@ func TestParseTTL(t *testing.T) {
 		{"1y", "is not a lifetime"},
 		{"d", "is not a lifetime"},
 		{"١٢", "is not a lifetime"}, // Arabic-Indic digits are not [0-9]
-		{"0", "must be more than 0"},
-		{"0s", "must be more than 0"},
-		{"00d", "must be more than 0"},
 		{"36526d", "at most 100 years"},
 		{"876601h", "at most 100 years"},
 		{"3155760001", "at most 100 years"},
