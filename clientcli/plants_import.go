@@ -20,6 +20,7 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/outfile"
 	"github.com/plantstore/plantstore/plantlines"
 )
 
@@ -136,6 +137,10 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *Env) error {
 	}
 	var rejects *os.File
 	if c.Rejects != "" {
+		// Truncated and written: never a database nor a file kept beside one.
+		if err := outfile.Check(c.Rejects, true); err != nil {
+			return fmt.Errorf("plants import: --rejects: %w", err)
+		}
 		if rejects, err = os.Create(c.Rejects); err != nil {
 			return fmt.Errorf("plants import: --rejects: %w", err)
 		}

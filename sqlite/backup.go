@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/plantstore/plantstore/internal/dbfile"
 )
 
 // Backups and restores of a database file (plantstore backup / restore).
@@ -284,7 +285,7 @@ func LockForOverwrite(path string) (release func(), err error) {
 	} else if err := checkSQLiteUsers(path); err != nil {
 		return nil, err
 	}
-	db, err := isDatabaseFile(path)
+	db, err := dbfile.IsDatabase(path)
 	if err == nil && !db {
 		for _, side := range []string{path + "-wal", path + "-shm"} {
 			if _, serr := os.Lstat(side); serr == nil {
@@ -301,27 +302,6 @@ func LockForOverwrite(path string) (release func(), err error) {
 		return nil, fmt.Errorf("%w: %s", ErrIsDatabase, path)
 	}
 	return release, nil
-}
-
-// sqliteHeader starts every SQLite database file.
-const sqliteHeader = "SQLite format 3\x00"
-
-// isDatabaseFile reports whether the file at path starts with the SQLite
-// header; a missing file is not a database.
-func isDatabaseFile(path string) (bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	} else if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	var b [len(sqliteHeader)]byte
-	n, err := io.ReadFull(f, b[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return false, err
-	}
-	return string(b[:n]) == sqliteHeader, nil
 }
 
 // releaseInUse drops the in-use lock Open took, once.

@@ -25,13 +25,13 @@ const pgBackupHelp = "back PostgreSQL up with its own tools: `pg_dump --format=c
 type backupCmd struct {
 	DB        string        `name:"db" env:"PLANTSTORE_DB" default:"data/plantstore.db" help:"The SQLite database file to back up (a server may be serving it)."`
 	To        string        `name:"to" required:"" placeholder:"FILE" help:"Where to write the archive (a tar file); - for stdout."`
-	Force     bool          `name:"force" help:"Replace FILE if it exists (never a database)."`
+	Force     bool          `name:"force" help:"Replace FILE if it exists (never a database, nor its -wal, -shm, -journal or .lock)."`
 	DBTimeout time.Duration `name:"db-timeout" env:"PLANTSTORE_DB_TIMEOUT" default:"10s" help:"How long to wait for the database while it is locked (a checkpoint, a recovery)."`
 }
 
 // Help is the long help of backup.
 func (c *backupCmd) Help() string {
-	return `Writes a consistent snapshot of a SQLite database, taken while a server may be serving it (SQLite's online backup API: writers are not blocked), as a tar archive of plantstore.db and manifest.json (format, schema version, row count of every table, size and SHA-256 of the database). The snapshot is checked (PRAGMA integrity_check, schema version, counts) before the archive is written; it needs free space for the snapshot next to FILE (in $TMPDIR for --to -) and for the archive. A one-line summary (key=value) goes to stderr; stdout carries only the archive of --to -. Exit 0: written; 1: failed (nothing left at FILE); 2: usage.`
+	return `Writes a consistent snapshot of a SQLite database, taken while a server may be serving it (SQLite's online backup API: writers are not blocked), as a tar archive of plantstore.db and manifest.json (format, schema version, row count of every table, size and SHA-256 of the database). The snapshot is checked (PRAGMA integrity_check, schema version, counts) before the archive is written; it needs free space for the snapshot next to FILE (in $TMPDIR for --to -) and for the archive. A one-line summary (key=value) goes to stderr; stdout carries only the archive of --to -. FILE is never a SQLite database, nor its -wal, -shm, -journal or .lock, even with --force. Exit 0: written; 1: failed or refused (nothing left at FILE); 2: usage.`
 }
 
 // Run writes the backup.
@@ -43,6 +43,9 @@ func (c *backupCmd) Run(ctx context.Context, e *env) error {
 		return cliexit.Usagef("backup: --db memory: is a database in serve's memory: nothing else can read it")
 	case c.DBTimeout <= 0:
 		return cliexit.Usagef("--db-timeout must be positive")
+	}
+	if err := notCompanion("--db", c.DB); err != nil {
+		return err
 	}
 	start := time.Now()
 	toStdout := c.To == "-"

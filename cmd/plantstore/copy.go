@@ -37,6 +37,13 @@ func (c *copyCmd) Run(ctx context.Context, e *env) error {
 	case sameDatabase(c.From, c.To):
 		return cliexit.Usagef("--from and --to are the same database")
 	}
+	// Both checked before either is opened: --to is created and written.
+	if err := notCompanion("--from", c.From); err != nil {
+		return err
+	}
+	if err := notCompanion("--to", c.To); err != nil {
+		return err
+	}
 	warn := func(msg string) { fmt.Fprintf(e.stderr, "plantstore: warning: %s\n", msg) }
 	from := &dbFlags{DB: c.From, DBMaxConns: 2, DBStatementTimeout: c.Timeout, DBTimeout: c.Timeout, create: createNever, warn: warn}
 	src, err := from.open(ctx, false)

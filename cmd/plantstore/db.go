@@ -14,6 +14,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/dbfile"
 	"github.com/plantstore/plantstore/portable"
 	"github.com/plantstore/plantstore/postgres"
 	"github.com/plantstore/plantstore/service"
@@ -197,6 +198,9 @@ func (f *dbFlags) connect(ctx context.Context) (portable.Backend, error) {
 	}
 	missing := false
 	if !isPostgres(f.DB) && !isMemory(f.DB) {
+		if err := notCompanion("--db", f.DB); err != nil {
+			return nil, err
+		}
 		_, err := os.Stat(f.DB)
 		missing = errors.Is(err, fs.ErrNotExist)
 	}
@@ -205,6 +209,25 @@ func (f *dbFlags) connect(ctx context.Context) (portable.Backend, error) {
 	}
 	f.created = missing
 	return db, nil
+}
+
+// notCompanion refuses a database path (given by flag) naming a file kept
+// beside a SQLite database (its -wal, -shm, -journal, .lock): opening it as
+// a database would create or change it, and with it that database's
+// commits or locks. A PostgreSQL URL or memory: is no file.
+func notCompanion(flag, db string) error {
+	if isPostgres(db) || isMemory(db) {
+		return nil
+	}
+	err := dbfile.CheckNotCompanion(db)
+	var ce *dbfile.CompanionError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%s: %w: not a database of its own, never opened nor written; give the database's own path", flag, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return nil
 }
 
 // backend returns the backend the flags select, not yet opened.

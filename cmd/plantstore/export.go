@@ -20,7 +20,7 @@ import (
 type exportCmd struct {
 	dbFlags
 	To    string `name:"to" default:"-" placeholder:"FILE" help:"Where to write the JSON lines: a new file, or - for stdout."`
-	Force bool   `name:"force" help:"Replace --to if it exists (never a database)."`
+	Force bool   `name:"force" help:"Replace --to if it exists (never a database, nor its -wal, -shm, -journal or .lock)."`
 	Owner string `name:"owner" help:"Only this owner's plants (default: every owner's)."`
 }
 

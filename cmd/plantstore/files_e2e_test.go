@@ -120,3 +120,104 @@ func TestExportOverwrite(t *testing.T) {
 	check("export --force over a stopped database", runCLI(t, nil, "export", "--db", db, "--to", served, "--force"), "is a SQLite database")
 	check("backup --force over a stopped database", runCLI(t, nil, "backup", "--db", db, "--to", served, "--force"), "is a SQLite database")
 }
+
+// TestNeverWritesDatabaseFiles: no command writes, creates or opens as a
+// database a file kept beside a SQLite database (its -wal, which holds
+// commits not yet in the database file, -shm, -journal, .lock), not even
+// with --force, however the path names it (a symbolic link, dir/..): each
+// exits 1 naming the database, the files keep their bytes, no -journal
+// appears and the database still has its rows.
+func TestNeverWritesDatabaseFiles(t *testing.T) {
+	t.Parallel()
+	db := migrated(t)
+	dir := filepath.Dir(db)
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "b.tar")
+	mustRun(t, "backup", "--db", db, "--to", archive)
+	// A connection held open, as a server's: the plants imported next stay
+	// in the -wal, the only copy of those commits.
+	openStore(t, db)
+	mustRun(t, "import", "--db", db, "--from", writeFile(t, "p.jsonl", `{"owner":"a","id":1,"name":"x"}`+"\n"+`{"owner":"a","id":2,"name":"y"}`+"\n"))
+	before := map[string][]byte{}
+	for _, side := range []string{"-wal", "-shm", ".lock"} {
+		b, err := os.ReadFile(db + side)
+		if err != nil || (side == "-wal" && len(b) == 0) {
+			t.Fatalf("%s%s: %d bytes, %v; want the open database's", db, side, len(b), err)
+		}
+		before[db+side] = b
+	}
+	wal := db + "-wal"
+	link := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.Symlink(wal, link); err != nil {
+		t.Fatal(err)
+	}
+	dotdot := dir + "/sub/../" + filepath.Base(db) + "-wal"
+	rejectsIn := writeFile(t, "in.jsonl", `{"id":1,"name":"x"}`+"\n")
+
+	refused := [][]string{
+		{"export", "--db", db, "--to", wal, "--force"},
+		{"export", "--db", db, "--to", db + "-shm", "--force"},
+		{"export", "--db", db, "--to", db + "-journal", "--force"},
+		{"export", "--db", db, "--to", db + "-journal"},
+		{"export", "--db", db, "--to", db + ".lock", "--force"},
+		{"export", "--db", db, "--to", link, "--force"},
+		{"export", "--db", db, "--to", dotdot, "--force"},
+		{"backup", "--db", db, "--to", wal, "--force"},
+		{"backup", "--db", db, "--to", db + ".lock", "--force"},
+		{"backup", "--db", db, "--to", link, "--force"},
+		{"backup", "--db", db, "--to", dotdot, "--force"},
+		{"backup", "--db", wal, "--to", filepath.Join(t.TempDir(), "w.tar")},
+		{"restore", "--from", archive, "--db", wal, "--force"},
+		{"restore", "--from", archive, "--db", db + "-shm", "--force"},
+		{"restore", "--from", archive, "--db", db + "-journal"},
+		{"restore", "--from", archive, "--db", db + ".lock", "--force"},
+		{"restore", "--from", archive, "--db", link, "--force"},
+		{"restore", "--from", archive, "--db", dotdot, "--force"},
+		{"migrate", "--db", db + "-journal"},
+		{"migrate", "--db", link},
+		{"token", "create", "--owner", "a", "--create", "--db", db + ".lock"},
+		{"copy", "--from", db, "--to", db + "-journal"},
+		{"export", "--db", wal},
+		{"plants", "import", rejectsIn, "--server", "http://127.0.0.1:1", "--token", "t", "--rejects", wal},
+		{"plants", "import", rejectsIn, "--server", "http://127.0.0.1:1", "--token", "t", "--rejects", link},
+	}
+	for _, args := range refused {
+		r := runCLI(t, nil, args...)
+		if cliexit.Status(r.err) != 1 || !strings.Contains(r.err.Error(), "of the SQLite database "+db) {
+			t.Errorf("plantstore %s: %v, want exit 1 naming the database %s", strings.Join(args, " "), r.err, db)
+		}
+	}
+	// serve --create-db: a process of its own (a server that started
+	// would not return).
+	code, _, stderr := execBinary(t, nil, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "", "--create-db", "--db", db+"-journal")
+	if code != 1 || !strings.Contains(stderr, "of the SQLite database "+db) {
+		t.Errorf("serve --create-db --db %s-journal: exit %d, want 1 naming the database:\n%s", db, code, stderr)
+	}
+	// The database itself as --rejects: open in this process, never
+	// truncated.
+	r := runCLI(t, nil, "plants", "import", rejectsIn, "--server", "http://127.0.0.1:1", "--token", "t", "--rejects", db)
+	if cliexit.Status(r.err) != 1 || !strings.Contains(r.err.Error(), "open in another process") {
+		t.Errorf("plants import --rejects DB: %v, want exit 1 (a database open in another process)", r.err)
+	}
+
+	for p, b := range before {
+		if after, err := os.ReadFile(p); err != nil || !bytes.Equal(after, b) {
+			t.Errorf("%s changed (%v)", p, err)
+		}
+	}
+	for _, name := range dirNames(t, dir) {
+		switch {
+		case strings.HasSuffix(name, "-journal"), strings.Contains(name, ".tmp-"), strings.Contains(name, ".restore-"),
+			strings.HasSuffix(name, "-wal.lock"), strings.HasSuffix(name, "-wal-wal"), strings.HasSuffix(name, "-journal.lock"):
+			t.Errorf("%s left beside the database", name)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symbolic link to the -wal was replaced (%v)", err)
+	}
+	if out := mustRun(t, "export", "--db", db).stdout; strings.Count(out, "\n") != 2 {
+		t.Errorf("the database holds %q, want its 2 plants", out)
+	}
+}

@@ -23,7 +23,7 @@ type restoreCmd struct {
 
 // Help is the long help of restore.
 func (c *restoreCmd) Help() string {
-	return `Restores a SQLite database from a plantstore backup archive. The database is written to a temporary file beside --db and checked against the manifest (size, SHA-256, PRAGMA integrity_check, schema version not newer than this plantstore, the row count of every table) before it replaces anything; then the -wal and -shm files of the database replaced are removed (they belong to it) and the file is renamed into place (mode 0600, with the owner of the file replaced), fsynced. A database that a plantstore server or command (or any SQLite program in WAL mode) has open is never replaced: stop the server first. An existing database is replaced only with --force. Exit 0: restored; 1: refused or failed (--db untouched); 2: usage.`
+	return `Restores a SQLite database from a plantstore backup archive. The database is written to a temporary file beside --db and checked against the manifest (size, SHA-256, PRAGMA integrity_check, schema version not newer than this plantstore, the row count of every table) before it replaces anything; then the -wal and -shm files of the database replaced are removed (they belong to it) and the file is renamed into place (mode 0600, with the owner of the file replaced), fsynced. A database that a plantstore server or command (or any SQLite program in WAL mode) has open is never replaced: stop the server first. An existing database is replaced only with --force; a --db that is the -wal, -shm, -journal or .lock of a database is refused, even with --force. Exit 0: restored; 1: refused or failed (--db untouched); 2: usage.`
 }
 
 // Run restores the archive.
@@ -35,6 +35,10 @@ func (c *restoreCmd) Run(ctx context.Context, e *env) error {
 		return cliexit.Usagef("restore: --db memory: is a database in serve's memory: restore into a file and serve that")
 	case c.DB == "":
 		return cliexit.Usagef("--db: a database path is required")
+	}
+	// Restore writes --db: never a file kept beside a database.
+	if err := notCompanion("--db", c.DB); err != nil {
+		return err
 	}
 	start := time.Now()
 	if fi, err := os.Stat(c.DB); err == nil {

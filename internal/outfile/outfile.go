@@ -2,7 +2,9 @@
 // --to): whole or absent (written beside it, fsynced, renamed, the
 // directory fsynced), mode 0600 whatever the umask, an existing file
 // replaced only when asked, and never a SQLite database nor a file a
-// process has open as one (sqlite.LockForOverwrite, held over the rename).
+// process has open as one (sqlite.LockForOverwrite, held over the rename),
+// nor a file kept beside a database (its -wal, -shm, -journal, .lock:
+// dbfile.CheckNotCompanion), whether it exists or not.
 package outfile
 
 import (
@@ -13,13 +15,18 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/plantstore/plantstore/internal/dbfile"
 	"github.com/plantstore/plantstore/sqlite"
 )
 
 // Check refuses early, before any work, an output file that Write would
 // refuse at the end: a directory; an existing file without replace; a
-// SQLite database, or a file a process has open as one.
+// SQLite database, or a file a process has open as one; a file kept beside
+// a database, existing or not.
 func Check(path string, replace bool) error {
+	if err := notCompanion(path); err != nil {
+		return err
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
@@ -35,6 +42,17 @@ func Check(path string, replace bool) error {
 	}
 	release()
 	return nil
+}
+
+// notCompanion refuses a path that names a file kept beside a SQLite
+// database (dbfile.CheckNotCompanion).
+func notCompanion(path string) error {
+	err := dbfile.CheckNotCompanion(path)
+	var ce *dbfile.CompanionError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: never written, not even with --force (that database would lose commits, or be replaceable while served); give another file name", err)
+	}
+	return err
 }
 
 // overwriteError explains an error of sqlite.LockForOverwrite.
@@ -53,8 +71,12 @@ func overwriteError(path string, err error) error {
 // directory: path is either as before or complete. Without replace an
 // existing path is an error (checked again at the end); with replace, a
 // SQLite database at path, or a file a process has open as a database, is
-// never replaced. It returns the bytes written.
+// never replaced; nor is a file kept beside a database ever written (see
+// Check). It returns the bytes written.
 func Write(path string, replace bool, write func(io.Writer) error) (int64, error) {
+	if err := notCompanion(path); err != nil {
+		return 0, err
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -81,6 +103,10 @@ func Write(path string, replace bool, write func(io.Writer) error) (int64, error
 	}
 	if err := f.Close(); err != nil {
 		return cw.n, fmt.Errorf("write %s: %w", f.Name(), err)
+	}
+	// Checked again at the end: the database may have appeared meanwhile.
+	if err := notCompanion(path); err != nil {
+		return cw.n, err
 	}
 	if !replace {
 		// A hard link does not replace: an existing path fails here.

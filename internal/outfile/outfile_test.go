@@ -66,3 +66,66 @@ func TestNeverOverDatabase(t *testing.T) {
 		t.Error("Write over a database: no error")
 	}
 }
+
+// TestNeverCompanion: a file kept beside a database (its -wal, -shm,
+// -journal, .lock; named through a symbolic link or "..") is never
+// written, with replace or without, existing or not: the error names the
+// database, the file keeps its bytes and nothing is left beside it.
+func TestNeverCompanion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plantstore.db")
+	db := sqlite.NewDB(path)
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.Symlink(path+"-wal", link); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]byte{}
+	for _, side := range []string{"-wal", "-shm", ".lock"} {
+		b, err := os.ReadFile(path + side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[path+side] = b
+	}
+	for _, target := range []string{path + "-wal", path + "-shm", path + ".lock", path + "-journal", link, dir + "/sub/../plantstore.db-wal"} {
+		for _, replace := range []bool{true, false} {
+			check := func(what string, err error) {
+				t.Helper()
+				if err == nil || !strings.Contains(err.Error(), "SQLite database "+path) || !strings.Contains(err.Error(), "never written") {
+					t.Errorf("%s(%s, replace %v) = %v, want a refusal naming %s", what, target, replace, err, path)
+				}
+			}
+			check("Check", outfile.Check(target, replace))
+			_, err := outfile.Write(target, replace, write("x\n"))
+			check("Write", err)
+		}
+	}
+	for p, b := range before {
+		if after, err := os.ReadFile(p); err != nil || string(after) != string(b) {
+			t.Errorf("%s changed (%v)", p, err)
+		}
+	}
+	if _, err := os.Lstat(path + "-journal"); err == nil {
+		t.Error("a -journal was created")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("%s left beside the database", e.Name())
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symbolic link was replaced (%v)", err)
+	}
+}
