@@ -25,7 +25,7 @@ type Attempt struct {
 	Attempt        int
 	AttemptedAt    time.Time
 	StatusCode     int    // 0: no answer
-	Error          string // why no answer came
+	Error          string // why no answer came: the kind of failure only (AttemptResult.Error)
 	Duration       time.Duration
 	ResponseBody   string        // the first bytes of the answer (ResponseExcerpt)
 	State          DeliveryState // the delivery's state after this attempt
@@ -87,8 +87,12 @@ const (
 type AttemptResult struct {
 	AttemptedAt time.Time // OutboxService: zero means now
 	StatusCode  int
-	Error       string
-	Duration    time.Duration
+	// Error says why no answer came, as the owner sees it: the kind of
+	// failure only ("connection refused", "name did not resolve", ...:
+	// webhook's Failure phrases), never an address a name resolved to or
+	// the server's name servers, which go to the log.
+	Error    string
+	Duration time.Duration
 	// ResponseBody is the first bytes of the answer (ResponseExcerpt).
 	ResponseBody string
 	// Outcome: succeeded, failed (give up), or pending with NextAttemptAt.

@@ -48,7 +48,8 @@ type Config struct {
 	// CheckWebhookURL, if set, refuses a subscription URL (POST /webhooks,
 	// PATCH /webhooks/{id} with a url) that deliveries could never reach,
 	// with an error whose message says why in a phrase that follows "url: "
-	// in the 400 (40002). cmd wires webhook.CheckURL unless
+	// in the 400 (40002). cmd wires webhook.CheckURL, or webhook.CheckHost
+	// (hosts that are neither an address nor a name only) with
 	// --webhook-allow-private; nil: every URL ValidateWebhookURL accepts.
 	CheckWebhookURL func(url string) error
 	// OnEvent, if set, is told the type of every event written, after its

@@ -53,8 +53,7 @@ const (
 	completeTimeout = 10 * time.Second
 	// statsInterval is how often the queue gauges are refreshed from
 	// OutboxStats.
-	statsInterval  = 5 * time.Second
-	maxErrorLength = 512
+	statsInterval = 5 * time.Second
 )
 
 // DefaultSchedule is the nominal wait after each failed attempt: a delivery
@@ -413,7 +412,7 @@ func (s *dispatch) prune(ctx context.Context) {
 
 // deliver makes one attempt at t and records it.
 func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
-	r := s.attempt(ctx, t)
+	r, detail := s.attempt(ctx, t)
 	outcome := OutcomeRetry
 	switch {
 	case r.State == plantstore.DeliverySucceeded:
@@ -432,7 +431,10 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 		"duration", r.Duration,
 	}
 	if r.Error != "" {
-		attrs = append(attrs, "err", r.Error)
+		attrs = append(attrs, "error", r.Error)
+	}
+	if detail != nil {
+		attrs = append(attrs, "err", detail)
 	}
 	if r.NextAttemptAt != nil {
 		attrs = append(attrs, "next_attempt_at", *r.NextAttemptAt)
@@ -456,23 +458,27 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 }
 
 // attempt POSTs t once, its body rendered from its facts now (package
-// eventjson), and says what came of it.
-func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.AttemptResult {
+// eventjson), and says what came of it. The result's Error, which the
+// tenant sees, names the kind of failure only (failureKind); the error
+// that caused it, for the server's log, is returned beside it (nil when
+// the request was sent and answered), without the URL, which may carry
+// credentials.
+func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) (r plantstore.AttemptResult, detail error) {
 	start := s.now()
-	r := plantstore.AttemptResult{AttemptedAt: start}
+	r.AttemptedAt = start
 	body := eventjson.Body(t)
 	sig, err := Sign(t.MessageID, start, body, t.Secrets)
 	if err != nil {
 		// No valid secret: retrying cannot help.
-		r.State, r.Error = plantstore.DeliveryFailed, err.Error()
-		return r
+		r.State, r.Error = plantstore.DeliveryFailed, "no valid signing secret"
+		return r, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
-		r.State, r.Error = plantstore.DeliveryFailed, "invalid url: "+unwrapURLError(err)
-		return r
+		r.State, r.Error = plantstore.DeliveryFailed, "invalid url"
+		return r, unwrapURLError(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
@@ -508,17 +514,17 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 		// same way, so the delivery fails now. Like any failed attempt it
 		// counts toward the subscription's failing streak
 		// (--webhook-disable-after); recover re-queues it once the name
-		// is fixed.
-		r.State, r.Error = plantstore.DeliveryFailed, unwrapURLError(err)+": "+AllowPrivateHint
-		return r
+		// is fixed. Which address it resolved to goes to the log only.
+		r.State, r.Error = plantstore.DeliveryFailed, FailureForbiddenAddress+": "+AllowPrivateHint
+		return r, unwrapURLError(err)
 	case err != nil:
-		r.Error = unwrapURLError(err)
+		r.Error, detail = failureKind(err), unwrapURLError(err)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		r.StatusCode, r.State = resp.StatusCode, plantstore.DeliverySucceeded
-		return r
+		return r, nil
 	case resp.StatusCode == http.StatusGone:
 		r.StatusCode, r.State, r.Disable = resp.StatusCode, plantstore.DeliveryFailed, true
-		return r
+		return r, nil
 	default:
 		r.StatusCode = resp.StatusCode
 		retryAfter, haveRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), end)
@@ -527,7 +533,7 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	made := t.Attempts + 1
 	if made > len(s.schedule) {
 		r.State = plantstore.DeliveryFailed
-		return r
+		return r, detail
 	}
 	wait := s.jitter(s.schedule[made-1])
 	if haveRetryAfter {
@@ -535,7 +541,7 @@ func (s *dispatch) attempt(ctx context.Context, t *plantstore.Task) plantstore.A
 	}
 	next := end.Add(wait)
 	r.State, r.NextAttemptAt = plantstore.DeliveryPending, &next
-	return r
+	return r, detail
 }
 
 // parseRetryAfter reads a Retry-After value, delay-seconds or an HTTP date,
@@ -560,15 +566,11 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 }
 
 // unwrapURLError drops the method and URL that *url.Error adds (the URL may
-// carry the receiver's credentials) and bounds the length.
-func unwrapURLError(err error) string {
+// carry the receiver's credentials), for the log.
+func unwrapURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		err = ue.Err
+		return ue.Err
 	}
-	msg := err.Error()
-	if len(msg) > maxErrorLength {
-		msg = strings.ToValidUTF8(msg[:maxErrorLength], "")
-	}
-	return msg
+	return err
 }

@@ -37,7 +37,9 @@ func NewPinger(o Options) *Pinger {
 	return p
 }
 
-// Ping POSTs t once, at once, and says what came of it. When leasedSub
+// Ping POSTs t once, at once, and says what came of it: a failure to get
+// an answer by its kind only (the Failure phrases), its cause in the log.
+// When leasedSub
 // (the deliveries leased to t's subscription) plus the pings in flight to
 // it reach MaxInFlight, or leasedOwner plus the owner's pings reach
 // MaxInFlightPerOwner, it sends nothing and returns a CodeWebhookBusy
@@ -51,7 +53,15 @@ func (p *Pinger) Ping(ctx context.Context, t *plantstore.Task, leasedSub, leased
 		return plantstore.AttemptResult{}, err
 	}
 	defer release()
-	return s.attempt(ctx, t), nil
+	r, detail := s.attempt(ctx, t)
+	if detail != nil {
+		// The answer names the kind of failure only; the cause, which may
+		// name the address the host resolved to or the server's name
+		// servers, is for the operator.
+		s.log.Info("webhook: ping failed", "subscription_id", t.SubscriptionID, "message_id", t.MessageID,
+			"error", r.Error, "err", detail, "duration", r.Duration)
+	}
+	return r, nil
 }
 
 // InFlight counts the pings in flight, by subscription and by owner: the

@@ -353,10 +353,11 @@ func (c *serveCmd) backendSettings() []any {
 
 // checkWebhookURL is the check of subscription URLs: those the dispatcher
 // would refuse to connect to are refused at the API, unless
-// --webhook-allow-private lets deliveries reach them.
+// --webhook-allow-private lets deliveries reach them; a host that is
+// neither an address nor a host name is refused either way.
 func (c *serveCmd) checkWebhookURL() func(string) error {
 	if c.WebhookAllowPrivate {
-		return nil
+		return webhook.CheckHost
 	}
 	return webhook.CheckURL
 }
