@@ -146,6 +146,8 @@ func Run(t *testing.T, b Backends) {
 	t.Run("OwnerTokenStore", func(t *testing.T) { testOwnerTokenStore(t, b) })
 	t.Run("MintToken", func(t *testing.T) { testMintToken(t, b) })
 	t.Run("OwnerTokens", func(t *testing.T) { testOwnerTokens(t, b) })
+	t.Run("TokenLimitStore", func(t *testing.T) { testTokenLimitStore(t, b) })
+	t.Run("TokenLimits", func(t *testing.T) { testTokenLimits(t, b) })
 
 	t.Run("WebhookStore", func(t *testing.T) { testWebhookStore(t, b) })
 	t.Run("OutboxStore", func(t *testing.T) { testOutboxStore(t, b) })
