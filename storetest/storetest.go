@@ -50,6 +50,12 @@
 // ties broken by id and ErrNotFound for a cursor of another owner,
 // FindOwnerToken and RevokeOwnerToken scoped by owner, the first revocation
 // time kept.
+// Also the bounds on tokens (tokenlimit.go): InsertOwnerToken's cap of live
+// tokens (revoked and expired ones not counted, ErrLimit, never passed by
+// concurrent inserts), PruneTokens (revoked or expired before the cut-off,
+// in batches, never the newest token), and through the service with an
+// injected clock, MintToken's CodeTooManyTokens and PruneTokens by the
+// retention.
 // Also UpdatePlant and DeletePlantIf: a merge patch that keeps the rest of
 // the row, written only while the row has the expected content (else
 // ErrChanged).
