@@ -27,6 +27,7 @@ const (
 	CodeConflict           int32 = 40901 // same id, different content
 	CodeTooManyWebhooks    int32 = 40902 // the owner has as many subscriptions as allowed
 	CodeWebhookDisabled    int32 = 40903 // the subscription is disabled: re-enable it first
+	CodeTooManyTokens      int32 = 40904 // the owner has as many live tokens as allowed: revoke one first
 	CodePreconditionFailed int32 = 41201 // If-Match names no ETag the plant has: it changed
 	CodeBodyTooLarge       int32 = 41301 // body over MaxBodyBytes
 	CodeUnsupportedMedia   int32 = 41501 // Content-Type other than JSON
@@ -43,7 +44,7 @@ var Codes = []int32{
 	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath, CodeInvalidHeader,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
 	CodeNotFound, CodeNoRoute, CodeWebhookNotFound, CodeDeliveryNotFound, CodeTokenNotFound, CodeMethodNotAllowed, CodeConflict, CodeTooManyWebhooks,
-	CodeWebhookDisabled,
+	CodeWebhookDisabled, CodeTooManyTokens,
 	CodePreconditionFailed,
 	CodeBodyTooLarge, CodeUnsupportedMedia, CodeRateLimited, CodeTooManyStreams, CodeWebhookBusy,
 	CodeInternal, CodeStorageUnavailable,
@@ -108,7 +109,7 @@ var (
 	// id) exists already.
 	ErrExists = errors.New("already exists")
 	// ErrLimit: the write would pass a limit the caller set (the owner's
-	// subscriptions).
+	// subscriptions, the owner's live tokens).
 	ErrLimit = errors.New("limit reached")
 	// ErrContended: the row kept changing under the operation (a plant
 	// created and deleted concurrently); the caller may retry.

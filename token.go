@@ -114,7 +114,10 @@ func ValidTokenID(id string) bool {
 // client may see are *Error values.
 type TokenService interface {
 	// CreateToken issues a token and returns it with its secret, which is
-	// stored nowhere (only its hash is) and shown this once.
+	// stored nowhere (only its hash is) and shown this once. It is the
+	// operator's (`plantstore token create`, the bootstrap token): the
+	// owner's cap of live tokens, a setting of the server, does not apply,
+	// though the tokens it issues count towards it.
 	CreateToken(ctx context.Context, req TokenRequest) (*Token, string, error)
 	// CreateFirstToken issues the token only if no token exists at all,
 	// atomically (several replicas may start at once); created says
@@ -137,7 +140,8 @@ type TokenService interface {
 	// one) and a lifetime (0: none), within what caller holds: only scopes
 	// caller has, and, when caller expires, a lifetime that ends by then
 	// (CodeInsufficientScope otherwise); never longer than MaxTokenTTL
-	// (CodeInvalidBody). It returns the token with its secret.
+	// (CodeInvalidBody); never past the owner's cap of live tokens
+	// (CodeTooManyTokens). It returns the token with its secret.
 	MintToken(ctx context.Context, caller *Token, scopes []string, ttl time.Duration) (*Token, string, error)
 	// FindOwnerTokens returns one page of the owner's tokens, oldest first,
 	// and whether another page follows.
@@ -166,7 +170,19 @@ type TokenStore interface {
 	// RevokeToken sets the token's RevokedAt to at unless it is revoked
 	// already, or returns ErrNotFound.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// PruneTokens deletes at most limit tokens revoked or expired before
+	// before and returns how many (fewer than limit: none is left). It
+	// never deletes the newest token (those of the latest CreatedAt), so
+	// that a database that has had tokens never looks like one that has had
+	// none (InsertFirstToken: the bootstrap token).
+	PruneTokens(ctx context.Context, before time.Time, limit int) (int, error)
 
+	// InsertOwnerToken stores t unless t.Owner has max live tokens or more
+	// (neither revoked nor expired at t.CreatedAt), then ErrLimit; or
+	// ErrExists when its id or hash is taken. The count and the insert are
+	// one step: concurrent inserts for one owner, from any process, never
+	// pass max.
+	InsertOwnerToken(ctx context.Context, t *Token, max int) error
 	// ListOwnerTokens returns at most f.Limit of f.Owner's tokens, oldest
 	// first (created_at, then id), after the token f.After when set; an
 	// After that is not a token of f.Owner is ErrNotFound.
@@ -179,6 +195,17 @@ type TokenStore interface {
 	// no token id.
 	RevokeOwnerToken(ctx context.Context, owner, id string, at time.Time) (*Token, error)
 }
+
+// DefaultMaxTokensPerOwner is how many live (neither revoked nor expired)
+// tokens one owner may hold through the token API (MintToken) unless the
+// server is configured otherwise (--max-tokens-per-owner).
+const DefaultMaxTokensPerOwner = 1000
+
+// DefaultTokenRetention is how long a revoked or expired token is kept
+// (listed, and refused as revoked or expired rather than unknown) before it
+// is deleted, unless the server is configured otherwise (--token-retention):
+// 30 days, as events.
+const DefaultTokenRetention = 720 * time.Hour
 
 // MaxOwnerLength is the longest owner name a token may have, in bytes.
 const MaxOwnerLength = 256

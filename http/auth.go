@@ -54,8 +54,8 @@ var operationScopes = map[string]string{
 
 // HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
 // token (the generated code has already matched the scheme name,
-// case-insensitively), checks the operation's scope and the token's rate
-// limit, and attaches the token to the context.
+// case-insensitively), checks the operation's scope and the rate limit of
+// the token's owner, and attaches the token to the context.
 func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t oapi.BearerAuth) (context.Context, error) {
 	s := h.s
 	s.setRoute(ctx, op)
@@ -72,10 +72,11 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 		return nil, internalError(fmt.Errorf("http: operation %s has no scope", op))
 	}
 	if scope != "" && !tok.HasScope(scope) {
-		// The token is known: the 403 shows its bucket too (unspent).
+		// The token is known: the 403 shows its owner's bucket too
+		// (unspent).
 		if s.RateLimit > 0 {
 			now := s.Now()
-			s.setRateLimit(ctx, s.limiters.get(tok.ID, s.RateLimit, max(1, s.RateBurst), now), now)
+			s.setRateLimit(ctx, s.limiters.get(tok.Owner, s.RateLimit, max(1, s.RateBurst), now), now)
 		}
 		return nil, insufficientScope(scope)
 	}
@@ -123,22 +124,26 @@ func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.T
 	return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 }
 
-// allow spends one request from the token's bucket and puts the bucket's
-// state in the answer's RateLimit fields (ratelimit.go), whatever the answer
-// then is. The buckets are kept in a bounded table that forgets the refilled
-// ones (limiterTable), so tokens that stopped sending cost no memory.
+// allow spends one request from the bucket of the token's owner, which
+// every token of the owner shares (opaque ones and JWTs alike), and puts the
+// bucket's state in the answer's RateLimit fields (ratelimit.go), whatever
+// the answer then is. One bucket per owner, not per token: a tokens:manage
+// token that mints tokens (POST /tokens spends from the bucket too) gets no
+// more requests than it had. The buckets are kept in a bounded table that
+// forgets the refilled ones (limiterTable), so owners that stopped sending
+// cost no memory.
 func (s *Server) allow(ctx context.Context, tok *plantstore.Token) error {
 	if s.RateLimit <= 0 {
 		return nil
 	}
 	now := s.Now()
-	l := s.limiters.get(tok.ID, s.RateLimit, max(1, s.RateBurst), now)
+	l := s.limiters.get(tok.Owner, s.RateLimit, max(1, s.RateBurst), now)
 	r := l.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		s.metrics.rateLimited.Inc()
 		s.setRateLimit(ctx, l, now)
-		return tooManyRequests("too many requests for this token: retry later", d)
+		return tooManyRequests("too many requests for this owner's tokens: retry later", d)
 	}
 	s.setRateLimit(ctx, l, now)
 	return nil

@@ -108,7 +108,7 @@ func TestGetPlant_ETag(t *testing.T) {
 func TestUpdatePlant(t *testing.T) {
 	ts := MustOpenServer(t)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
-	reader := ts.Token(t, "alice", plantstore.ScopePlantsRead)
+	reader := ts.Token(t, "bob", plantstore.ScopePlantsRead) // another owner: a bucket of its own
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
 	before := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
 
@@ -240,7 +240,7 @@ func TestRateLimitHeaders(t *testing.T) {
 		s.RateLimit, s.RateBurst = 0.01, 5 // one request back per 100 s: no refill during the test
 	})
 	alice := ts.Token(t, "alice")
-	reader := ts.Token(t, "alice", plantstore.ScopePlantsRead)
+	reader := ts.Token(t, "bob", plantstore.ScopePlantsRead) // another owner: a bucket of its own
 	const policy = `"token";q=5;w=500`
 
 	answers := []*Response{
@@ -273,7 +273,7 @@ func TestRateLimitHeaders(t *testing.T) {
 	t.Run("Forbidden", func(t *testing.T) {
 		resp := ts.Post(t, reader, `{"id":3,"name":"Moss"}`)
 		mustError(t, resp, 403, plantstore.CodeInsufficientScope)
-		// reader's own bucket, full: the 403 spends nothing from it.
+		// The bucket of reader's owner, full: the 403 spends nothing from it.
 		if r, _ := rateLimit(t, resp); r != 5 {
 			t.Fatalf("403: r=%d, want 5 (nothing spent)", r)
 		}

@@ -8,14 +8,14 @@ import (
 )
 
 // maxLimiterKeys bounds each table of token buckets (limiterTable): the
-// tokens' request limiter and the failed-auth limiter's client IPs.
+// owners' request limiter and the failed-auth limiter's client IPs.
 const maxLimiterKeys = 10000
 
 // minLimiterSweep is the table size below which a limiterTable does not
 // look for buckets to forget.
 const minLimiterSweep = 1024
 
-// limiterTable is a bounded table of token buckets by key (a token's id, a
+// limiterTable is a bounded table of token buckets by key (an owner, a
 // client IP). A bucket that has refilled completely carries no state:
 // forgetting it changes nothing, since the next request of its key makes a
 // new one, full. So the table forgets such buckets whenever it has doubled

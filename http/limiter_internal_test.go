@@ -52,13 +52,16 @@ func TestLimiterTable_Bounded(t *testing.T) {
 	}
 }
 
-// TestAllow_TokenLimitersBounded: the per-token request limiter forgets the
-// tokens that stopped sending (their bucket refilled), keeps a token that is
-// at its limit limited, and never remembers more than maxLimiterKeys tokens.
+// TestAllow_TokenLimitersBounded: the per-owner request limiter forgets the
+// owners that stopped sending (their bucket refilled), keeps an owner that
+// is at its limit limited, and never remembers more than maxLimiterKeys
+// owners (here each token is of an owner of its own).
 func TestAllow_TokenLimitersBounded(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &Server{RateLimit: 1, RateBurst: 2, Now: func() time.Time { return now }, metrics: newMetrics(prometheus.NewRegistry())}
-	tok := func(i int) *plantstore.Token { return &plantstore.Token{ID: fmt.Sprintf("tok_%016x", i)} }
+	tok := func(i int) *plantstore.Token {
+		return &plantstore.Token{ID: fmt.Sprintf("tok_%016x", i), Owner: fmt.Sprintf("owner%d", i)}
+	}
 	allowN := func(tok *plantstore.Token, n int) error {
 		for range n {
 			if err := s.allow(context.Background(), tok); err != nil {
@@ -79,7 +82,7 @@ func TestAllow_TokenLimitersBounded(t *testing.T) {
 	// Ten seconds later they have all refilled: the next new token makes
 	// the table forget them.
 	now = now.Add(10 * time.Second)
-	hot := &plantstore.Token{ID: "tok_hot"}
+	hot := &plantstore.Token{ID: "tok_hot", Owner: "hot"}
 	if err := allowN(hot, 2); err != nil {
 		t.Fatal(err)
 	}

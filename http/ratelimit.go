@@ -11,7 +11,8 @@ import (
 
 // The RateLimit-Policy and RateLimit fields of the IETF httpapi draft
 // (draft-ietf-httpapi-ratelimit-headers-10): structured-field lists of one
-// item each, the policy named "token" (each token has its bucket).
+// item each, the policy named "token" (a token bucket; each owner has one,
+// which all its tokens share).
 //
 // A token bucket of rate R per second and burst B is advertised as a quota
 // of B requests (q) whose window (w) is the time the bucket takes to refill

@@ -89,8 +89,9 @@ type Server struct {
 	// Now returns the current time; tests replace it.
 	Now func() time.Time
 
-	// RateLimit is each token's sustained request rate (per second) and
-	// RateBurst its bucket size; a zero RateLimit turns limiting off.
+	// RateLimit is each owner's sustained request rate (per second), all
+	// its tokens together, and RateBurst its bucket size; a zero RateLimit
+	// turns limiting off.
 	RateLimit rate.Limit
 	RateBurst int
 
@@ -163,7 +164,7 @@ type Server struct {
 	metrics       *metrics
 	access        *accessLog
 
-	limiters  limiterTable // each token's request bucket, by token id
+	limiters  limiterTable // each owner's request bucket, by owner
 	authFails authFailures
 
 	// draining is set by Close: every answer then says Connection: close.

@@ -580,3 +580,54 @@ func TestTokens_JWT(t *testing.T) {
 		t.Fatalf("GET /me with a JWT of one scope: %d %s", resp.Status, resp.Body)
 	}
 }
+
+// TestTokens_MaxPerOwner: an owner holds at most Service.MaxTokensPerOwner
+// live tokens (here 3; those the operator issued count too): the next
+// POST /tokens answers 409 40904 with a message that names the cap, and
+// creates nothing; another owner is not concerned, and a revoke makes room.
+func TestTokens_MaxPerOwner(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t, func(ts *TestServer) { ts.Service.MaxTokensPerOwner = 3 })
+	_, admin := ts.issue(t, "eve", 0, plantstore.KnownScopes...)
+	var ids []string
+	for range 2 {
+		ids = append(ids, mustToken(t, ts.mint(t, admin, `{"scopes":["plants:read"]}`), 201, true).ID)
+	}
+	mustErrorMessage(t, ts.mint(t, admin, `{"scopes":["plants:read"]}`), 409, plantstore.CodeTooManyTokens,
+		`owner "eve" has as many live tokens as --max-tokens-per-owner allows (3): revoke one first`)
+	if got := mustTokens(t, ts.Get(t, admin, "/tokens")); len(got) != 3 {
+		t.Fatalf("eve has %d tokens after the refused mint, want 3", len(got))
+	}
+	_, bob := ts.issue(t, "bob", 0, plantstore.KnownScopes...)
+	mustToken(t, ts.mint(t, bob, `{"scopes":["plants:read"]}`), 201, true)
+	mustToken(t, ts.Do(t, Request{Method: "DELETE", Path: "/tokens/" + ids[0], Token: admin}), 200, false)
+	mustToken(t, ts.mint(t, admin, `{"scopes":["plants:read"]}`), 201, true)
+}
+
+// TestTokens_MintsSpendOwnerRate: every token of an owner spends from one
+// bucket, POST /tokens included: a minted token gets no bucket of its own,
+// so minting tokens buys no requests. Another owner's bucket is its own.
+func TestTokens_MintsSpendOwnerRate(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts := MustOpenServer(t, func(ts *TestServer) {
+		ts.RateLimit, ts.RateBurst = 1, 3
+		ts.Now = func() time.Time { return now } // the bucket does not refill during the test
+	})
+	_, admin := ts.issue(t, "eve", 0, plantstore.KnownScopes...)
+	minted := mustToken(t, ts.mint(t, admin, `{"scopes":["plants:read"]}`), 201, true)
+	mustToken(t, ts.mint(t, admin, `{"scopes":["plants:read"]}`), 201, true)
+	resp := ts.Get(t, minted.Secret, "/plants")
+	if resp.Status != 200 {
+		t.Fatalf("the minted token's first request: %d %s", resp.Status, resp.Body)
+	}
+	if got, want := resp.Header.Get("RateLimit"), `"token";r=0;t=3`; got != want {
+		t.Fatalf("RateLimit = %q, want %q (the owner's bucket, two mints and this request spent)", got, want)
+	}
+	mustError(t, ts.Get(t, minted.Secret, "/plants"), 429, plantstore.CodeRateLimited)
+	mustError(t, ts.mint(t, admin, `{"scopes":["plants:read"]}`), 429, plantstore.CodeRateLimited)
+	_, bob := ts.issue(t, "bob", 0, plantstore.KnownScopes...)
+	if resp := ts.Get(t, bob, "/plants"); resp.Status != 200 {
+		t.Fatalf("another owner: %d %s", resp.Status, resp.Body)
+	}
+}

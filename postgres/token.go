@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore"
 )
@@ -29,6 +30,48 @@ func tokenArgs(t *plantstore.Token) []any {
 func (db *DB) InsertToken(ctx context.Context, t *plantstore.Token) error {
 	_, err := db.exec(ctx, qInsertToken, tokenArgs(t)...)
 	return wrap("insert token", existsIfDuplicate(err))
+}
+
+// An owner's live tokens are counted after its token_owners row is locked
+// (qLockTokenOwner), in one implicit READ COMMITTED transaction: the lock
+// waits for every mint of the owner that held it before to commit, and the
+// count's statement then takes a fresh snapshot that sees their tokens, on
+// any replica.
+const (
+	qLockTokenOwner   = `INSERT INTO token_owners (owner) VALUES ($1) ON CONFLICT (owner) DO UPDATE SET owner = EXCLUDED.owner`
+	qInsertOwnerToken = qInsertToken + `
+WHERE (SELECT COUNT(*) FROM tokens WHERE owner = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $5)) < $9`
+)
+
+// InsertOwnerToken stores t unless its owner has max live tokens or more
+// at t.CreatedAt (plantstore.ErrLimit), or returns plantstore.ErrExists
+// when its id or hash is taken.
+func (db *DB) InsertOwnerToken(ctx context.Context, t *plantstore.Token, max int) error {
+	err := db.sendBatch(ctx, func() *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(qLockTokenOwner, t.Owner)
+		b.Queue(qInsertOwnerToken, append(tokenArgs(t), max)...).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() == 0 {
+				return plantstore.ErrLimit
+			}
+			return nil
+		})
+		return b
+	})
+	return wrap("insert owner token", existsIfDuplicate(err))
+}
+
+// PruneTokens deletes at most limit tokens revoked or expired before
+// before, but never the newest (those created last), in one statement.
+func (db *DB) PruneTokens(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := db.exec(ctx, `DELETE FROM tokens WHERE id IN (
+	SELECT id FROM tokens WHERE (revoked_at < $1 OR expires_at < $1)
+		AND created_at < (SELECT MAX(created_at) FROM tokens)
+	LIMIT $2)`, before, limit)
+	if err != nil {
+		return 0, wrap("prune tokens", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // InsertFirstToken stores t if no token exists, in a SERIALIZABLE

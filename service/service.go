@@ -33,6 +33,11 @@ type Config struct {
 	// OnTokenCache, if set, is told the result of each token cache lookup
 	// (hit: no storage lookup) while the cache is on.
 	OnTokenCache func(hit bool)
+	// MaxTokensPerOwner bounds each owner's live tokens (neither revoked
+	// nor expired) that MintToken leaves it: the token API's mints (0:
+	// plantstore.DefaultMaxTokensPerOwner). CreateToken, the operator's,
+	// is not bound.
+	MaxTokensPerOwner int
 	// MaxSubscriptions bounds each owner's webhook subscriptions, disabled
 	// ones included (0: plantstore.DefaultMaxSubscriptions).
 	MaxSubscriptions int
@@ -93,7 +98,8 @@ func New(b Backend, c Config) *Services {
 		Events:   &EventService{store: b, now: now},
 		Notifier: events,
 		Plants:   &PlantService{store: b, now: now, notify: notify, events: events, onEvent: c.OnEvent},
-		Tokens:   &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache},
+		Tokens: &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache,
+			maxPerOwner: cmp.Or(c.MaxTokensPerOwner, plantstore.DefaultMaxTokensPerOwner)},
 		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Pinger, leases: b, notify: notify,
 			checkURL: c.CheckWebhookURL},
 		Outbox: &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},

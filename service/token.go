@@ -3,12 +3,16 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/outage"
+	"github.com/plantstore/plantstore/internal/prune"
 )
 
 // TokenService implements plantstore.TokenService over a TokenStore.
@@ -18,6 +22,8 @@ type TokenService struct {
 	ttl     time.Duration
 	onCache func(hit bool)
 	cache   tokenCache
+	// maxPerOwner bounds the live tokens MintToken leaves an owner.
+	maxPerOwner int
 }
 
 // issue makes the token req asks for, with its secret.
@@ -137,10 +143,52 @@ func (s *TokenService) MintToken(ctx context.Context, caller *plantstore.Token, 
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.store.InsertToken(ctx, t); err != nil {
+	switch err := s.store.InsertOwnerToken(ctx, t, s.maxPerOwner); {
+	case errors.Is(err, plantstore.ErrLimit):
+		return nil, "", &plantstore.Error{Code: plantstore.CodeTooManyTokens, Err: err,
+			Message: fmt.Sprintf("owner %q has as many live tokens as --max-tokens-per-owner allows (%d): revoke one first", t.Owner, s.maxPerOwner)}
+	case err != nil:
 		return nil, "", storeError("mint token", err)
 	}
 	return t, secret, nil
+}
+
+// PruneTokens deletes at most limit tokens revoked or expired before the
+// service's now minus retention (never the newest token), and returns how
+// many (fewer than limit: none is left).
+func (s *TokenService) PruneTokens(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	n, err := s.store.PruneTokens(ctx, s.now().Add(-retention), limit)
+	if err != nil {
+		return n, storeError("prune tokens", err)
+	}
+	return n, nil
+}
+
+// RunPruner deletes the tokens revoked or expired for longer than
+// retention off the request path, as EventService.RunPruner deletes
+// events: a pass at once and then every EventPruneInterval (or retention,
+// if shorter), EventPruneBatch rows a statement, until ctx ends; failing
+// passes are logged as an outage. retention 0 keeps every token: it
+// returns at once.
+func (s *TokenService) RunPruner(ctx context.Context, retention time.Duration, logger *slog.Logger) {
+	if retention <= 0 {
+		return
+	}
+	failures := outage.New(logger, slog.LevelWarn, "tokens: prune")
+	prune.Loop(ctx, min(EventPruneInterval, retention), func(ctx context.Context) {
+		n, err := prune.Pass(ctx, EventPruneBatch, eventPrunePause, func(ctx context.Context, limit int) (int, error) {
+			return s.PruneTokens(ctx, retention, limit)
+		})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			failures.Fail(ctx, err, "deleted", n)
+		case err == nil:
+			failures.OK(ctx)
+		}
+		if n > 0 {
+			logger.Info("tokens: pruned", "tokens", n, "retention", retention)
+		}
+	})
 }
 
 // FindOwnerTokens returns one page of the owner's tokens, oldest first.
@@ -231,15 +279,22 @@ func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plants
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token has expired")
 	}
 	if s.ttl > 0 {
-		s.cache.put(hash, tok, now.Add(s.ttl))
+		s.cache.put(hash, tok, now, now.Add(s.ttl))
 	}
 	return tok, nil
 }
 
-// maxCachedTokens bounds the token cache; when it is full it starts over.
+// maxCachedTokens bounds the token cache.
 const maxCachedTokens = 10000
 
-// tokenCache remembers recently verified tokens by the hash of their secret.
+// tokenCache remembers recently verified tokens by the hash of their
+// secret, at most maxCachedTokens. When it is full, put forgets the
+// entries past their time (a few seconds: the cache TTL) and, if it is
+// still over three quarters full, arbitrary ones down to three quarters,
+// so that no caller can empty it: keeping it full needs more than
+// maxCachedTokens distinct tokens verified within one cache TTL, ten
+// owners at the default cap of live tokens, and even then three quarters
+// of the entries stay.
 type tokenCache struct {
 	mu sync.RWMutex
 	m  map[string]cachedToken
@@ -272,11 +327,38 @@ func (c *tokenCache) evict(id string) {
 	c.mu.Unlock()
 }
 
-func (c *tokenCache) put(hash []byte, tok *plantstore.Token, until time.Time) {
+// put caches tok under hash until until; now is the time of the lookup.
+func (c *tokenCache) put(hash []byte, tok *plantstore.Token, now, until time.Time) {
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedTokens {
+	defer c.mu.Unlock()
+	if c.m == nil {
 		c.m = make(map[string]cachedToken)
 	}
+	if _, ok := c.m[string(hash)]; !ok && len(c.m) >= maxCachedTokens {
+		c.shrink(now)
+	}
 	c.m[string(hash)] = cachedToken{tok, until}
-	c.mu.Unlock()
+}
+
+// shrink forgets the entries stale at now and, if over three quarters of
+// maxCachedTokens remain, arbitrary ones (map order) down to that.
+func (c *tokenCache) shrink(now time.Time) {
+	for k, e := range c.m {
+		if !now.Before(e.until) || !e.tok.Active(now) {
+			delete(c.m, k)
+		}
+	}
+	for k := range c.m {
+		if len(c.m) <= maxCachedTokens*3/4 {
+			break
+		}
+		delete(c.m, k)
+	}
+}
+
+// size returns how many tokens the cache holds.
+func (c *tokenCache) size() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
 }

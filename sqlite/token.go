@@ -28,6 +28,46 @@ func insertToken(ctx context.Context, tx *Tx, t *plantstore.Token) error {
 	return wrap("insert token", err)
 }
 
+// InsertOwnerToken stores t unless its owner has max live tokens or more
+// at t.CreatedAt (plantstore.ErrLimit). Writes are serialised (one writer,
+// one transaction per batch, its writes in order; BEGIN IMMEDIATE across
+// processes), so the count and the insert cannot interleave with another
+// insert's.
+func (db *DB) InsertOwnerToken(ctx context.Context, t *plantstore.Token, max int) error {
+	return db.update(ctx, "insert owner token", func(ctx context.Context, tx *Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tokens
+			WHERE owner = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)`,
+			t.Owner, t.CreatedAt.UnixNano()).Scan(&n); err != nil {
+			return wrap("count owner tokens", err)
+		}
+		if n >= max {
+			return plantstore.ErrLimit
+		}
+		return insertToken(ctx, tx, t)
+	})
+}
+
+// PruneTokens deletes at most limit tokens revoked or expired before
+// before, but never the newest (those created last), in one statement of a
+// write of its own.
+func (db *DB) PruneTokens(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int
+	err := db.update(ctx, "prune tokens", func(ctx context.Context, tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE id IN (
+	SELECT id FROM tokens WHERE (revoked_at < ?1 OR expires_at < ?1)
+		AND created_at < (SELECT MAX(created_at) FROM tokens)
+	LIMIT ?2)`, before.UnixNano(), limit)
+		if err != nil {
+			return wrap("prune tokens", err)
+		}
+		k, err := res.RowsAffected()
+		n = int(k)
+		return wrap("prune tokens", err)
+	})
+	return n, err
+}
+
 // InsertFirstToken stores t if no token exists. The write transaction
 // (BEGIN IMMEDIATE) holds SQLite's write lock, so processes take turns.
 func (db *DB) InsertFirstToken(ctx context.Context, t *plantstore.Token) (bool, error) {

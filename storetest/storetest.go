@@ -50,6 +50,12 @@
 // ties broken by id and ErrNotFound for a cursor of another owner,
 // FindOwnerToken and RevokeOwnerToken scoped by owner, the first revocation
 // time kept.
+// Also the bounds on tokens (tokenlimit.go): InsertOwnerToken's cap of live
+// tokens (revoked and expired ones not counted, ErrLimit, never passed by
+// concurrent inserts), PruneTokens (revoked or expired before the cut-off,
+// in batches, never the newest token), and through the service with an
+// injected clock, MintToken's CodeTooManyTokens and PruneTokens by the
+// retention.
 // Also UpdatePlant and DeletePlantIf: a merge patch that keeps the rest of
 // the row, written only while the row has the expected content (else
 // ErrChanged).
@@ -146,6 +152,8 @@ func Run(t *testing.T, b Backends) {
 	t.Run("OwnerTokenStore", func(t *testing.T) { testOwnerTokenStore(t, b) })
 	t.Run("MintToken", func(t *testing.T) { testMintToken(t, b) })
 	t.Run("OwnerTokens", func(t *testing.T) { testOwnerTokens(t, b) })
+	t.Run("TokenLimitStore", func(t *testing.T) { testTokenLimitStore(t, b) })
+	t.Run("TokenLimits", func(t *testing.T) { testTokenLimits(t, b) })
 
 	t.Run("WebhookStore", func(t *testing.T) { testWebhookStore(t, b) })
 	t.Run("OutboxStore", func(t *testing.T) { testOutboxStore(t, b) })

@@ -35,7 +35,10 @@ type Invoker interface {
 	// it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
 	// Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
 	// `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
-	// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+	// with scopes its JWT carries and no expiry past the JWT's `exp`. An owner holds at most
+	// `--max-tokens-per-owner` (1000 by default) live tokens (neither revoked nor expired), those
+	// `plantstore token create` issued included; past it, 409 with error 40904 and nothing is created. The
+	// request spends from the owner's rate limit like any other. Scope `tokens:manage`.
 	//
 	// POST /tokens
 	CreateToken(ctx context.Context, request *NewToken) (CreateTokenRes, error)
@@ -452,7 +455,10 @@ func (c *Client) sendAddPlant(ctx context.Context, request *NewPlant) (res AddPl
 // it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
 // Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
 // `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
-// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+// with scopes its JWT carries and no expiry past the JWT's `exp`. An owner holds at most
+// `--max-tokens-per-owner` (1000 by default) live tokens (neither revoked nor expired), those
+// `plantstore token create` issued included; past it, 409 with error 40904 and nothing is created. The
+// request spends from the owner's rate limit like any other. Scope `tokens:manage`.
 //
 // POST /tokens
 func (c *Client) CreateToken(ctx context.Context, request *NewToken) (CreateTokenRes, error) {

@@ -59,6 +59,45 @@ type CreateTokenBadRequest Error
 
 func (*CreateTokenBadRequest) createTokenRes() {}
 
+// CreateTokenConflictHeaders wraps Error with response headers.
+type CreateTokenConflictHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        Error
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *CreateTokenConflictHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *CreateTokenConflictHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *CreateTokenConflictHeaders) GetResponse() Error {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *CreateTokenConflictHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *CreateTokenConflictHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *CreateTokenConflictHeaders) SetResponse(val Error) {
+	s.Response = val
+}
+
+func (*CreateTokenConflictHeaders) createTokenRes() {}
+
 type CreateTokenInternalServerError Error
 
 func (*CreateTokenInternalServerError) createTokenRes() {}

@@ -10,6 +10,10 @@ import (
 	"github.com/plantstore/plantstore/tracing"
 )
 
+// maxMaxTokensPerOwner bounds --max-tokens-per-owner: the live tokens of
+// one owner are counted at every mint.
+const maxMaxTokensPerOwner = 1000000
+
 // validate checks serve's settings once, before anything starts, and names
 // the setting (flag and environment variable) that is wrong.
 func (c *serveCmd) validate() error {
@@ -22,6 +26,10 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("rate-burst", "PLANTSTORE_RATE_BURST", "must not be negative, got %d", c.RateBurst)
 	case c.AuthFailureLimit < 0:
 		return invalidSetting("auth-failure-limit", "PLANTSTORE_AUTH_FAILURE_LIMIT", "must not be negative (0: no limit), got %v", c.AuthFailureLimit)
+	case c.MaxTokensPerOwner < 1 || c.MaxTokensPerOwner > maxMaxTokensPerOwner:
+		return invalidSetting("max-tokens-per-owner", "PLANTSTORE_MAX_TOKENS_PER_OWNER", "must be from 1 to %d, got %d", maxMaxTokensPerOwner, c.MaxTokensPerOwner)
+	case c.TokenRetention < 0:
+		return invalidSetting("token-retention", "PLANTSTORE_TOKEN_RETENTION", "must not be negative (0: keep everything), got %v", c.TokenRetention)
 	case c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Minute:
 		return invalidSetting("token-cache-ttl", "PLANTSTORE_TOKEN_CACHE_TTL", "must be from 0 to 1m, got %v", c.TokenCacheTTL)
 	case c.ShutdownTimeout <= 0:

@@ -44,8 +44,10 @@ type serveCmd struct {
 	BootstrapToken      string        `env:"PLANTSTORE_BOOTSTRAP_TOKEN" help:"The first admin token's secret, instead of a generated one."`
 	Seed                string        `name:"seed" env:"PLANTSTORE_SEED" type:"path" placeholder:"FILE" help:"With --db memory: only: create FILE's plants for admin at start."`
 	TokenCacheTTL       time.Duration `env:"PLANTSTORE_TOKEN_CACHE_TTL" default:"2s" help:"How long a verified token is trusted without a lookup (0: off)."`
-	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each token (0: no limit)."`
-	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests a token may send at once before the rate limit applies."`
+	MaxTokensPerOwner   int           `name:"max-tokens-per-owner" env:"PLANTSTORE_MAX_TOKENS_PER_OWNER" default:"1000" help:"Live tokens one owner may hold: POST /tokens refuses more (1..1000000)."`
+	TokenRetention      time.Duration `env:"PLANTSTORE_TOKEN_RETENTION" default:"720h" help:"How long revoked and expired tokens are kept (0: forever)."`
+	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each owner, all its tokens together (0: no limit)."`
+	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests an owner may send at once before the rate limit applies."`
 	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications per minute per client IP (0: no limit)."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
 	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses."`
@@ -234,6 +236,8 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 		OnTokenCache:  plantstoreprometheus.TokenCacheObserver(registry),
 		OnEvent:       plantstoreprometheus.EventObserver(registry),
 
+		MaxTokensPerOwner: c.MaxTokensPerOwner,
+
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
 		Pinger:              webhook.NewPinger(hooks),
@@ -252,6 +256,7 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 	}
 	s.background(ctx, dispatcher.Run)
 	s.background(ctx, func(ctx context.Context) { svc.Events.RunPruner(ctx, c.EventRetention, logger) })
+	s.background(ctx, func(ctx context.Context) { svc.Tokens.RunPruner(ctx, c.TokenRetention, logger) })
 	if c.DebugAddr != "" {
 		stop, err := serveDebug(c.DebugAddr, logger)
 		if err != nil {

@@ -163,7 +163,10 @@ func (s *Server) handleAddPlantRequest(args [0]string, argsEscaped bool, w http.
 // it expires itself, a `ttl` that ends by then; a token that expires cannot mint one that never does.
 // Past either, 403 with error 40301 and nothing is created. A token that never expires may mint any
 // `ttl` up to 100 years, or none. A JWT caller mints tokens of its own owner (the issuer's namespace),
-// with scopes its JWT carries and no expiry past the JWT's `exp`. Scope `tokens:manage`.
+// with scopes its JWT carries and no expiry past the JWT's `exp`. An owner holds at most
+// `--max-tokens-per-owner` (1000 by default) live tokens (neither revoked nor expired), those
+// `plantstore token create` issued included; past it, 409 with error 40904 and nothing is created. The
+// request spends from the owner's rate limit like any other. Scope `tokens:manage`.
 //
 // POST /tokens
 func (s *Server) handleCreateTokenRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
