@@ -57,3 +57,35 @@ func TestMigrateEventFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrateAttemptErrors: attempts' errors written under version 9 name
+// the kind of failure only after migration 10 (no address, no name server).
+func TestMigrateAttemptErrors(t *testing.T) {
+	ctx := t.Context()
+	db := NewDB(pgtest.NewDatabase(t))
+	if err := db.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.withMigrations(func(p *goose.Provider) error { _, err := p.UpTo(ctx, 9); return err }); err != nil {
+		t.Fatal(err)
+	}
+	rows := storetest.LegacyAttemptErrors()
+	for i, r := range rows {
+		if _, err := db.pool.Exec(ctx, `INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, error, duration_us, state) VALUES ('whk_1', $1, 1, 1, now(), $2, 0, 'failed')`, "msg_"+strconv.Itoa(i), r.Old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		var got string
+		if err := db.pool.QueryRow(ctx, `SELECT error FROM webhook_attempts WHERE message_id = $1`, "msg_"+strconv.Itoa(i)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != r.Want {
+			t.Errorf("%q migrated to %q, want %q", r.Old, got, r.Want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,5 +49,40 @@ func TestMigrateEventFacts(t *testing.T) {
 	}
 	if _, err := db.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMigrateAttemptErrors: attempts' errors written under version 10 name
+// the kind of failure only after migration 11 (no address, no name server).
+func TestMigrateAttemptErrors(t *testing.T) {
+	db := NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
+	if err := db.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p, err := db.provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(t.Context(), 10); err != nil {
+		t.Fatal(err)
+	}
+	rows := storetest.LegacyAttemptErrors()
+	for i, r := range rows {
+		if _, err := db.write.ExecContext(t.Context(), `INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, error, duration_us, state) VALUES ('whk_1', ?, 1, 1, 0, ?, 0, 'failed')`, fmt.Sprint("msg_", i), r.Old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		var got string
+		if err := db.write.QueryRowContext(t.Context(), `SELECT error FROM webhook_attempts WHERE message_id = ?`, fmt.Sprint("msg_", i)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != r.Want {
+			t.Errorf("%q migrated to %q, want %q", r.Old, got, r.Want)
+		}
 	}
 }

@@ -184,3 +184,35 @@ func CheckLegacyRows(t *testing.T, b plantstore.Backend) {
 		t.Fatalf("new deliveries by subscription (-want +got):\n%s", diff)
 	}
 }
+
+// LegacyAttemptError is an attempt's error as a version before the
+// attempt-errors migration stored it (the send's own error, naming
+// addresses and name servers), and what the migration makes of it: the
+// kind of failure only, as the dispatcher writes it now.
+type LegacyAttemptError struct{ Old, Want string }
+
+// LegacyAttemptErrors are the errors that each backend's migration test
+// stores under the version before the attempt-errors migration and reads
+// back after it.
+func LegacyAttemptErrors() []LegacyAttemptError {
+	const forbidden = "forbidden address: deliveries there are refused unless the server runs with --webhook-allow-private"
+	return []LegacyAttemptError{
+		{`dial tcp 127.0.0.1:9901: webhook: forbidden address: 127.0.0.1: deliveries there are refused unless the server runs with --webhook-allow-private`, forbidden},
+		{`dial tcp: lookup nowhere.test on 10.255.255.53:53: no such host`, "name did not resolve"},
+		{`dial tcp: lookup slow.test on 10.255.255.53:53: read udp 10.0.0.2:4242->10.255.255.53:53: i/o timeout`, "name did not resolve"},
+		{`dial tcp 127.0.0.1:1: connect: connection refused`, "connection refused"},
+		{`read tcp 127.0.0.1:5000->127.0.0.1:9901: read: connection reset by peer`, "connection reset"},
+		{`context deadline exceeded (Client.Timeout exceeded while awaiting headers)`, "timeout"},
+		{`dial tcp 10.0.0.7:443: i/o timeout`, "timeout"},
+		{`tls: failed to verify certificate: x509: certificate signed by unknown authority`, "TLS certificate not valid"},
+		{`remote error: tls: handshake failure`, "TLS handshake failed"},
+		{`EOF`, "connection closed before an answer"},
+		{`invalid url: parse "http://[::1": missing ']' in host`, "invalid url"},
+		{`webhook: no valid secret to sign with`, "no valid signing secret"},
+		{`something else at 10.0.0.7`, "connection failed"},
+		// Today's words stay as they are.
+		{"timeout", "timeout"},
+		{forbidden, forbidden},
+		{"connection failed", "connection failed"},
+	}
+}
