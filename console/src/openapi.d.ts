@@ -423,7 +423,10 @@ export interface paths {
          *     mint one that never does. Past either, 403 with error 40301 and nothing is created. A token
          *     that never expires may mint any `ttl` up to 100 years, or none. A JWT caller mints tokens
          *     of its own owner (the issuer's namespace), with scopes its JWT carries and no expiry past
-         *     the JWT's `exp`. Scope `tokens:manage`.
+         *     the JWT's `exp`. An owner holds at most `--max-tokens-per-owner` (1000 by default) live
+         *     tokens (neither revoked nor expired), those `plantstore token create` issued included;
+         *     past it, 409 with error 40904 and nothing is created. The request spends from the owner's
+         *     rate limit like any other. Scope `tokens:manage`.
          */
         post: operations["createToken"];
         delete?: never;
@@ -1386,14 +1389,14 @@ export interface components {
          */
         ETag: string;
         /**
-         * @description The token's quota policy (draft-ietf-httpapi-ratelimit-headers-10): `"token";q=<burst>;w=<seconds
+         * @description The quota policy of the token's owner, which all its tokens share (draft-ietf-httpapi-ratelimit-headers-10): `"token";q=<burst>;w=<seconds
          *     to refill from empty>`. Sent on every answer to a request whose token was identified, when
          *     rate limiting is on.
          * @example "token";q=2000;w=2
          */
         "RateLimit-Policy": string;
         /**
-         * @description The token's quota now (draft-ietf-httpapi-ratelimit-headers-10): `"token";r=<requests
+         * @description The quota of the token's owner now (draft-ietf-httpapi-ratelimit-headers-10): `"token";r=<requests
          *     left>;t=<seconds until the bucket is full>`.
          * @example "token";r=1999;t=1
          */
@@ -3003,6 +3006,27 @@ export interface operations {
                      * @example {
                      *       "error": 40301,
                      *       "message": "this token expires at 2026-01-02T15:04:05Z: a token it mints cannot outlive it (a ttl of at most 3600 seconds)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The token's owner has as many live tokens as allowed (`--max-tokens-per-owner`, error
+             *     40904): revoke one (`DELETE /tokens/{id}`) or let one expire first. Waiting alone does
+             *     not help, hence 409 and not 429.
+             */
+            409: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 40904,
+                     *       "message": "owner \"eve\" has as many live tokens as --max-tokens-per-owner allows (1000): revoke one first"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
