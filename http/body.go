@@ -67,7 +67,11 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *checkedBody) Close() error { return b.body.Close() }
+// Close does nothing: net/http closes the request body after the handler.
+// Closing it here, before the answer, would make net/http read what is
+// left of a body not read (one larger than plantstore.MaxBodyBytes) before
+// the 413 goes out.
+func (b *checkedBody) Close() error { return nil }
 
 // release gives the buffer back to bodyBuffers, once the request is
 // answered (Server.route): until then the error mapper may read the body
