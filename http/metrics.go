@@ -210,12 +210,15 @@ func (rs *routeStats) newCode(ms *methodStats, i, status int) prometheus.Counter
 //   - Access-Control-Expose-Headers, which the generated encoders set on
 //     every answer with headers in the contract: the CORS policy's list for
 //     an allowed origin (expose, set by Server.cors), else none (cors.go);
+//   - Cache-Control, when the answer sets none: cache, set once the
+//     request's token is accepted (HandleBearerAuth);
 //   - Connection: close when the request's body has not been read to its
 //     end (see requestBody).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	expose []string     // Access-Control-Expose-Headers; nil: none
+	cache  []string     // Cache-Control unless the answer has one; nil: none
 	body   *requestBody // the request's body; nil: it has none
 }
 
@@ -236,14 +239,19 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 }
 
 // settleHeader sets or removes Access-Control-Expose-Headers (no
-// allocation either way), and sets Connection: close when the body is
-// unread.
+// allocation either way), sets Cache-Control when the answer has none, and
+// Connection: close when the body is unread.
 func (w *statusRecorder) settleHeader() {
 	h := w.ResponseWriter.Header()
 	if w.expose != nil {
 		h["Access-Control-Expose-Headers"] = w.expose
 	} else if _, ok := h["Access-Control-Expose-Headers"]; ok {
 		delete(h, "Access-Control-Expose-Headers")
+	}
+	if w.cache != nil {
+		if _, ok := h["Cache-Control"]; !ok {
+			h["Cache-Control"] = w.cache
+		}
 	}
 	if w.body != nil && !w.body.eof {
 		h["Connection"] = connectionClose
