@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
@@ -209,6 +210,57 @@ func TestAuthorization_Twice(t *testing.T) {
 		if resp.Status != http.StatusOK {
 			t.Fatalf("%s with two Authorization headers: status %d: %s", path, resp.Status, resp.Body)
 		}
+	}
+}
+
+// TestLastEventID_Twice: a request with more than one Last-Event-ID header
+// is 400 40005 as one with two Authorization headers is (the stream would
+// otherwise resume after the first value), before authentication.
+func TestLastEventID_Twice(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t)
+	auth := "Bearer " + ts.Token(t, "alice", plantstore.ScopePlantsRead)
+	const msg = "more than one Last-Event-ID header: send one"
+	for _, tt := range []struct {
+		name   string
+		method string
+		h      http.Header
+	}{
+		{"Different", "GET", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1", "2"}}},
+		{"SameTwice", "GET", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1", "1"}}},
+		{"NoToken", "GET", http.Header{"Last-Event-Id": {"1", "2"}}},
+		{"Head", "HEAD", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1", "2"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(tt.method, ts.URL+"/events/stream", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = tt.h
+			// Bounded: a stream accepted by mistake does not end by itself.
+			client := &http.Client{Timeout: 5 * time.Second}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400", resp.StatusCode)
+			}
+			if tt.method == "HEAD" {
+				return
+			}
+			data, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustErrorMessage(t, &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, http.StatusBadRequest, plantstore.CodeInvalidHeader, msg)
+		})
+	}
+	// One is fine.
+	if resp := doHeaders(t, ts, "HEAD", "/events/stream", "", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1"}}); resp.Status != http.StatusOK {
+		t.Fatalf("one Last-Event-ID: status %d", resp.Status)
 	}
 }
 
