@@ -439,7 +439,9 @@ func (s *Server) route() http.Handler {
 		"/openapi.json":             {h: s.handleOpenAPI, allow: "GET, HEAD"},
 		"/docs":                     {h: s.handleDocs, allow: "GET, HEAD"},
 		"/docs/":                    {h: s.handleDocs, allow: "GET, HEAD"},
+		"/docs/docs.js":             {h: s.handleDocsInit, allow: "GET, HEAD"},
 		"/docs/redoc.standalone.js": {h: s.handleDocsScript, allow: "GET, HEAD"},
+		redocLogoPath:               {h: s.handleDocsLogo, allow: "GET, HEAD"},
 	}
 	s.opsAllow = make(map[string]string, len(ops))
 	for path, rt := range ops {
