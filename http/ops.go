@@ -20,9 +20,10 @@ import (
 )
 
 // assets holds the API reference page, its script, the Redoc bundle that
-// renders it and the logo the bundle shows, so /docs works offline (no CDN).
+// renders it and the logo the bundle shows, so /docs works offline (no CDN),
+// and the site's icon.
 //
-//go:embed assets/docs.html assets/docs.js assets/redoc.standalone.js assets/redocly.svg
+//go:embed assets/docs.html assets/docs.js assets/redoc.standalone.js assets/redocly.svg assets/favicon.ico
 var assets embed.FS
 
 // readyTimeout bounds the storage check of /readyz.
@@ -215,6 +216,21 @@ var redocScript = sync.OnceValues(func() ([]byte, error) {
 	}
 	return data, nil
 })
+
+// handleFavicon handles the "GET /favicon.ico" route, which browsers ask
+// for by themselves: a leaf, 32x32 (one PNG image in an ICO file), which
+// they may keep a day.
+func (s *Server) handleFavicon(w http.ResponseWriter, r *http.Request) {
+	data, err := assets.ReadFile("assets/favicon.ico")
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(data))
+}
 
 func serveAsset(w http.ResponseWriter, r *http.Request, name, ctype string) {
 	data, err := assets.ReadFile(name)

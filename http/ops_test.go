@@ -311,3 +311,21 @@ func TestDocs(t *testing.T) {
 		t.Fatalf("logo: %d %s %.40s", logo.Status, logo.Header.Get("Content-Type"), logo.Body)
 	}
 }
+
+// TestFavicon: /favicon.ico, which browsers ask for by themselves, is an
+// icon that may be cached, not a 404.
+func TestFavicon(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t)
+	for _, method := range []string{"GET", "HEAD"} {
+		resp := ts.Do(t, Request{Method: method, Path: "/favicon.ico"})
+		if resp.Status != 200 || resp.Header.Get("Content-Type") != "image/x-icon" ||
+			resp.Header.Get("Cache-Control") != "public, max-age=86400" {
+			t.Fatalf("%s /favicon.ico: %d, Content-Type %q, Cache-Control %q", method, resp.Status,
+				resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
+		}
+		if method == "GET" && !bytes.HasPrefix(resp.Body, []byte{0, 0, 1, 0, 1, 0}) { // an ICO of one image
+			t.Fatalf("GET /favicon.ico: not an icon: % x", resp.Body[:min(len(resp.Body), 8)])
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package http is the service's HTTP transport: the generated OpenAPI server
 // (package oapi) with the handlers, bearer authentication, the one error
 // mapper, and the operational endpoints (/healthz, /readyz, /openapi.json,
-// /docs); /metrics has a listener of its own (MetricsAddr); the browser
+// /docs, /favicon.ico); /metrics has a listener of its own (MetricsAddr); the browser
 // console (/console) when one is set.
 package http
 
@@ -442,6 +442,7 @@ func (s *Server) route() http.Handler {
 		"/docs/docs.js":             {h: s.handleDocsInit, allow: "GET, HEAD"},
 		"/docs/redoc.standalone.js": {h: s.handleDocsScript, allow: "GET, HEAD"},
 		redocLogoPath:               {h: s.handleDocsLogo, allow: "GET, HEAD"},
+		"/favicon.ico":              {h: s.handleFavicon, allow: "GET, HEAD"},
 	}
 	s.opsAllow = make(map[string]string, len(ops))
 	for path, rt := range ops {
