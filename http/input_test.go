@@ -264,6 +264,29 @@ func TestLastEventID_Twice(t *testing.T) {
 	}
 }
 
+// TestMalformedJSON_Position: a body that is not well-formed JSON is
+// 400 40001 saying on which line and column (characters) it goes wrong.
+func TestMalformedJSON_Position(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t)
+	tok := ts.Token(t, "alice", plantstore.ScopePlantsWrite, plantstore.ScopeTokensManage)
+	for _, tt := range []struct {
+		name, path, body, msg string
+	}{
+		{"MissingValue", "/plants", `{"id":1,"name":}`, "line 1, column 16: invalid character '}' looking for beginning of value"},
+		{"Truncated", "/plants", `{"id":1,"name":"Fern"`, "line 1, column 22: unexpected end of JSON input"},
+		{"Lines", "/plants", "{\n  \"id\": 1,\n  \"name\": Fern\n}", "line 3, column 11: invalid character 'F' looking for beginning of value"},
+		{"Trailing", "/plants", `{"id":1,"name":"Fern"} x`, "line 1, column 24: invalid character 'x' after top-level value"},
+		{"Token", "/tokens", `{"scopes":["plants:read",]}`, "line 1, column 26: invalid character ']' looking for beginning of value"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp := ts.Do(t, Request{Method: "POST", Path: tt.path, Token: tok, Body: tt.body})
+			mustErrorMessage(t, resp, http.StatusBadRequest, plantstore.CodeMalformedJSON, "request body is not valid JSON at "+tt.msg)
+		})
+	}
+}
+
 // TestCheckBodyAllocs: the checks of a common body allocate nothing.
 func TestCheckBodyAllocs(t *testing.T) {
 	if raceEnabled {
