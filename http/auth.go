@@ -52,6 +52,24 @@ var operationScopes = map[string]string{
 	oapi.HeadMeOperation:      "",
 }
 
+// secretOperations are the operations whose answers carry a secret (a new
+// token's, a webhook subscription's signing secret): every answer to them
+// says Cache-Control: no-store. Every other answer to a request whose token
+// was accepted says Cache-Control: private (no shared cache keeps it),
+// unless it sets its own (an event stream's no-store). TestCacheControl
+// checks the table against the contract's schemas with a secret member.
+var secretOperations = map[string]bool{
+	oapi.CreateTokenOperation:         true,
+	oapi.CreateWebhookOperation:       true,
+	oapi.RotateWebhookSecretOperation: true,
+}
+
+// Cache-Control values of authenticated answers (never modified).
+var (
+	cacheNoStore = []string{"no-store"}
+	cachePrivate = []string{"private"}
+)
+
 // HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
 // token (the generated code has already matched the scheme name,
 // case-insensitively), checks the operation's scope and the rate limit of
@@ -66,6 +84,13 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	tok, err := s.authenticate(ctx, secret)
 	if err != nil {
 		return nil, err
+	}
+	if info := requestInfoFrom(ctx); info != nil {
+		// From here on, errors included, the answer is the token's.
+		info.rec.cache = cachePrivate
+		if secretOperations[op] {
+			info.rec.cache = cacheNoStore
+		}
 	}
 	scope, ok := operationScopes[op]
 	if !ok {

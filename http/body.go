@@ -15,7 +15,8 @@ import (
 //   - the body is checked only when the decoder first reads it, that is after
 //     authentication, so an unauthenticated client learns nothing from it;
 //   - then it must be at most plantstore.MaxBodyBytes (else 413), valid UTF-8
-//     and one well-formed JSON value with nothing after it (else 400 40001),
+//     and one well-formed JSON value with nothing after it (else 400 40001,
+//     saying on which line and column it goes wrong),
 //     with no U+0000 in a string, no key twice in an object and no lone
 //     surrogate escape (else 400 40002, see jsonvalue.CheckValues).
 //
@@ -67,7 +68,11 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *checkedBody) Close() error { return b.body.Close() }
+// Close does nothing: net/http closes the request body after the handler.
+// Closing it here, before the answer, would make net/http read what is
+// left of a body not read (one larger than plantstore.MaxBodyBytes) before
+// the 413 goes out.
+func (b *checkedBody) Close() error { return nil }
 
 // release gives the buffer back to bodyBuffers, once the request is
 // answered (Server.route): until then the error mapper may read the body
@@ -133,7 +138,13 @@ func checkBody(data []byte) error {
 	case errors.Is(err, jsonvalue.ErrNotUTF8):
 		return plantstore.Errorf(plantstore.CodeMalformedJSON, "request body is not valid UTF-8")
 	case errors.Is(err, jsonvalue.ErrNotJSON):
-		return &plantstore.Error{Code: plantstore.CodeMalformedJSON, Message: "request body is not valid JSON (or has data after the JSON value)", Err: err}
+		msg := "request body is not valid JSON (or has data after the JSON value)"
+		if se := (*jsonvalue.SyntaxError)(nil); errors.As(err, &se) {
+			// Where: "request body is not valid JSON at line 1, column 16:
+			// invalid character '}' looking for beginning of value".
+			msg = "request body is not valid JSON at " + se.Error()
+		}
+		return &plantstore.Error{Code: plantstore.CodeMalformedJSON, Message: msg, Err: err}
 	}
 	return err
 }

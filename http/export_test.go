@@ -3,6 +3,9 @@ package http
 // OperationScopes exposes the scope table to the external tests.
 var OperationScopes = operationScopes
 
+// SecretOperations exposes the operations whose answers carry a secret.
+var SecretOperations = secretOperations
+
 // OperationRoutes exposes the route label table to the external tests.
 var OperationRoutes = operationRoutes
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	plantstorehttp "github.com/plantstore/plantstore/http"
@@ -209,6 +210,80 @@ func TestAuthorization_Twice(t *testing.T) {
 		if resp.Status != http.StatusOK {
 			t.Fatalf("%s with two Authorization headers: status %d: %s", path, resp.Status, resp.Body)
 		}
+	}
+}
+
+// TestLastEventID_Twice: a request with more than one Last-Event-ID header
+// is 400 40005 as one with two Authorization headers is (the stream would
+// otherwise resume after the first value), before authentication.
+func TestLastEventID_Twice(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t)
+	auth := "Bearer " + ts.Token(t, "alice", plantstore.ScopePlantsRead)
+	const msg = "more than one Last-Event-ID header: send one"
+	for _, tt := range []struct {
+		name   string
+		method string
+		h      http.Header
+	}{
+		{"Different", "GET", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1", "2"}}},
+		{"SameTwice", "GET", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1", "1"}}},
+		{"NoToken", "GET", http.Header{"Last-Event-Id": {"1", "2"}}},
+		{"Head", "HEAD", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1", "2"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(tt.method, ts.URL+"/events/stream", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = tt.h
+			// Bounded: a stream accepted by mistake does not end by itself.
+			client := &http.Client{Timeout: 5 * time.Second}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400", resp.StatusCode)
+			}
+			if tt.method == "HEAD" {
+				return
+			}
+			data, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustErrorMessage(t, &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, http.StatusBadRequest, plantstore.CodeInvalidHeader, msg)
+		})
+	}
+	// One is fine.
+	if resp := doHeaders(t, ts, "HEAD", "/events/stream", "", http.Header{"Authorization": {auth}, "Last-Event-Id": {"1"}}); resp.Status != http.StatusOK {
+		t.Fatalf("one Last-Event-ID: status %d", resp.Status)
+	}
+}
+
+// TestMalformedJSON_Position: a body that is not well-formed JSON is
+// 400 40001 saying on which line and column (characters) it goes wrong.
+func TestMalformedJSON_Position(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t)
+	tok := ts.Token(t, "alice", plantstore.ScopePlantsWrite, plantstore.ScopeTokensManage)
+	for _, tt := range []struct {
+		name, path, body, msg string
+	}{
+		{"MissingValue", "/plants", `{"id":1,"name":}`, "line 1, column 16: invalid character '}' looking for beginning of value"},
+		{"Truncated", "/plants", `{"id":1,"name":"Fern"`, "line 1, column 22: unexpected end of JSON input"},
+		{"Lines", "/plants", "{\n  \"id\": 1,\n  \"name\": Fern\n}", "line 3, column 11: invalid character 'F' looking for beginning of value"},
+		{"Trailing", "/plants", `{"id":1,"name":"Fern"} x`, "line 1, column 24: invalid character 'x' after top-level value"},
+		{"Token", "/tokens", `{"scopes":["plants:read",]}`, "line 1, column 26: invalid character ']' looking for beginning of value"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp := ts.Do(t, Request{Method: "POST", Path: tt.path, Token: tok, Body: tt.body})
+			mustErrorMessage(t, resp, http.StatusBadRequest, plantstore.CodeMalformedJSON, "request body is not valid JSON at "+tt.msg)
+		})
 	}
 }
 

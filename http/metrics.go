@@ -1,6 +1,7 @@
 package http
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -205,20 +206,26 @@ func (rs *routeStats) newCode(ms *methodStats, i, status int) prometheus.Counter
 }
 
 // statusRecorder remembers the status a handler wrote. As the header goes
-// out it also settles Access-Control-Expose-Headers, which the generated
-// encoders set on every answer with headers in the contract: the CORS
-// policy's list for an allowed origin (expose, set by Server.cors), else
-// none (cors.go).
+// out it also settles
+//   - Access-Control-Expose-Headers, which the generated encoders set on
+//     every answer with headers in the contract: the CORS policy's list for
+//     an allowed origin (expose, set by Server.cors), else none (cors.go);
+//   - Cache-Control, when the answer sets none: cache, set once the
+//     request's token is accepted (HandleBearerAuth);
+//   - Connection: close when the request's body has not been read to its
+//     end (see requestBody).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
-	expose []string // Access-Control-Expose-Headers; nil: none
+	expose []string     // Access-Control-Expose-Headers; nil: none
+	cache  []string     // Cache-Control unless the answer has one; nil: none
+	body   *requestBody // the request's body; nil: it has none
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
-		w.settleExpose()
+		w.settleHeader()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -226,20 +233,63 @@ func (w *statusRecorder) WriteHeader(code int) {
 func (w *statusRecorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
-		w.settleExpose()
+		w.settleHeader()
 	}
 	return w.ResponseWriter.Write(b)
 }
 
-// settleExpose sets or removes Access-Control-Expose-Headers (no
-// allocation either way).
-func (w *statusRecorder) settleExpose() {
+// settleHeader sets or removes Access-Control-Expose-Headers (no
+// allocation either way), sets Cache-Control when the answer has none, and
+// Connection: close when the body is unread.
+func (w *statusRecorder) settleHeader() {
 	h := w.ResponseWriter.Header()
 	if w.expose != nil {
 		h["Access-Control-Expose-Headers"] = w.expose
 	} else if _, ok := h["Access-Control-Expose-Headers"]; ok {
 		delete(h, "Access-Control-Expose-Headers")
 	}
+	if w.cache != nil {
+		if _, ok := h["Cache-Control"]; !ok {
+			h["Cache-Control"] = w.cache
+		}
+	}
+	if w.body != nil && !w.body.eof {
+		h["Connection"] = connectionClose
+		// What the client has sent of the body is still read (up to
+		// 256 KiB) before the connection closes, so that closing does
+		// not reset it under the answer; what it has not sent within
+		// unreadBodyDrain is not waited for.
+		http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(unreadBodyDrain))
+	}
+}
+
+// connectionClose is the Connection header's value of an answer whose
+// request body is left unread (never modified).
+var connectionClose = []string{"close"}
+
+// unreadBodyDrain bounds how long a connection whose request body was left
+// unread waits, after the answer, for the rest of that body.
+const unreadBodyDrain = time.Second
+
+// requestBody wraps a request's body to note when it has been read to its
+// end. An answer written before that (a request refused before its body
+// is read: 401, 403, 404, 405, 413, 415, 429...) says Connection: close,
+// which makes net/http write it at once and then close the connection;
+// without it net/http first reads what is left of the body (up to
+// 256 KiB), which holds the answer back until the client has sent it all
+// or ReadTimeout ends: a client that announces more than it sends would
+// get no answer at all.
+type requestBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -260,9 +310,17 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		info.id = requestID(r.Header.Get("X-Request-Id"))
 		info.idHeader[0] = info.id
 		w.Header()["X-Request-Id"] = info.idHeader[:]
-		next.ServeHTTP(&info.rec, r.WithContext(info))
+		req := r.WithContext(info)
+		if r.Body != nil && r.Body != http.NoBody { // a body, of known or unknown (chunked) length
+			info.reqBody.ReadCloser = r.Body
+			req.Body = &info.reqBody
+			info.rec.body = &info.reqBody
+		}
+		next.ServeHTTP(&info.rec, req)
 		status := info.rec.status
 		if status == 0 {
+			// Nothing written: net/http writes a 200 now.
+			info.rec.settleHeader()
 			status = http.StatusOK
 		}
 		end := time.Now()

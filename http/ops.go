@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,10 +19,11 @@ import (
 	"github.com/plantstore/plantstore/api"
 )
 
-// assets holds the API reference page and the Redoc bundle that renders it,
-// so /docs works offline (no CDN).
+// assets holds the API reference page, its script, the Redoc bundle that
+// renders it and the logo the bundle shows, so /docs works offline (no CDN),
+// and the site's icon.
 //
-//go:embed assets/docs.html assets/redoc.standalone.js
+//go:embed assets/docs.html assets/docs.js assets/redoc.standalone.js assets/redocly.svg assets/favicon.ico
 var assets embed.FS
 
 // readyTimeout bounds the storage check of /readyz.
@@ -149,15 +151,85 @@ func publicDocument(publicURL string) ([]byte, error) {
 	return indented.Bytes(), nil
 }
 
+// docsCSP is the Content-Security-Policy of the /docs page: everything from
+// this origin only (Redoc's telemetry and its logo on Redocly's CDN
+// included: see redocScript), inline styles (Redoc's styled components),
+// data: and blob: images, fonts and workers (Redoc makes them), and no
+// framing of the page by any other.
+const docsCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; " +
+	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 // handleDocs handles the "GET /docs" route: a human API reference rendered
 // from /openapi.json.
 func (s *Server) handleDocs(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Security-Policy", docsCSP)
 	serveAsset(w, r, "assets/docs.html", "text/html; charset=utf-8")
+}
+
+// handleDocsInit handles the "GET /docs/docs.js" route: the page's script,
+// which renders the reference with Redoc.
+func (s *Server) handleDocsInit(w http.ResponseWriter, r *http.Request) {
+	serveAsset(w, r, "assets/docs.js", "text/javascript; charset=utf-8")
 }
 
 // handleDocsScript handles the "GET /docs/redoc.standalone.js" route.
 func (s *Server) handleDocsScript(w http.ResponseWriter, r *http.Request) {
-	serveAsset(w, r, "assets/redoc.standalone.js", "text/javascript; charset=utf-8")
+	data, err := redocScript()
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	serveBytes(w, r, "redoc.standalone.js", "text/javascript; charset=utf-8", data)
+}
+
+// handleDocsLogo handles the "GET /docs/redocly.svg" route: the logo the
+// Redoc bundle shows ("API docs by Redocly"), from this origin.
+func (s *Server) handleDocsLogo(w http.ResponseWriter, r *http.Request) {
+	serveAsset(w, r, "assets/redocly.svg", "image/svg+xml")
+}
+
+// redocLogoURLs are the URLs of the logo the Redoc bundle shows, on
+// Redocly's CDN, which the page's policy refuses (a blocked image, and a
+// request to another site): the bundle is served with redocLogoPath instead.
+var redocLogoURLs = []string{
+	"https://cdn.redoc.ly/redoc/logo-mini-full.svg",
+	"https://cdn.redoc.ly/redoc/logo-mini.svg",
+}
+
+// redocLogoPath is where the server serves the logo (handleDocsLogo).
+const redocLogoPath = "/docs/redocly.svg"
+
+// redocScript is the Redoc bundle with its logo's URLs replaced by
+// redocLogoPath, made once; an error when the bundle no longer holds them
+// (a new Redoc version: look at where its logo comes from).
+var redocScript = sync.OnceValues(func() ([]byte, error) {
+	data, err := assets.ReadFile("assets/redoc.standalone.js")
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range redocLogoURLs {
+		if !bytes.Contains(data, []byte(u)) {
+			return nil, fmt.Errorf("http: the Redoc bundle does not load its logo from %s", u)
+		}
+		data = bytes.ReplaceAll(data, []byte(u), []byte(redocLogoPath))
+	}
+	return data, nil
+})
+
+// handleFavicon handles the "GET /favicon.ico" route, which browsers ask
+// for by themselves: a leaf, 32x32 (one PNG image in an ICO file), which
+// they may keep a day.
+func (s *Server) handleFavicon(w http.ResponseWriter, r *http.Request) {
+	data, err := assets.ReadFile("assets/favicon.ico")
+	if err != nil {
+		s.Error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(data))
 }
 
 func serveAsset(w http.ResponseWriter, r *http.Request, name, ctype string) {
@@ -166,7 +238,13 @@ func serveAsset(w http.ResponseWriter, r *http.Request, name, ctype string) {
 		http.Error(w, "Internal error.", http.StatusInternalServerError)
 		return
 	}
+	serveBytes(w, r, name, ctype, data)
+}
+
+// serveBytes serves a file of the docs, which browsers may keep an hour.
+func serveBytes(w http.ResponseWriter, r *http.Request, name, ctype string, data []byte) {
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -253,22 +254,78 @@ func TestCheckPublicURL(t *testing.T) {
 	}
 }
 
+// TestDocs: /docs is sent with a Content-Security-Policy header that allows
+// this origin only and no framing; its script, the Redoc bundle and the logo
+// the bundle shows all come from this origin.
 func TestDocs(t *testing.T) {
 	ts := MustOpenServer(t)
 	page := ts.Get(t, "", "/docs")
 	if page.Status != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("%d %s", page.Status, page.Header.Get("Content-Type"))
 	}
-	for _, want := range []string{"/openapi.json", "/docs/redoc.standalone.js"} {
-		if !bytes.Contains(page.Body, []byte(want)) {
-			t.Fatalf("page lacks %s", want)
+	csp := page.Header.Get("Content-Security-Policy")
+	directives := map[string]string{}
+	for d := range strings.SplitSeq(csp, ";") {
+		name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+		directives[name] = value
+	}
+	for name, want := range map[string]string{
+		"default-src":     "'self'",
+		"script-src":      "'self'",
+		"frame-ancestors": "'none'",
+		"object-src":      "'none'",
+		"base-uri":        "'none'",
+	} {
+		if got := directives[name]; got != want {
+			t.Errorf("Content-Security-Policy %s = %q, want %q (policy %q)", name, got, want, csp)
 		}
 	}
-	if bytes.Contains(page.Body, []byte("https://")) || bytes.Contains(page.Body, []byte("http://")) {
-		t.Fatal("page loads something from another site; it must work offline")
+	if strings.Contains(csp, "http") {
+		t.Errorf("Content-Security-Policy %q allows another site", csp)
+	}
+	if regexp.MustCompile(`<script(\s[^>]*)?>\s*[^<\s]`).Match(page.Body) || !bytes.Contains(page.Body, []byte(`src="/docs/docs.js"`)) {
+		t.Fatalf("page has an inline script, or lacks /docs/docs.js:\n%s", page.Body)
+	}
+	initJS := ts.Get(t, "", "/docs/docs.js")
+	for _, want := range []string{"/openapi.json", "/docs/redoc.standalone.js"} {
+		if initJS.Status != 200 || !bytes.Contains(initJS.Body, []byte(want)) {
+			t.Fatalf("/docs/docs.js: %d, lacks %s", initJS.Status, want)
+		}
+	}
+	for _, r := range []*Response{page, initJS} {
+		if bytes.Contains(r.Body, []byte("https://")) || bytes.Contains(r.Body, []byte("http://")) {
+			t.Fatal("page loads something from another site; it must work offline")
+		}
 	}
 	script := ts.Get(t, "", "/docs/redoc.standalone.js")
 	if script.Status != 200 || len(script.Body) < 100_000 || !strings.Contains(script.Header.Get("Content-Type"), "javascript") {
 		t.Fatalf("script: %d, %d bytes, %s", script.Status, len(script.Body), script.Header.Get("Content-Type"))
+	}
+	// The bundle's logo (an <img>) comes from this origin, not Redocly's
+	// CDN, which the policy refuses.
+	if bytes.Contains(script.Body, []byte("cdn.redoc.ly")) || !bytes.Contains(script.Body, []byte("`/docs/redocly.svg`")) {
+		t.Fatal("the Redoc bundle still loads its logo from cdn.redoc.ly")
+	}
+	logo := ts.Get(t, "", "/docs/redocly.svg")
+	if logo.Status != 200 || logo.Header.Get("Content-Type") != "image/svg+xml" || !bytes.HasPrefix(logo.Body, []byte("<svg")) {
+		t.Fatalf("logo: %d %s %.40s", logo.Status, logo.Header.Get("Content-Type"), logo.Body)
+	}
+}
+
+// TestFavicon: /favicon.ico, which browsers ask for by themselves, is an
+// icon that may be cached, not a 404.
+func TestFavicon(t *testing.T) {
+	t.Parallel()
+	ts := MustOpenServer(t)
+	for _, method := range []string{"GET", "HEAD"} {
+		resp := ts.Do(t, Request{Method: method, Path: "/favicon.ico"})
+		if resp.Status != 200 || resp.Header.Get("Content-Type") != "image/x-icon" ||
+			resp.Header.Get("Cache-Control") != "public, max-age=86400" {
+			t.Fatalf("%s /favicon.ico: %d, Content-Type %q, Cache-Control %q", method, resp.Status,
+				resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"))
+		}
+		if method == "GET" && !bytes.HasPrefix(resp.Body, []byte{0, 0, 1, 0, 1, 0}) { // an ICO of one image
+			t.Fatalf("GET /favicon.ico: not an icon: % x", resp.Body[:min(len(resp.Body), 8)])
+		}
 	}
 }

@@ -14,6 +14,7 @@ type requestInfo struct {
 	context.Context // the request's own
 
 	rec      statusRecorder
+	reqBody  requestBody // the request's body, when it has one
 	body     checkedBody
 	id       string    // the request id: the client's X-Request-Id or a generated one
 	idHeader [1]string // the X-Request-Id header's value

@@ -1,7 +1,7 @@
 // Package http is the service's HTTP transport: the generated OpenAPI server
 // (package oapi) with the handlers, bearer authentication, the one error
 // mapper, and the operational endpoints (/healthz, /readyz, /openapi.json,
-// /docs); /metrics has a listener of its own (MetricsAddr); the browser
+// /docs, /favicon.ico); /metrics has a listener of its own (MetricsAddr); the browser
 // console (/console) when one is set.
 package http
 
@@ -426,8 +426,8 @@ func (l *onceCloseListener) Close() error {
 // route sends the operational endpoints to their handlers and everything
 // else to the generated API server, which answers 404/405 for what the
 // contract does not have, once it has refused a request with more than one
-// Authorization header (400 40005) or a query parameter given twice (400
-// 40002).
+// Authorization or Last-Event-ID header (400 40005) or a query parameter
+// given twice (400 40002).
 func (s *Server) route() http.Handler {
 	type route struct {
 		h     http.HandlerFunc
@@ -440,7 +440,10 @@ func (s *Server) route() http.Handler {
 		"/openapi.json":             {h: s.handleOpenAPI, allow: "GET, HEAD"},
 		"/docs":                     {h: s.handleDocs, allow: "GET, HEAD"},
 		"/docs/":                    {h: s.handleDocs, allow: "GET, HEAD"},
+		"/docs/docs.js":             {h: s.handleDocsInit, allow: "GET, HEAD"},
 		"/docs/redoc.standalone.js": {h: s.handleDocsScript, allow: "GET, HEAD"},
+		redocLogoPath:               {h: s.handleDocsLogo, allow: "GET, HEAD"},
+		"/favicon.ico":              {h: s.handleFavicon, allow: "GET, HEAD"},
 	}
 	s.opsAllow = make(map[string]string, len(ops))
 	for path, rt := range ops {
@@ -471,11 +474,15 @@ func (s *Server) route() http.Handler {
 			return
 		}
 		// Two Authorization headers are ambiguous (the generated code would
-		// read the first, a proxy may read the last): refused before
-		// authentication. The ops paths authenticate nobody and ignore it.
-		if len(r.Header["Authorization"]) > 1 {
-			s.writeError(w, r, newError(plantstore.CodeInvalidHeader, "more than one Authorization header: send one"))
-			return
+		// read the first, a proxy may read the last), and so are two
+		// Last-Event-ID headers (where the event stream resumes): refused
+		// before authentication. The ops paths authenticate nobody and
+		// ignore them.
+		for _, h := range singleHeaders {
+			if len(r.Header[h.key]) > 1 {
+				s.writeError(w, r, newError(plantstore.CodeInvalidHeader, "more than one %s header: send one", h.name))
+				return
+			}
 		}
 		// A query parameter given twice is ambiguous as a duplicate JSON key
 		// is (the generated decoder would take the first): 400 40002.
@@ -501,6 +508,13 @@ func (s *Server) route() http.Handler {
 		}
 		s.api.ServeHTTP(w, r)
 	})
+}
+
+// singleHeaders are the request headers the API reads that a request may
+// send once only: their canonical keys (http.Header's) and names.
+var singleHeaders = [...]struct{ key, name string }{
+	{"Authorization", "Authorization"},
+	{"Last-Event-Id", "Last-Event-ID"},
 }
 
 // consolePrefix is the path Server.Console is served under.

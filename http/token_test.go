@@ -492,7 +492,7 @@ func TestMe(t *testing.T) {
 	}
 	want := map[string]any{
 		"owner": "alice", "kind": "token", "token_id": tok.ID, "scopes": []any{"plants:read"},
-		"expires_at": tok.ExpiresAt.UTC().Format(time.RFC3339), // the contract's date-time: to the second
+		"expires_at": tok.ExpiresAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano), // to the microsecond
 	}
 	if fmt.Sprint(me) != fmt.Sprint(want) {
 		t.Fatalf("GET /me = %v, want %v", me, want)
@@ -629,5 +629,49 @@ func TestTokens_MintsSpendOwnerRate(t *testing.T) {
 	_, bob := ts.issue(t, "bob", 0, plantstore.KnownScopes...)
 	if resp := ts.Get(t, bob, "/plants"); resp.Status != 200 {
 		t.Fatalf("another owner: %d %s", resp.Status, resp.Body)
+	}
+}
+
+// TestTimes_Microseconds: token and webhook times are answered to the
+// microsecond, as event times are (RFC 3339 with the fraction), not cut to
+// the second.
+func TestTimes_Microseconds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 15, 4, 5, 123456789, time.UTC)
+	ts := MustOpenServer(t, func(s *TestServer) { s.Service.Now = func() time.Time { return now } })
+	admin := ts.Token(t, "alice", plantstore.ScopePlantsRead, plantstore.ScopeTokensManage, plantstore.ScopeWebhooksManage)
+	const created = `"2026-01-02T15:04:05.123456Z"`
+	const expires = `"2026-01-02T16:04:05.123456Z"` // created + ttl 3600
+	minted := ts.Do(t, Request{Method: "POST", Path: "/tokens", Token: admin, Body: `{"scopes":["plants:read"],"ttl":3600}`})
+	var tok struct{ ID, Secret string }
+	if err := json.Unmarshal(minted.Body, &tok); err != nil || minted.Status != 201 {
+		t.Fatalf("POST /tokens: %d %s", minted.Status, minted.Body)
+	}
+	hook := ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: admin, Body: `{"url":"http://127.0.0.1:9/hook"}`})
+	var whk struct{ ID string }
+	if err := json.Unmarshal(hook.Body, &whk); err != nil || hook.Status != 201 {
+		t.Fatalf("POST /webhooks: %d %s", hook.Status, hook.Body)
+	}
+	disabled := ts.Do(t, Request{Method: "PATCH", Path: "/webhooks/" + whk.ID, Token: admin, Body: `{"enabled":false}`})
+	me := ts.Get(t, tok.Secret, "/me")
+	revoked := ts.Do(t, Request{Method: "DELETE", Path: "/tokens/" + tok.ID, Token: admin})
+	for _, tt := range []struct {
+		name string
+		resp *Response
+		want []string // members and values the body holds
+	}{
+		{"CreateToken", minted, []string{`"created_at":` + created, `"expires_at":` + expires}},
+		{"Me", me, []string{`"expires_at":` + expires}},
+		{"RevokeToken", revoked, []string{`"created_at":` + created, `"revoked_at":` + created}},
+		{"GetToken", ts.Get(t, admin, "/tokens/"+tok.ID), []string{`"created_at":` + created, `"expires_at":` + expires, `"revoked_at":` + created}},
+		{"CreateWebhook", hook, []string{`"created_at":` + created}},
+		{"DisableWebhook", disabled, []string{`"created_at":` + created, `"disabled_at":` + created}},
+		{"GetWebhook", ts.Get(t, admin, "/webhooks/"+whk.ID), []string{`"created_at":` + created, `"disabled_at":` + created}},
+	} {
+		for _, want := range tt.want {
+			if !strings.Contains(string(tt.resp.Body), want) {
+				t.Errorf("%s: %d %s lacks %s", tt.name, tt.resp.Status, tt.resp.Body, want)
+			}
+		}
 	}
 }

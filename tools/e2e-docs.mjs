@@ -8,8 +8,9 @@
 // leaves the machine), checks that Redoc's sidebar groups the operations by
 // the document's tags (plants, webhooks, events; no "other" group, no operation
 // outside a group), opens each group and an operation, saves
-// test-output/docs.png, and exits non-zero on any failure (page errors and
-// failed requests included).
+// test-output/docs.png, and exits non-zero on any failure: page errors, failed
+// requests (to any host), Content-Security-Policy violations, an image that did
+// not load, or a /docs answer without its CSP header (frame-ancestors 'none').
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,12 +68,26 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 6000 } });
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => {
-    // Redoc's logo from cdn.redoc.ly is refused by the page's CSP on purpose.
-    if (new URL(r.url()).host === `127.0.0.1:${port}`) problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('console', (m) => {
+    if (/Content.Security.Policy/i.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  // Every CSP violation (a refused image, script, style, connection...), as the page sees it, but
+  // one: the Redoc bundle probes whether it may compile code (try { Function(...) } catch) to run
+  // its search index in a worker, and on the refusal, which the policy means, indexes in the page.
+  await page.addInitScript(() => {
+    window.cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      if (e.blockedURI === 'eval' && e.sourceFile.endsWith('/docs/redoc.standalone.js')) return;
+      window.cspViolations.push(`${e.violatedDirective} refused ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}:${e.columnNumber}`);
+    });
   });
   const res = await page.goto(url + '/docs', { waitUntil: 'load', timeout: 20000 });
   if (!res || res.status() !== 200) throw new Error(`GET /docs: status ${res && res.status()}`);
+  const csp = (await res.allHeaders())['content-security-policy'] || '';
+  if (!/(^|;)\s*frame-ancestors 'none'\s*(;|$)/.test(csp)) {
+    throw new Error(`GET /docs: Content-Security-Policy header ${JSON.stringify(csp)} lacks frame-ancestors 'none'`);
+  }
   const menu = page.locator('li[data-testid="menu-item-label"]');
   await page.locator('a[href="#/plants"]').first().waitFor({ state: 'visible', timeout: 20000 });
   const shown = (await sidebar(page)).filter((m) => m.group && /^#\/[^/]+$/.test(m.href)).map((m) => m.text);
@@ -99,8 +114,13 @@ try {
   const title = await page.title();
   mkdirSync(outDir, { recursive: true });
   await page.screenshot({ path: screenshot, fullPage: false });
+  // No image refused or broken (Redoc's "API docs by" logo among them).
+  const images = await page.$$eval('img', (els) => els.map((e) => ({ src: e.currentSrc || e.src, ok: e.complete && e.naturalWidth > 0 })));
+  for (const img of images) if (!img.ok) problems.push(`image not shown: ${img.src}`);
+  if (!images.some((img) => img.src.endsWith('/docs/redocly.svg'))) problems.push(`the Redoc logo is not shown: images ${JSON.stringify(images)}`);
+  problems.push(...(await page.evaluate(() => window.cspViolations)).map((v) => `CSP violation: ${v}`));
   if (problems.length) throw new Error(problems.join('\n'));
-  console.log(`e2e-docs: /docs ("${title}") groups the operations by tag (${found.join('; ')}) and shows "${description}"; screenshot ${screenshot}`);
+  console.log(`e2e-docs: /docs ("${title}") groups the operations by tag (${found.join('; ')}) and shows "${description}", with no CSP violation and ${images.length} images shown; screenshot ${screenshot}`);
 } catch (e) {
   failed = true;
   console.error('e2e-docs: FAILED:', e.message);

@@ -798,7 +798,7 @@ func (s *Delivery) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("attempted_at")
-		json.EncodeDateTime(e, s.AttemptedAt)
+		json.EncodeTimeFormat(e, s.AttemptedAt, "2006-01-02T15:04:05.999999999Z07:00")
 	}
 	{
 		if s.StatusCode.Set {
@@ -831,7 +831,7 @@ func (s *Delivery) encodeFields(e *jx.Encoder) {
 	{
 		if s.NextAttemptAt.Set {
 			e.FieldStart("next_attempt_at")
-			s.NextAttemptAt.Encode(e, json.EncodeDateTime)
+			s.NextAttemptAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 		}
 	}
 }
@@ -895,7 +895,7 @@ func (s *Delivery) Decode(d *jx.Decoder) error {
 		case "attempted_at":
 			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
+				v, err := json.DecodeTimeFormat(d, "2006-01-02T15:04:05.999999999Z07:00")
 				s.AttemptedAt = v
 				if err != nil {
 					return err
@@ -957,7 +957,7 @@ func (s *Delivery) Decode(d *jx.Decoder) error {
 		case "next_attempt_at":
 			if err := func() error {
 				s.NextAttemptAt.Reset()
-				if err := s.NextAttemptAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.NextAttemptAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -2009,7 +2009,7 @@ func (s *Me) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("expires_at")
-		s.ExpiresAt.Encode(e, json.EncodeDateTime)
+		s.ExpiresAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	}
 }
 
@@ -2085,7 +2085,7 @@ func (s *Me) Decode(d *jx.Decoder) error {
 		case "expires_at":
 			requiredBitSet[0] |= 1 << 4
 			if err := func() error {
-				if err := s.ExpiresAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.ExpiresAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -2618,14 +2618,14 @@ func (o *NilDateTime) Decode(d *jx.Decoder, format func(*jx.Decoder) (time.Time,
 // MarshalJSON implements stdjson.Marshaler.
 func (s NilDateTime) MarshalJSON() ([]byte, error) {
 	e := jx.Encoder{}
-	s.Encode(&e, json.EncodeDateTime)
+	s.Encode(&e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	return e.Bytes(), nil
 }
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *NilDateTime) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
-	return s.Decode(d, json.DecodeDateTime)
+	return s.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00"))
 }
 
 // Encode encodes string as json.
@@ -2734,14 +2734,14 @@ func (o *OptDateTime) Decode(d *jx.Decoder, format func(*jx.Decoder) (time.Time,
 // MarshalJSON implements stdjson.Marshaler.
 func (s OptDateTime) MarshalJSON() ([]byte, error) {
 	e := jx.Encoder{}
-	s.Encode(&e, json.EncodeDateTime)
+	s.Encode(&e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	return e.Bytes(), nil
 }
 
 // UnmarshalJSON implements stdjson.Unmarshaler.
 func (s *OptDateTime) UnmarshalJSON(data []byte) error {
 	d := jx.DecodeBytes(data)
-	return s.Decode(d, json.DecodeDateTime)
+	return s.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00"))
 }
 
 // Encode encodes float64 as json.
@@ -3867,12 +3867,12 @@ func (s *QueuedDelivery) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("created_at")
-		json.EncodeDateTime(e, s.CreatedAt)
+		json.EncodeTimeFormat(e, s.CreatedAt, "2006-01-02T15:04:05.999999999Z07:00")
 	}
 	{
 		if s.NextAttemptAt.Set {
 			e.FieldStart("next_attempt_at")
-			s.NextAttemptAt.Encode(e, json.EncodeDateTime)
+			s.NextAttemptAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 		}
 	}
 }
@@ -3942,7 +3942,7 @@ func (s *QueuedDelivery) Decode(d *jx.Decoder) error {
 		case "created_at":
 			requiredBitSet[0] |= 1 << 4
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
+				v, err := json.DecodeTimeFormat(d, "2006-01-02T15:04:05.999999999Z07:00")
 				s.CreatedAt = v
 				if err != nil {
 					return err
@@ -3954,7 +3954,7 @@ func (s *QueuedDelivery) Decode(d *jx.Decoder) error {
 		case "next_attempt_at":
 			if err := func() error {
 				s.NextAttemptAt.Reset()
-				if err := s.NextAttemptAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.NextAttemptAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -5082,15 +5082,15 @@ func (s *Token) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("created_at")
-		json.EncodeDateTime(e, s.CreatedAt)
+		json.EncodeTimeFormat(e, s.CreatedAt, "2006-01-02T15:04:05.999999999Z07:00")
 	}
 	{
 		e.FieldStart("expires_at")
-		s.ExpiresAt.Encode(e, json.EncodeDateTime)
+		s.ExpiresAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	}
 	{
 		e.FieldStart("revoked_at")
-		s.RevokedAt.Encode(e, json.EncodeDateTime)
+		s.RevokedAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	}
 	{
 		e.FieldStart("last4")
@@ -5156,7 +5156,7 @@ func (s *Token) Decode(d *jx.Decoder) error {
 		case "created_at":
 			requiredBitSet[0] |= 1 << 2
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
+				v, err := json.DecodeTimeFormat(d, "2006-01-02T15:04:05.999999999Z07:00")
 				s.CreatedAt = v
 				if err != nil {
 					return err
@@ -5168,7 +5168,7 @@ func (s *Token) Decode(d *jx.Decoder) error {
 		case "expires_at":
 			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
-				if err := s.ExpiresAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.ExpiresAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -5178,7 +5178,7 @@ func (s *Token) Decode(d *jx.Decoder) error {
 		case "revoked_at":
 			requiredBitSet[0] |= 1 << 4
 			if err := func() error {
-				if err := s.RevokedAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.RevokedAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -5326,15 +5326,15 @@ func (s *TokenWithSecret) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("created_at")
-		json.EncodeDateTime(e, s.CreatedAt)
+		json.EncodeTimeFormat(e, s.CreatedAt, "2006-01-02T15:04:05.999999999Z07:00")
 	}
 	{
 		e.FieldStart("expires_at")
-		s.ExpiresAt.Encode(e, json.EncodeDateTime)
+		s.ExpiresAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	}
 	{
 		e.FieldStart("revoked_at")
-		s.RevokedAt.Encode(e, json.EncodeDateTime)
+		s.RevokedAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 	}
 	{
 		e.FieldStart("last4")
@@ -5405,7 +5405,7 @@ func (s *TokenWithSecret) Decode(d *jx.Decoder) error {
 		case "created_at":
 			requiredBitSet[0] |= 1 << 2
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
+				v, err := json.DecodeTimeFormat(d, "2006-01-02T15:04:05.999999999Z07:00")
 				s.CreatedAt = v
 				if err != nil {
 					return err
@@ -5417,7 +5417,7 @@ func (s *TokenWithSecret) Decode(d *jx.Decoder) error {
 		case "expires_at":
 			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
-				if err := s.ExpiresAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.ExpiresAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -5427,7 +5427,7 @@ func (s *TokenWithSecret) Decode(d *jx.Decoder) error {
 		case "revoked_at":
 			requiredBitSet[0] |= 1 << 4
 			if err := func() error {
-				if err := s.RevokedAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.RevokedAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -6121,7 +6121,7 @@ func (s *Webhook) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("created_at")
-		json.EncodeDateTime(e, s.CreatedAt)
+		json.EncodeTimeFormat(e, s.CreatedAt, "2006-01-02T15:04:05.999999999Z07:00")
 	}
 	{
 		e.FieldStart("enabled")
@@ -6140,7 +6140,7 @@ func (s *Webhook) encodeFields(e *jx.Encoder) {
 	{
 		if s.DisabledAt.Set {
 			e.FieldStart("disabled_at")
-			s.DisabledAt.Encode(e, json.EncodeDateTime)
+			s.DisabledAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 		}
 	}
 	{
@@ -6152,7 +6152,7 @@ func (s *Webhook) encodeFields(e *jx.Encoder) {
 	{
 		if s.MissedSince.Set {
 			e.FieldStart("missed_since")
-			s.MissedSince.Encode(e, json.EncodeDateTime)
+			s.MissedSince.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 		}
 	}
 }
@@ -6215,7 +6215,7 @@ func (s *Webhook) Decode(d *jx.Decoder) error {
 		case "created_at":
 			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
+				v, err := json.DecodeTimeFormat(d, "2006-01-02T15:04:05.999999999Z07:00")
 				s.CreatedAt = v
 				if err != nil {
 					return err
@@ -6256,7 +6256,7 @@ func (s *Webhook) Decode(d *jx.Decoder) error {
 		case "disabled_at":
 			if err := func() error {
 				s.DisabledAt.Reset()
-				if err := s.DisabledAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.DisabledAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -6276,7 +6276,7 @@ func (s *Webhook) Decode(d *jx.Decoder) error {
 		case "missed_since":
 			if err := func() error {
 				s.MissedSince.Reset()
-				if err := s.MissedSince.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.MissedSince.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -6532,7 +6532,7 @@ func (s *WebhookWithSecret) encodeFields(e *jx.Encoder) {
 	}
 	{
 		e.FieldStart("created_at")
-		json.EncodeDateTime(e, s.CreatedAt)
+		json.EncodeTimeFormat(e, s.CreatedAt, "2006-01-02T15:04:05.999999999Z07:00")
 	}
 	{
 		e.FieldStart("enabled")
@@ -6551,7 +6551,7 @@ func (s *WebhookWithSecret) encodeFields(e *jx.Encoder) {
 	{
 		if s.DisabledAt.Set {
 			e.FieldStart("disabled_at")
-			s.DisabledAt.Encode(e, json.EncodeDateTime)
+			s.DisabledAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 		}
 	}
 	{
@@ -6563,7 +6563,7 @@ func (s *WebhookWithSecret) encodeFields(e *jx.Encoder) {
 	{
 		if s.MissedSince.Set {
 			e.FieldStart("missed_since")
-			s.MissedSince.Encode(e, json.EncodeDateTime)
+			s.MissedSince.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.999999999Z07:00"))
 		}
 	}
 	{
@@ -6631,7 +6631,7 @@ func (s *WebhookWithSecret) Decode(d *jx.Decoder) error {
 		case "created_at":
 			requiredBitSet[0] |= 1 << 3
 			if err := func() error {
-				v, err := json.DecodeDateTime(d)
+				v, err := json.DecodeTimeFormat(d, "2006-01-02T15:04:05.999999999Z07:00")
 				s.CreatedAt = v
 				if err != nil {
 					return err
@@ -6672,7 +6672,7 @@ func (s *WebhookWithSecret) Decode(d *jx.Decoder) error {
 		case "disabled_at":
 			if err := func() error {
 				s.DisabledAt.Reset()
-				if err := s.DisabledAt.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.DisabledAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil
@@ -6692,7 +6692,7 @@ func (s *WebhookWithSecret) Decode(d *jx.Decoder) error {
 		case "missed_since":
 			if err := func() error {
 				s.MissedSince.Reset()
-				if err := s.MissedSince.Decode(d, json.DecodeDateTime); err != nil {
+				if err := s.MissedSince.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.999999999Z07:00")); err != nil {
 					return err
 				}
 				return nil

@@ -29,6 +29,44 @@ var (
 	ErrNotJSON = errors.New("is not valid JSON (or has data after the JSON value)")
 )
 
+// SyntaxError is where and how a text is not one well-formed JSON value
+// (errors.Is(err, ErrNotJSON) holds for it).
+type SyntaxError struct {
+	Offset int64  // bytes of the text before the fault
+	Line   int    // the fault's line, from 1
+	Column int    // the fault's column on its line, in characters, from 1
+	Msg    string // what is wrong there, as encoding/json words it
+}
+
+// Error implements the error interface: "line 1, column 16: invalid
+// character '}' looking for beginning of value".
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+}
+
+// Unwrap returns ErrNotJSON.
+func (e *SyntaxError) Unwrap() error { return ErrNotJSON }
+
+// syntaxError says where data, valid UTF-8 but not well-formed JSON, goes
+// wrong: at the character encoding/json refuses, or just after the last one
+// when the text ends too soon. Only a refused text pays for it.
+func syntaxError(data []byte) error {
+	var se *json.SyntaxError
+	// Unmarshal checks the whole text before it decodes anything.
+	if err := json.Unmarshal(data, new(struct{})); !errors.As(err, &se) {
+		return ErrNotJSON
+	}
+	// Offset counts the refused character, but not the end of the text.
+	pos := min(max(se.Offset-1, 0), int64(len(data)))
+	if se.Offset >= int64(len(data)) && strings.HasPrefix(se.Error(), "unexpected end") {
+		pos = int64(len(data))
+	}
+	before := data[:pos]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	column := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return &SyntaxError{Offset: pos, Line: line, Column: column, Msg: se.Error()}
+}
+
 // ValueError is a text that is well-formed JSON but holds what no caller
 // takes: a string with U+0000, a key twice in one object, a lone surrogate
 // escape, or nesting deeper than MaxDepth. Callers word it with their
@@ -48,9 +86,9 @@ func (e *ValueError) Error() string {
 
 // Check checks a whole JSON text: it must be valid UTF-8 (else ErrNotUTF8)
 // and one well-formed JSON value with nothing but white space after it
-// (else ErrEmpty or ErrNotJSON), and that value must not hold what the
-// service does not take although JSON allows it (else a *ValueError, see
-// CheckValues).
+// (else ErrEmpty, or a *SyntaxError, which is ErrNotJSON), and that value
+// must not hold what the service does not take although JSON allows it
+// (else a *ValueError, see CheckValues).
 func Check(data []byte) error {
 	switch {
 	case len(bytes.TrimSpace(data)) == 0:
@@ -58,7 +96,7 @@ func Check(data []byte) error {
 	case !utf8.Valid(data):
 		return ErrNotUTF8
 	case !json.Valid(data):
-		return ErrNotJSON
+		return syntaxError(data)
 	}
 	return CheckValues(data)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -104,6 +105,38 @@ func TestCheckMalformed(t *testing.T) {
 	} {
 		if err := Check([]byte(tc.body)); !errors.Is(err, tc.want) {
 			t.Errorf("%.40q: got %v, want %v", tc.body, err, tc.want)
+		}
+	}
+}
+
+// TestCheckSyntaxPosition: a text that is not well-formed JSON is a
+// *SyntaxError saying on which line and column (characters, from 1) the
+// fault is: the character refused, or just after the last one when the text
+// ends too soon.
+func TestCheckSyntaxPosition(t *testing.T) {
+	for _, tc := range []struct {
+		body         string
+		line, column int
+		msg          string
+	}{
+		{`{"id":1,"name":}`, 1, 16, "invalid character '}' looking for beginning of value"},
+		{`{"id":1,"name":"Fern"`, 1, 22, "unexpected end of JSON input"},
+		{"{\n  \"id\": 1,\n  \"name\": Fern\n}", 3, 11, "invalid character 'F' looking for beginning of value"},
+		{`{"name":"Été","id":x}`, 1, 20, "invalid character 'x' looking for beginning of value"},
+		{`{"id":1} {}`, 1, 10, "invalid character '{' after top-level value"},
+		{"{\"a\":\"\x00\"}", 1, 7, `invalid character '\x00' in string literal`},
+	} {
+		err := Check([]byte(tc.body))
+		var se *SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, ErrNotJSON) {
+			t.Errorf("%q: got %v, want a *SyntaxError that is ErrNotJSON", tc.body, err)
+			continue
+		}
+		if se.Line != tc.line || se.Column != tc.column || se.Msg != tc.msg {
+			t.Errorf("%q: got line %d, column %d, %q; want line %d, column %d, %q", tc.body, se.Line, se.Column, se.Msg, tc.line, tc.column, tc.msg)
+		}
+		if want := fmt.Sprintf("line %d, column %d: %s", tc.line, tc.column, tc.msg); se.Error() != want {
+			t.Errorf("%q: Error() = %q, want %q", tc.body, se.Error(), want)
 		}
 	}
 }
