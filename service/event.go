@@ -83,12 +83,23 @@ func (s *EventService) PruneEventsPass(ctx context.Context, retention time.Durat
 // an outage (internal/outage): when they start and when they end.
 // retention 0 keeps everything: it returns at once.
 func (s *EventService) RunPruner(ctx context.Context, retention time.Duration, logger *slog.Logger) {
+	runPruner(ctx, retention, logger, "events", func(ctx context.Context) (int, error) {
+		return s.PruneEventsPass(ctx, retention, EventPruneBatch, eventPrunePause)
+	})
+}
+
+// runPruner runs pass (one pruning pass over what, "events" or "tokens")
+// at once and then every EventPruneInterval (or retention, if shorter),
+// until ctx ends; a failed pass is tried again at the next, and failing
+// passes are logged as an outage (internal/outage). retention 0 keeps
+// everything: it returns at once.
+func runPruner(ctx context.Context, retention time.Duration, logger *slog.Logger, what string, pass func(context.Context) (int, error)) {
 	if retention <= 0 {
 		return
 	}
-	failures := outage.New(logger, slog.LevelWarn, "events: prune")
+	failures := outage.New(logger, slog.LevelWarn, what+": prune")
 	prune.Loop(ctx, min(EventPruneInterval, retention), func(ctx context.Context) {
-		n, err := s.PruneEventsPass(ctx, retention, EventPruneBatch, eventPrunePause)
+		n, err := pass(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			failures.Fail(ctx, err, "deleted", n)
@@ -96,7 +107,7 @@ func (s *EventService) RunPruner(ctx context.Context, retention time.Duration, l
 			failures.OK(ctx)
 		}
 		if n > 0 {
-			logger.Info("events: pruned", "events", n, "retention", retention)
+			logger.Info(what+": pruned", what, n, "retention", retention)
 		}
 	})
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/outage"
 	"github.com/plantstore/plantstore/internal/prune"
 )
 
@@ -171,23 +170,10 @@ func (s *TokenService) PruneTokens(ctx context.Context, retention time.Duration,
 // passes are logged as an outage. retention 0 keeps every token: it
 // returns at once.
 func (s *TokenService) RunPruner(ctx context.Context, retention time.Duration, logger *slog.Logger) {
-	if retention <= 0 {
-		return
-	}
-	failures := outage.New(logger, slog.LevelWarn, "tokens: prune")
-	prune.Loop(ctx, min(EventPruneInterval, retention), func(ctx context.Context) {
-		n, err := prune.Pass(ctx, EventPruneBatch, eventPrunePause, func(ctx context.Context, limit int) (int, error) {
+	runPruner(ctx, retention, logger, "tokens", func(ctx context.Context) (int, error) {
+		return prune.Pass(ctx, EventPruneBatch, eventPrunePause, func(ctx context.Context, limit int) (int, error) {
 			return s.PruneTokens(ctx, retention, limit)
 		})
-		switch {
-		case err != nil && ctx.Err() == nil:
-			failures.Fail(ctx, err, "deleted", n)
-		case err == nil:
-			failures.OK(ctx)
-		}
-		if n > 0 {
-			logger.Info("tokens: pruned", "tokens", n, "retention", retention)
-		}
 	})
 }
 
