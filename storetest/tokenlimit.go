@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,30 +84,11 @@ func testTokenLimitStore(t *testing.T, bs Backends) {
 	t.Run("InsertOwnerTokenConcurrent", func(t *testing.T) {
 		const max, n = 5, 24
 		b := bs.Open(t)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			tok := newToken(t, "alice", 0, fixedNow)
-			wg.Go(func() {
-				<-start
-				errs[i] = b.InsertOwnerToken(t.Context(), tok, max)
-			})
+		toks := make([]*plantstore.Token, n)
+		for i := range toks {
+			toks[i] = newToken(t, "alice", 0, fixedNow)
 		}
-		close(start)
-		wg.Wait()
-		ok := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				ok++
-			case !errors.Is(err, plantstore.ErrLimit):
-				t.Fatalf("insert %d: %v, want nil or ErrLimit", i, err)
-			}
-		}
-		if ok != max {
-			t.Fatalf("%d concurrent inserts succeeded, want %d (the cap)", ok, max)
-		}
+		insertRace(t, max, n, func(i int) error { return b.InsertOwnerToken(t.Context(), toks[i], max) })
 		if got := len(listTokens(t, b)); got != max {
 			t.Fatalf("%d tokens stored, want %d", got, max)
 		}

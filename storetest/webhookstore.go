@@ -240,34 +240,15 @@ func testWebhookStore(t *testing.T, bs Backends) {
 	t.Run("ErrLimitConcurrent", func(t *testing.T) {
 		const max, n = 5, 24
 		b := bs.Open(t)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				sub, err := plantstore.NewSubscription("alice", fmt.Sprintf("http://127.0.0.1:9/%d", i), "", fixedNow)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				<-start
-				errs[i] = b.InsertSubscription(t.Context(), sub, max)
-			})
-		}
-		close(start)
-		wg.Wait()
-		ok := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				ok++
-			case !errors.Is(err, plantstore.ErrLimit):
-				t.Fatalf("insert %d: %v, want nil or ErrLimit", i, err)
+		subs := make([]*plantstore.Subscription, n)
+		for i := range subs {
+			sub, err := plantstore.NewSubscription("alice", fmt.Sprintf("http://127.0.0.1:9/%d", i), "", fixedNow)
+			if err != nil {
+				t.Fatal(err)
 			}
+			subs[i] = sub
 		}
-		if ok != max {
-			t.Fatalf("%d concurrent inserts succeeded, want %d (the cap)", ok, max)
-		}
+		insertRace(t, max, n, func(i int) error { return b.InsertSubscription(t.Context(), subs[i], max) })
 		if got := len(listSubscriptions(t, b, "alice")); got != max {
 			t.Fatalf("alice has %d subscriptions, want %d", got, max)
 		}
@@ -369,4 +350,34 @@ func testWebhookStore(t *testing.T, bs Backends) {
 			t.Fatalf("a new subscription with a deleted one's id has %d attempts, want 0", len(got))
 		}
 	})
+}
+
+// insertRace runs insert(0) to insert(n-1) at once, each the insert of one
+// row of one owner under a cap of max, and checks that exactly max of them
+// succeed and the others are refused with ErrLimit.
+func insertRace(t *testing.T, max, n int, insert func(i int) error) {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = insert(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, plantstore.ErrLimit):
+			t.Fatalf("insert %d: %v, want nil or ErrLimit", i, err)
+		}
+	}
+	if ok != max {
+		t.Fatalf("%d concurrent inserts succeeded, want %d (the cap)", ok, max)
+	}
 }
