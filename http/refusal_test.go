@@ -23,12 +23,13 @@ func TestRefusal_UnreadBody(t *testing.T) {
 	const readTimeout = 30 * time.Second
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.ReadTimeout = readTimeout
-		s.RateLimit, s.RateBurst = 1e-6, 1 // one request per token
+		s.RateLimit, s.RateBurst = 1e-6, 1 // one request per owner
 	})
-	reader := func(t *testing.T) string { return ts.Token(t, "alice", plantstore.ScopePlantsRead) }
-	writer := func(t *testing.T) string { return ts.Token(t, "alice") }
-	spent := func(t *testing.T) string {
-		tok := writer(t)
+	// Each case has an owner of its own: the rate limit is the owner's.
+	reader := func(t *testing.T, owner string) string { return ts.Token(t, owner, plantstore.ScopePlantsRead) }
+	writer := func(t *testing.T, owner string) string { return ts.Token(t, owner) }
+	spent := func(t *testing.T, owner string) string {
+		tok := writer(t, owner)
 		if resp := ts.Get(t, tok, "/me"); resp.Status != http.StatusOK {
 			t.Fatalf("GET /me: %d %s", resp.Status, resp.Body)
 		}
@@ -38,7 +39,7 @@ func TestRefusal_UnreadBody(t *testing.T) {
 	for _, tt := range []struct {
 		name         string
 		method, path string
-		token        func(*testing.T) string // nil: no Authorization
+		token        func(t *testing.T, owner string) string // nil: no Authorization
 		ctype        string
 		length       int    // Content-Length
 		body         string // what is sent of it
@@ -57,6 +58,7 @@ func TestRefusal_UnreadBody(t *testing.T) {
 		// The body read whole: the connection is kept.
 		{name: "400Read", method: "POST", path: "/plants", token: writer, length: len(full), body: full, status: 400, code: plantstore.CodeMalformedJSON},
 	} {
+		owner := "owner-" + strings.ToLower(tt.name)
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			length, body, ctype := tt.length, tt.body, tt.ctype
@@ -69,7 +71,7 @@ func TestRefusal_UnreadBody(t *testing.T) {
 			var head strings.Builder
 			fmt.Fprintf(&head, "%s %s HTTP/1.1\r\nHost: plantstore\r\nContent-Type: %s\r\nContent-Length: %d\r\n", tt.method, tt.path, ctype, length)
 			if tt.token != nil {
-				fmt.Fprintf(&head, "Authorization: Bearer %s\r\n", tt.token(t))
+				fmt.Fprintf(&head, "Authorization: Bearer %s\r\n", tt.token(t, owner))
 			}
 			head.WriteString("\r\n")
 			conn := ts.dial(t)

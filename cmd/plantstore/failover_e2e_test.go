@@ -1,3 +1,8 @@
+//go:build system
+
+// TestPostgresFailover is a slow system test: it runs with -tags system
+// (.ci/run's second test command; the README names it).
+
 package main
 
 import (
