@@ -77,7 +77,7 @@ func (p *Plant) Validate() error {
 // Validate checks f's fields other than the page size (which FindPlants
 // defaults and bounds): a tag that is not UTF-8 or holds U+0000 is refused
 // with CodeInvalidBody, the code of those string faults wherever they are
-// (issue 12 names 40002 for the query parser too). No plant has such a tag,
+// (the query parser's too). No plant has such a tag,
 // and PostgreSQL cannot compare one (it fails instead of finding nothing).
 func (f *PlantFilter) Validate() error {
 	switch {

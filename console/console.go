@@ -1,4 +1,4 @@
-// Package console serves the browser console (issue 23): a single-page
+// Package console serves the browser console: a single-page
 // application built from the TypeScript sources beside this file (src/,
 // build.mjs) into dist/, which is committed like generated code and
 // embedded here, so building the binary needs no Node.

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Array parameters without reflection (issue 22). pgx encodes a []string,
+// Array parameters without reflection. pgx encodes a []string,
 // []*string or []time.Time parameter through reflection, boxing every
 // element in an interface: one or two allocations per element, about ten
 // per create in qCreatePlants. These types give pgx the same arrays, in

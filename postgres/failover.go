@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Failover (issue 24). When the primary goes away (a crash, a switchover
+// Failover. When the primary goes away (a crash, a switchover
 // that restarts it as a standby) every pooled connection to it is
 // useless: each would fail one call of its own, or, to a server that
 // turned read-only, fail every write. So the first error that says the

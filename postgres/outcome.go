@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The commit-outcome rule (issue 24): a write is acknowledged only when
+// The commit-outcome rule: a write is acknowledged only when
 // its COMMIT is known to have taken effect, and redone only when its
 // transaction is known to have committed nothing.
 //

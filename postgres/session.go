@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Session settings (issue 24). The store sends no setting of its own in
+// Session settings. The store sends no setting of its own in
 // the startup packet, so that a transaction-mode pooler with its stock
 // settings (PgBouncer's ignore_startup_parameters = extra_float_digits
 // answers any other with FATAL 08P01) takes its connections, and no setting

@@ -13,8 +13,8 @@ import (
 	"github.com/plantstore/plantstore/service"
 )
 
-// The migration that made events and deliveries facts (issue 22: SQLite's
-// 9, PostgreSQL's 8) must keep every body as it was: a delivery pending
+// The migration that made events and deliveries facts (SQLite's 9,
+// PostgreSQL's 8) must keep every body as it was: a delivery pending
 // before the upgrade is sent with the same bytes after it, and GET /events
 // and the stream answer the same bytes. Each backend's test migrates a
 // database to the version before, writes LegacyRows there with SQL of its
@@ -36,7 +36,7 @@ var (
 )
 
 // legacyBodies are the stored bodies, byte for byte as the encoders before
-// issue 22 wrote them, by delivery (message id, subscription id).
+// that migration wrote them, by delivery (message id, subscription id).
 var legacyBodies = map[[2]string]string{
 	// An untyped subscription's create: the NewPlant body (jx).
 	{"msg_000000000000000000000001", "whk_000000000000000a"}: `{"id":1,"name":"Fern","tag":"green"}`,

@@ -514,8 +514,8 @@ func testOutboxStore(t *testing.T, bs Backends) {
 	// before, at most limit rows a call; pending deliveries and newer rows
 	// stay.
 	// CountLeased counts the deliveries leased now to one subscription and
-	// to its owner, as claims count them (issue 21: pings count against
-	// the same bounds): not the unleased, completed or expired ones, nor
+	// to its owner, as claims count them (pings count against the same
+	// bounds): not the unleased, completed or expired ones, nor
 	// another owner's.
 	t.Run("CountLeased", func(t *testing.T) {
 		b := bs.Open(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/plantstore/plantstore/service"
 )
 
-// The token API (issue 23): an authenticated caller lists, reads, mints and
+// The token API: an authenticated caller lists, reads, mints and
 // revokes the tokens of its own owner. testOwnerTokenStore calls the
 // backend's TokenStore; testMintToken and testOwnerTokens run through the
 // service.

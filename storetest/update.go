@@ -257,7 +257,7 @@ func testUpdatePlant(t *testing.T, bs Backends) {
 		}
 	})
 	// A PATCH that changes nothing writes nothing, with or without
-	// If-Match: no plant.updated event, no typed delivery (issue 21).
+	// If-Match: no plant.updated event, no typed delivery.
 	t.Run("NoChangeWritesNothing", func(t *testing.T) {
 		b, svc := open(t, bs, service.Config{})
 		ctx := t.Context()

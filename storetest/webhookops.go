@@ -250,7 +250,7 @@ func testWebhookOps(t *testing.T, bs Backends) {
 
 	// A ping goes through the Pinger, given the deliveries leased now to
 	// the subscription and to its owner (the store's CountLeased), unless
-	// the subscription is disabled (409 40903, as resend: issue 21); the
+	// the subscription is disabled (409 40903, as resend); the
 	// Pinger's refusal (busy) reaches the caller as it is.
 	t.Run("Ping", func(t *testing.T) {
 		var pinged []string
