@@ -72,7 +72,7 @@ type Options struct {
 	// Owners reads each line's owner (plantstore export's format): the
 	// member "owner" (a string) of a JSON line, the column owner of CSV;
 	// a line without one gets DefaultOwner, and with DefaultOwner empty
-	// it is invalid (ErrNoOwner). Owners are checked with
+	// it is invalid (ErrNoOwner). Owners are trimmed, then checked with
 	// plantstore.ValidateOwner. Without Owners an "owner" member is one
 	// the API ignores, and Plant.Owner is left empty.
 	Owners       bool
@@ -368,13 +368,14 @@ func (r *Reader) parseJSON(text []byte) (*plantstore.Plant, error) {
 	return r.finish(&p, owner)
 }
 
-// finish sets p's owner (with Options.Owners) and checks p against the
+// finish sets p's owner (with Options.Owners; trimmed of the white space
+// around it, as token creation trims an owner) and checks p against the
 // limits of a new plant.
 func (r *Reader) finish(p *plantstore.Plant, owner *string) (*plantstore.Plant, error) {
 	if r.opt.Owners {
 		switch {
 		case owner != nil:
-			p.Owner = *owner
+			p.Owner = strings.TrimSpace(*owner)
 		case r.opt.DefaultOwner != "":
 			p.Owner = r.opt.DefaultOwner
 		default:

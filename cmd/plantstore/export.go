@@ -100,7 +100,7 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 	defer cleanup()
 	// Pass one: every line valid, or nothing is loaded.
 	opts := plantlines.Options{Format: plantlines.JSONLines, Owners: true, DefaultOwner: c.Owner}
-	lines, err := countImport(in, opts)
+	lines, err := plantlines.Count(in, opts)
 	if err != nil {
 		return lineError(err)
 	}
@@ -117,9 +117,6 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 	svc := service.New(db, service.Config{}).Plants
 	start := time.Now()
 	stored, err := plantlines.Load(in, opts, c.Batch, func(batch []*plantstore.Plant) (int, error) {
-		for _, p := range batch {
-			p.Owner = strings.TrimSpace(p.Owner) // checked trimmed by countImport
-		}
 		n, err := svc.ImportPlants(ctx, batch)
 		return n, cliError(err)
 	})
@@ -133,34 +130,6 @@ func (c *importCmd) Run(ctx context.Context, e *env) error {
 	fmt.Fprintf(e.stderr, "plantstore: imported %d plants of %d (%d skipped: their owner had that id already) in %s\n",
 		stored, lines, lines-stored, time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// countImport is import's first pass: it counts the plants of r, as
-// plantlines.Count does, and also stops at the first line whose owner,
-// trimmed of the white space around it (as import stores it, and as token
-// create trims an owner), is not a valid owner: "owner": " " is refused,
-// " eve " is eve.
-func countImport(r io.Reader, o plantlines.Options) (int, error) {
-	lr := plantlines.NewReader(r, o)
-	n := 0
-	for {
-		l, err := lr.Read()
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-		if l.Err == nil {
-			if err := plantstore.ValidateOwner(strings.TrimSpace(l.Plant.Owner)); err != nil {
-				l.Err = errors.New(cliexit.Describe(err))
-			}
-		}
-		if l.Err != nil {
-			return n, &plantlines.LineError{Number: l.Number, Err: l.Err}
-		}
-		n++
-	}
 }
 
 // lineError says what to do about a line without an owner.
