@@ -201,12 +201,6 @@ type TokenStore interface {
 // server is configured otherwise (--max-tokens-per-owner).
 const DefaultMaxTokensPerOwner = 1000
 
-// DefaultTokenRetention is how long a revoked or expired token is kept
-// (listed, and refused as revoked or expired rather than unknown) before it
-// is deleted, unless the server is configured otherwise (--token-retention):
-// 30 days, as events.
-const DefaultTokenRetention = 720 * time.Hour
-
 // MaxOwnerLength is the longest owner name a token may have, in bytes.
 const MaxOwnerLength = 256
 
