@@ -180,7 +180,7 @@ func (s *Server) handleDocsScript(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	serveBytes(w, r, "redoc.standalone.js", "text/javascript; charset=utf-8", data)
+	serveBytes(w, r, "redoc.standalone.js", "text/javascript; charset=utf-8", docsCacheControl, data)
 }
 
 // handleDocsLogo handles the "GET /docs/redocly.svg" route: the logo the
@@ -226,10 +226,7 @@ func (s *Server) handleFavicon(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "image/x-icon")
-	w.Header().Set("Cache-Control", "public, max-age=86400")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(data))
+	serveBytes(w, r, "favicon.ico", "image/x-icon", "public, max-age=86400", data)
 }
 
 func serveAsset(w http.ResponseWriter, r *http.Request, name, ctype string) {
@@ -238,13 +235,16 @@ func serveAsset(w http.ResponseWriter, r *http.Request, name, ctype string) {
 		http.Error(w, "Internal error.", http.StatusInternalServerError)
 		return
 	}
-	serveBytes(w, r, name, ctype, data)
+	serveBytes(w, r, name, ctype, docsCacheControl, data)
 }
 
-// serveBytes serves a file of the docs, which browsers may keep an hour.
-func serveBytes(w http.ResponseWriter, r *http.Request, name, ctype string, data []byte) {
+// docsCacheControl lets browsers keep a file of the docs an hour.
+const docsCacheControl = "public, max-age=3600"
+
+// serveBytes serves data, a static file, with the Cache-Control cache.
+func serveBytes(w http.ResponseWriter, r *http.Request, name, ctype, cache string, data []byte) {
 	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Header().Set("Cache-Control", cache)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 }
