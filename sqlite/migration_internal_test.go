@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/plantstore/plantstore/storetest"
 )
 
@@ -14,18 +16,7 @@ import (
 // event data, types as text) read back after migration 9 as facts that
 // render the same bytes (storetest.CheckLegacyRows).
 func TestMigrateEventFacts(t *testing.T) {
-	db := NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
-	if err := db.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	p, err := db.provider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(t.Context(), 8); err != nil {
-		t.Fatal(err)
-	}
+	db, p := migratedTo(t, 8)
 	for _, r := range storetest.LegacyRows() {
 		var cols, marks []string
 		var args []any
@@ -55,18 +46,7 @@ func TestMigrateEventFacts(t *testing.T) {
 // TestMigrateAttemptErrors: attempts' errors written under version 10 name
 // the kind of failure only after migration 11 (no address, no name server).
 func TestMigrateAttemptErrors(t *testing.T) {
-	db := NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
-	if err := db.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	p, err := db.provider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(t.Context(), 10); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := migratedTo(t, 10)
 	rows := storetest.LegacyAttemptErrors()
 	for i, r := range rows {
 		if _, err := db.write.ExecContext(t.Context(), `INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, error, duration_us, state) VALUES ('whk_1', ?, 1, 1, 0, ?, 0, 'failed')`, fmt.Sprint("msg_", i), r.Old); err != nil {
@@ -85,4 +65,22 @@ func TestMigrateAttemptErrors(t *testing.T) {
 			t.Errorf("%q migrated to %q, want %q", r.Old, got, r.Want)
 		}
 	}
+}
+
+// migratedTo opens a new database file migrated up to version.
+func migratedTo(t *testing.T, version int64) (*DB, *goose.Provider) {
+	t.Helper()
+	db := NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
+	if err := db.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p, err := db.provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(t.Context(), version); err != nil {
+		t.Fatal(err)
+	}
+	return db, p
 }

@@ -58,7 +58,7 @@ func testTokenLimitStore(t *testing.T, bs Backends) {
 			t.Fatalf("the refused token: %v, want ErrNotFound (not stored)", err)
 		}
 		// A live token that expires frees a place once it has expired.
-		later := live[0].ExpiresAt.Add(0)
+		later := *live[0].ExpiresAt
 		checkIs(t, "InsertOwnerToken just before a token expires", b.InsertOwnerToken(ctx, newToken(t, "alice", 0, later.Add(-time.Microsecond)), max), plantstore.ErrLimit)
 		if err := b.InsertOwnerToken(ctx, newToken(t, "alice", 0, later), max); err != nil {
 			t.Fatalf("InsertOwnerToken once a token expired: %v", err)
