@@ -39,9 +39,8 @@ func NewPinger(o Options) *Pinger {
 
 // Ping POSTs t once, at once, and says what came of it: a failure to get
 // an answer by its kind only (the Failure phrases), its cause in the log.
-// When leasedSub
-// (the deliveries leased to t's subscription) plus the pings in flight to
-// it reach MaxInFlight, or leasedOwner plus the owner's pings reach
+// When leasedSub (the deliveries leased to t's subscription) plus the pings
+// in flight to it reach MaxInFlight, or leasedOwner plus the owner's pings reach
 // MaxInFlightPerOwner, it sends nothing and returns a CodeWebhookBusy
 // error whose RetryAfter is the attempt timeout (by then every attempt in
 // flight now has ended).
