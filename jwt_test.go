@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/oidc/oidctest"
+	"github.com/plantstore/plantstore/internal/testkit/oidctest"
 )
 
 func TestLooksLikeJWT(t *testing.T) {

@@ -5,7 +5,7 @@ package api
 
 import _ "embed"
 
-//go:generate go run ../internal/yaml2json openapi.yaml openapi.json
+//go:generate go run ../internal/gen/yaml2json openapi.yaml openapi.json
 
 // YAML is the OpenAPI 3.1 document as written.
 //

@@ -95,9 +95,9 @@ stop_pid() {
 build() {
   log "building plantstore, baseline, preload and fsync"
   (cd "$REPO_DIR" && CGO_ENABLED=1 go build -pgo="${PGO:-auto}" -o "$TMP/plantstore" ./cmd/plantstore &&
-    go build -o "$TMP/baseline" ./bench/baseline &&
-    CGO_ENABLED=1 go build -o "$TMP/preload" ./bench/preload &&
-    go build -o "$TMP/fsync" ./bench/fsync)
+    go build -o "$TMP/baseline" ./internal/bench/baseline &&
+    CGO_ENABLED=1 go build -o "$TMP/preload" ./internal/bench/preload &&
+    go build -o "$TMP/fsync" ./internal/bench/fsync)
 }
 
 # free_port prints a TCP port nothing listens on at 127.0.0.1.

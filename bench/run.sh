@@ -123,7 +123,7 @@ table() {
   echo
   echo "- command: \`$COMMAND\` (wrk -d $DURATION per scenario)"
   machine_info
-  echo "- disk: one 4 KiB append + fdatasync in the work directory (bench/fsync): $FSYNC"
+  echo "- disk: one 4 KiB append + fdatasync in the work directory (internal/bench/fsync): $FSYNC"
   echo
   echo "| target | scenario | req/s | ratio | p50 ms | p99 ms | non-2xx | socket errors | server CPU s/1k req | PostgreSQL CPU s/1k req | peak RSS MiB | allocs/req | batch |"
   echo "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"

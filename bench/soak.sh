@@ -102,7 +102,7 @@ done
 wait "$WRK_PID" || { cat "$TMP/wrk.out" >&2; die "wrk failed"; }
 line=$(grep '^BENCH ' "$TMP/wrk.out") || { cat "$TMP/wrk.out" >&2; die "no BENCH line from wrk"; }
 # When wrk stops it closes its connections with requests in flight; the
-# server answers such a request 500 (http/error.go: the client went away,
+# server answers such a request 500 (internal/http/error.go: the client went away,
 # nobody reads it) and counts it, without an "internal error" log line.
 # Those are reported apart; a real internal or storage error is logged.
 read -r _ req_end bad_end five_end <<<"$(metrics)"

@@ -19,10 +19,10 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
-	plantstorehttp "github.com/plantstore/plantstore/http"
-	"github.com/plantstore/plantstore/service"
-	"github.com/plantstore/plantstore/sqlite"
-	"github.com/plantstore/plantstore/webhook"
+	plantstorehttp "github.com/plantstore/plantstore/internal/http"
+	"github.com/plantstore/plantstore/internal/service"
+	"github.com/plantstore/plantstore/internal/sqlite"
+	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // testServer is a real server on 127.0.0.1 over a real SQLite file, with

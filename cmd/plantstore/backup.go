@@ -11,11 +11,11 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/plantstore/plantstore/backup"
+	"github.com/plantstore/plantstore/internal/backup"
 	"github.com/plantstore/plantstore/internal/buildinfo"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/outfile"
-	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/outfile"
+	"github.com/plantstore/plantstore/internal/sqlite"
 )
 
 // pgBackupHelp is what backup and restore say about a PostgreSQL --db.

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/backup"
+	"github.com/plantstore/plantstore/internal/backup"
 )
 
 // execBinary runs the plantstore binary with args (stdin from stdin, when

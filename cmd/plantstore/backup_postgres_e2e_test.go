@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // pgBackupCommands returns the commands of the PostgreSQL backup block of

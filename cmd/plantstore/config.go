@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	plantstorehttp "github.com/plantstore/plantstore/http"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/tracing"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	plantstorehttp "github.com/plantstore/plantstore/internal/http"
+	"github.com/plantstore/plantstore/internal/tracing"
 )
 
 // maxMaxTokensPerOwner bounds --max-tokens-per-owner: the live tokens of

@@ -15,10 +15,10 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/cliflags"
-	"github.com/plantstore/plantstore/postgres"
-	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliflags"
+	"github.com/plantstore/plantstore/internal/postgres"
+	"github.com/plantstore/plantstore/internal/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated flag table of docs/configuration.md")

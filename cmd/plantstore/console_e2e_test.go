@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/plantstore/plantstore/console"
+	"github.com/plantstore/plantstore/internal/console"
 )
 
 // TestServeConsole: plantstore serve answers /console from the embedded

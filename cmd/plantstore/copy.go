@@ -12,8 +12,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/plantstore/plantstore/dbcopy"
-	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/dbcopy"
 )
 
 // copyCmd is `plantstore copy`.

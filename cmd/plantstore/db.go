@@ -13,12 +13,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
 	"github.com/plantstore/plantstore/internal/dbfile"
-	"github.com/plantstore/plantstore/portable"
-	"github.com/plantstore/plantstore/postgres"
-	"github.com/plantstore/plantstore/service"
-	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/internal/portable"
+	"github.com/plantstore/plantstore/internal/postgres"
+	"github.com/plantstore/plantstore/internal/service"
+	"github.com/plantstore/plantstore/internal/sqlite"
 )
 
 var (

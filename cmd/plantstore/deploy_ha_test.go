@@ -18,7 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/plantstore/plantstore/internal/patronitest"
+	"github.com/plantstore/plantstore/internal/testkit/patronitest"
 )
 
 // TestHADeploy checks the files of deploy/ha (issue 24) as far as one

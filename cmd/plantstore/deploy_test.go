@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/plantstore/plantstore/internal/cliflags"
+	"github.com/plantstore/plantstore/internal/cli/cliflags"
 )
 
 // No Docker engine runs here: these tests check what can be checked

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // sseEvent is one event message of GET /events/stream.

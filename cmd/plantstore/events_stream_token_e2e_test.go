@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // TestEventStreamTokenEnds is the first medium finding of issue 21, run on

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
-	"github.com/plantstore/plantstore/webhook"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // TestWebhookTypedEvents: over real HTTP, on both backends, an untyped

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/outfile"
-	"github.com/plantstore/plantstore/plantlines"
-	"github.com/plantstore/plantstore/service"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/outfile"
+	"github.com/plantstore/plantstore/internal/plantlines"
+	"github.com/plantstore/plantstore/internal/service"
 )
 
 // exportCmd is `plantstore export`.

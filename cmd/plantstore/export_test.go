@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // migrated returns the path of a new, migrated SQLite database.

@@ -23,8 +23,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/plantstore/plantstore/internal/patronitest"
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/patronitest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // TestPostgresFailover runs two plantstore replicas on multi-host URLs
@@ -168,7 +168,7 @@ func TestPostgresFailover(t *testing.T) {
 	}
 	rcv.waitAll(t, acked, 90*time.Second)
 	// Each replica dropped its connections to the old primary at once, at
-	// the first error that said it was gone (postgres/failover.go).
+	// the first error that said it was gone (internal/postgres/failover.go).
 	for i, s := range replicas {
 		if n := strings.Count(s.stderr.String(), "dropped every pooled connection"); n == 0 {
 			t.Errorf("replica %c never logged that it dropped its connections", "AB"[i])

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/filetest"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/testkit/filetest"
 )
 
 // TestFileModes: with umask 000 in a directory anyone may write, the files

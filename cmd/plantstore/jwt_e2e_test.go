@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/oidc/oidctest"
+	"github.com/plantstore/plantstore/internal/testkit/oidctest"
 )
 
 // jwtIssuer is an offline JWT issuer for `serve --jwt-jwks-file`.

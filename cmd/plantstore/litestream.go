@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/plantstore/plantstore"
-	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
-	"github.com/plantstore/plantstore/sqlite"
+	plantstoreprometheus "github.com/plantstore/plantstore/internal/prometheus"
+	"github.com/plantstore/plantstore/internal/sqlite"
 )
 
 // walAutocheckpoint is sqlite.DB.WALAutocheckpoint for serve's

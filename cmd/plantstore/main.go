@@ -32,10 +32,10 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/clientcli"
 	"github.com/plantstore/plantstore/internal/buildinfo"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/cliflags"
+	"github.com/plantstore/plantstore/internal/cli/clientcli"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliflags"
 )
 
 func main() {

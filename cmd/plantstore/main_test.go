@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/sqlite"
 )
 
 var tokenLineRE = regexp.MustCompile(`^pst_[0-9a-f]{72}\n$`)
@@ -395,7 +395,7 @@ func TestMigrate(t *testing.T) {
 		}
 		// A new file gets every migration (versions may leave gaps: two
 		// written at once take numbers apart).
-		files, err := filepath.Glob("../../sqlite/migration/*.sql")
+		files, err := filepath.Glob("../../internal/sqlite/migration/*.sql")
 		if err != nil || len(files) == 0 {
 			t.Fatalf("migration files: %v, %v", files, err)
 		}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/cliflags"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliflags"
 )
 
 // TestServeMetricsAddr: /metrics has a listener of its own, on loopback

@@ -14,9 +14,9 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/cliflags"
-	"github.com/plantstore/plantstore/mock"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliflags"
+	"github.com/plantstore/plantstore/internal/testkit/mock"
 )
 
 // words is s with every run of white space one space (help text is

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // TestPostgresOutageLogged stops PostgreSQL under a running server for a

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // TestPatchNoChange: over real HTTP, on both backends, a PATCH that leaves

@@ -16,9 +16,9 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
-	plantstorehttp "github.com/plantstore/plantstore/http"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/service"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	plantstorehttp "github.com/plantstore/plantstore/internal/http"
+	"github.com/plantstore/plantstore/internal/service"
 )
 
 // plantsServer is an in-process server over a SQLite file for the `plants`

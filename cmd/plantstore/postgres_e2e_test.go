@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // launchServer starts the binary's serve command on db without waiting for

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/plantlines"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/plantlines"
 )
 
 // seedOwner owns the plants of serve --seed: the owner of the bootstrap

@@ -19,15 +19,15 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/console"
-	plantstorehttp "github.com/plantstore/plantstore/http"
-	"github.com/plantstore/plantstore/oidc"
-	plantstoreprometheus "github.com/plantstore/plantstore/prometheus"
-	"github.com/plantstore/plantstore/service"
-	"github.com/plantstore/plantstore/slogbuf"
-	"github.com/plantstore/plantstore/sqlite"
-	"github.com/plantstore/plantstore/tracing"
-	"github.com/plantstore/plantstore/webhook"
+	"github.com/plantstore/plantstore/internal/console"
+	plantstorehttp "github.com/plantstore/plantstore/internal/http"
+	"github.com/plantstore/plantstore/internal/oidc"
+	plantstoreprometheus "github.com/plantstore/plantstore/internal/prometheus"
+	"github.com/plantstore/plantstore/internal/service"
+	"github.com/plantstore/plantstore/internal/slogbuf"
+	"github.com/plantstore/plantstore/internal/sqlite"
+	"github.com/plantstore/plantstore/internal/tracing"
+	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // serveCmd is `plantstore serve`.

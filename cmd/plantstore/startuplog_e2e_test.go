@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // TestStartupLogSettings: the "plantstore serving" line shows the backend

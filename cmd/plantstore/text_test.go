@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/plantstore/plantstore/client"
-	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
 )
 
 // hostile is a stored string made to act on a terminal: retitle it (OSC

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
 )
 
 // TestTokenCreateTTLBound: token create refuses a --ttl beyond 100 years

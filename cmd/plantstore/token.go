@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/clientcli"
-	"github.com/plantstore/plantstore/internal/cliexit"
-	"github.com/plantstore/plantstore/internal/cliflags"
-	"github.com/plantstore/plantstore/service"
+	"github.com/plantstore/plantstore/internal/cli/clientcli"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliflags"
+	"github.com/plantstore/plantstore/internal/service"
 )
 
 // tokenCmd is `plantstore token`.

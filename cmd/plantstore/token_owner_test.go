@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
 )
 
 // TestTokenCreate_ErrOwner: `token create --owner` takes 1-256 bytes of

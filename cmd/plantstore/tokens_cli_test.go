@@ -11,7 +11,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
-	"github.com/plantstore/plantstore/internal/cliexit"
+	"github.com/plantstore/plantstore/internal/cli/cliexit"
 )
 
 // tokens runs `plantstore tokens ARGS` against the server with token.

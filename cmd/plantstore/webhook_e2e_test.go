@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // delivery is one request a receiver got.

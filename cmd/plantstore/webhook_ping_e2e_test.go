@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // holdingReceiver is a webhook receiver on 127.0.0.1 that holds every

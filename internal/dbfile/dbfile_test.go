@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/dbfile"
-	"github.com/plantstore/plantstore/sqlite"
+	"github.com/plantstore/plantstore/internal/sqlite"
 )
 
 // openDB returns the path of a migrated SQLite database in a new directory,

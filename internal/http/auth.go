@@ -1,0 +1,175 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/http/oapi"
+)
+
+// operationScopes is the scope each operation of the contract needs; ""
+// for the operations any valid token may call (GET /me). TestOperationScopes
+// checks that every operation has an entry.
+var operationScopes = map[string]string{
+	oapi.AddPlantOperation:    plantstore.ScopePlantsWrite,
+	oapi.DeletePlantOperation: plantstore.ScopePlantsWrite,
+	oapi.GetPlantOperation:    plantstore.ScopePlantsRead,
+	oapi.ListPlantsOperation:  plantstore.ScopePlantsRead,
+	oapi.HeadPlantOperation:   plantstore.ScopePlantsRead,
+	oapi.HeadPlantsOperation:  plantstore.ScopePlantsRead,
+	oapi.UpdatePlantOperation: plantstore.ScopePlantsWrite,
+
+	oapi.CreateWebhookOperation:         plantstore.ScopeWebhooksManage,
+	oapi.ListWebhooksOperation:          plantstore.ScopeWebhooksManage,
+	oapi.GetWebhookOperation:            plantstore.ScopeWebhooksManage,
+	oapi.DeleteWebhookOperation:         plantstore.ScopeWebhooksManage,
+	oapi.RotateWebhookSecretOperation:   plantstore.ScopeWebhooksManage,
+	oapi.ListWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
+	oapi.HeadWebhooksOperation:          plantstore.ScopeWebhooksManage,
+	oapi.HeadWebhookOperation:           plantstore.ScopeWebhooksManage,
+	oapi.HeadWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
+	oapi.UpdateWebhookOperation:         plantstore.ScopeWebhooksManage,
+	oapi.ResendWebhookDeliveryOperation: plantstore.ScopeWebhooksManage,
+	oapi.RecoverWebhookOperation:        plantstore.ScopeWebhooksManage,
+	oapi.PingWebhookOperation:           plantstore.ScopeWebhooksManage,
+
+	oapi.ListEventsOperation:       plantstore.ScopePlantsRead,
+	oapi.HeadEventsOperation:       plantstore.ScopePlantsRead,
+	oapi.StreamEventsOperation:     plantstore.ScopePlantsRead,
+	oapi.HeadEventsStreamOperation: plantstore.ScopePlantsRead,
+
+	oapi.ListTokensOperation:  plantstore.ScopeTokensManage,
+	oapi.HeadTokensOperation:  plantstore.ScopeTokensManage,
+	oapi.CreateTokenOperation: plantstore.ScopeTokensManage,
+	oapi.GetTokenOperation:    plantstore.ScopeTokensManage,
+	oapi.HeadTokenOperation:   plantstore.ScopeTokensManage,
+	oapi.RevokeTokenOperation: plantstore.ScopeTokensManage,
+	oapi.GetMeOperation:       "", // who the token is: any valid token
+	oapi.HeadMeOperation:      "",
+}
+
+// secretOperations are the operations whose answers carry a secret (a new
+// token's, a webhook subscription's signing secret): every answer to them
+// says Cache-Control: no-store. Every other answer to a request whose token
+// was accepted says Cache-Control: private (no shared cache keeps it),
+// unless it sets its own (an event stream's no-store). TestCacheControl
+// checks the table against the contract's schemas with a secret member.
+var secretOperations = map[string]bool{
+	oapi.CreateTokenOperation:         true,
+	oapi.CreateWebhookOperation:       true,
+	oapi.RotateWebhookSecretOperation: true,
+}
+
+// Cache-Control values of authenticated answers (never modified).
+var (
+	cacheNoStore = []string{"no-store"}
+	cachePrivate = []string{"private"}
+)
+
+// HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
+// token (the generated code has already matched the scheme name,
+// case-insensitively), checks the operation's scope and the rate limit of
+// the token's owner, and attaches the token to the context.
+func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t oapi.BearerAuth) (context.Context, error) {
+	s := h.s
+	s.setRoute(ctx, op)
+	secret := strings.TrimSpace(t.Token)
+	if secret == "" {
+		return nil, plantstore.Errorf(plantstore.CodeTokenMissing, "the bearer token is empty")
+	}
+	tok, err := s.authenticate(ctx, secret)
+	if err != nil {
+		return nil, err
+	}
+	if info := requestInfoFrom(ctx); info != nil {
+		// From here on, errors included, the answer is the token's.
+		info.rec.cache = cachePrivate
+		if secretOperations[op] {
+			info.rec.cache = cacheNoStore
+		}
+	}
+	scope, ok := operationScopes[op]
+	if !ok {
+		return nil, internalError(fmt.Errorf("http: operation %s has no scope", op))
+	}
+	if scope != "" && !tok.HasScope(scope) {
+		// The token is known: the 403 shows its owner's bucket too
+		// (unspent).
+		if s.RateLimit > 0 {
+			now := s.Now()
+			s.setRateLimit(ctx, s.limiters.get(tok.Owner, s.RateLimit, max(1, s.RateBurst), now), now)
+		}
+		return nil, insufficientScope(scope)
+	}
+	if err := s.allow(ctx, tok); err != nil {
+		return nil, err
+	}
+	setOwner(ctx, tok.Owner)
+	if op == oapi.StreamEventsOperation {
+		// A stream outlives the request's check: it authenticates the
+		// secret again every heartbeat interval (events_stream.go).
+		ctx = withBearerSecret(ctx, secret)
+	}
+	return plantstore.NewContextWithToken(ctx, tok), nil
+}
+
+// JWTVerifier verifies the bearer values shaped like a JWT
+// (plantstore.LooksLikeJWT); oidc.Verifier is the one serve gives the
+// server, so that the transport imports no JOSE library.
+type JWTVerifier interface {
+	// Verify returns the token raw stands for (IsJWT, ExpiresAt its exp
+	// plus plantstore.JWTLeeway), or a refusal: an error whose text is the
+	// detail to log (never the token) and which wraps the
+	// *plantstore.Error of CodeTokenInvalid to answer.
+	Verify(ctx context.Context, raw string) (*plantstore.Token, error)
+}
+
+// authenticate returns the active token of a bearer value: a JWT verified
+// with s.JWT when it is one and JWTs are on, else an opaque token checked by
+// the TokenService.
+func (s *Server) authenticate(ctx context.Context, secret string) (*plantstore.Token, error) {
+	if s.JWT == nil || !plantstore.LooksLikeJWT(secret) {
+		return s.TokenService.Authenticate(ctx, secret)
+	}
+	tok, err := s.JWT.Verify(ctx, secret)
+	if err == nil {
+		return tok, nil
+	}
+	// A refusal is logged at debug level with its detail (never the
+	// token) and answered 401 with CodeTokenInvalid.
+	s.logger().LogAttrs(ctx, slog.LevelDebug, "jwt refused", slog.String("reason", err.Error()))
+	var pe *plantstore.Error
+	if errors.As(err, &pe) && pe.Code == plantstore.CodeTokenInvalid {
+		return nil, pe
+	}
+	return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
+}
+
+// allow spends one request from the bucket of the token's owner, which
+// every token of the owner shares (opaque ones and JWTs alike), and puts the
+// bucket's state in the answer's RateLimit fields (ratelimit.go), whatever
+// the answer then is. One bucket per owner, not per token: a tokens:manage
+// token that mints tokens (POST /tokens spends from the bucket too) gets no
+// more requests than it had. The buckets are kept in a bounded table that
+// forgets the refilled ones (limiterTable), so owners that stopped sending
+// cost no memory.
+func (s *Server) allow(ctx context.Context, tok *plantstore.Token) error {
+	if s.RateLimit <= 0 {
+		return nil
+	}
+	now := s.Now()
+	l := s.limiters.get(tok.Owner, s.RateLimit, max(1, s.RateBurst), now)
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		s.metrics.rateLimited.Inc()
+		s.setRateLimit(ctx, l, now)
+		return tooManyRequests("too many requests for this owner's tokens: retry later", d)
+	}
+	s.setRateLimit(ctx, l, now)
+	return nil
+}

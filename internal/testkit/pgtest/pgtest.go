@@ -1,0 +1,619 @@
+// Package pgtest gives tests a throwaway PostgreSQL.
+//
+// NewDatabase returns the URL of a fresh, empty database on a cluster that the
+// whole test binary shares: started on first use from the initdb and pg_ctl
+// of Debian's postgresql package, or, when PLANTSTORE_TEST_POSTGRES_URL is
+// set, created on that server instead. StartCluster gives a test a cluster of
+// its own that it can stop and start again. A package that uses NewDatabase
+// calls Run from its TestMain, so the shared cluster is stopped and its
+// directory removed when the tests end:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+//
+// StartPgBouncer puts a PgBouncer in transaction pooling mode in front of a
+// server, for the tests of plantstore through a pooler.
+//
+// Where PostgreSQL is absent (no binaries and no PLANTSTORE_TEST_POSTGRES_URL)
+// the tests skip with a message, unless PLANTSTORE_TEST_REQUIRE_POSTGRES is
+// set (CI sets it), which turns the skip into a failure.
+//
+// Test clusters trade durability for speed (fsync, synchronous_commit and
+// full_page_writes off): they hold nothing worth keeping, and the crash tests
+// of plantstore kill plantstore, not PostgreSQL. Servers listen only on
+// 127.0.0.1 and on a Unix socket in their temporary directory, with trust
+// authentication for the "postgres" user.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Environment variables read by the package.
+const (
+	// EnvURL names a server to create the test databases on instead of
+	// starting one, as a postgres:// URL whose user may create databases.
+	EnvURL = "PLANTSTORE_TEST_POSTGRES_URL"
+	// EnvRequire, when non-empty, makes a missing PostgreSQL fail the tests
+	// rather than skip them.
+	EnvRequire = "PLANTSTORE_TEST_REQUIRE_POSTGRES"
+)
+
+// superuser is the cluster's superuser (initdb -U), trusted on every connection.
+const superuser = "postgres"
+
+// Timeouts bound every wait on PostgreSQL, so a broken server fails a test
+// instead of hanging it.
+const (
+	pgCtlTimeout   = 60 * time.Second // pg_ctl -t: start and stop
+	commandTimeout = 2 * time.Minute  // any one initdb or pg_ctl run
+	sqlTimeout     = 30 * time.Second // creating or dropping a database
+)
+
+// errUnavailable marks errors that mean "no PostgreSQL here", the one case in
+// which tests may skip.
+var errUnavailable = errors.New("PostgreSQL is not available")
+
+// fail reports err: a skip when PostgreSQL is unavailable and not required,
+// a fatal error otherwise.
+func fail(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, errUnavailable) {
+		if os.Getenv(EnvRequire) != "" {
+			tb.Fatalf("pgtest: %v (%s is set, so this fails instead of skipping)", err, EnvRequire)
+		}
+		tb.Skipf("pgtest: %v; skipping (install the postgresql package or set %s; set %s=1 to fail instead)", err, EnvURL, EnvRequire)
+	}
+	tb.Fatalf("pgtest: %v", err)
+}
+
+// shared is the cluster (or the server named by EnvURL) behind NewDatabase.
+var shared struct {
+	once     sync.Once
+	cluster  *Cluster // nil when EnvURL is used
+	adminURL string   // where databases are created
+	err      error
+}
+
+// runCalled is set by Run; NewDatabase refuses to start a cluster that no
+// one would stop.
+var runCalled atomic.Bool
+
+// NewDatabase creates a database with a random name on the shared test
+// server and returns its postgres:// URL. The database is empty (a copy of
+// template1) and is dropped when tb ends; its connections by then are
+// terminated. The package's TestMain must call Run.
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	if !runCalled.Load() {
+		tb.Fatal("pgtest: NewDatabase needs func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) } in the test package")
+	}
+	shared.once.Do(func() {
+		if u := os.Getenv(EnvURL); u != "" {
+			shared.adminURL = u
+			return
+		}
+		start := time.Now()
+		c, err := newCluster()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.cluster, shared.adminURL = c, c.URL("")
+		tb.Logf("pgtest: started %s in %v at %s", c.version, time.Since(start).Round(time.Millisecond), c.dir)
+	})
+	if shared.err != nil {
+		fail(tb, shared.err)
+	}
+	name := randomName()
+	u, err := createDatabase(shared.adminURL, name)
+	if err != nil {
+		fail(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := dropDatabase(shared.adminURL, name); err != nil {
+			tb.Errorf("pgtest: %v", err)
+		}
+	})
+	return u
+}
+
+// Run runs the tests of m, then stops the shared cluster and removes its
+// directory, and returns the exit code for os.Exit. It also stops every
+// running cluster if the test binary is interrupted (SIGINT, SIGTERM): pg_ctl
+// starts PostgreSQL in a session of its own, so it would outlive the binary.
+// A binary killed otherwise, or by go test's -timeout panic, leaves the
+// server running in a plantstore-pgtest-* directory under os.TempDir().
+func Run(m *testing.M) int {
+	runCalled.Store(true)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			fmt.Fprintf(os.Stderr, "pgtest: %v: stopping PostgreSQL\n", s)
+			stopAll()
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	code := m.Run()
+	signal.Stop(sig)
+	close(done)
+	if err := stopAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// live holds every cluster not yet destroyed, for Run to stop.
+var live struct {
+	sync.Mutex
+	clusters map[*Cluster]bool
+}
+
+func stopAll() error {
+	live.Lock()
+	var cs []*Cluster
+	for c := range live.clusters {
+		cs = append(cs, c)
+	}
+	live.Unlock()
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.destroy())
+	}
+	return errors.Join(errs...)
+}
+
+// Cluster is a PostgreSQL cluster in a temporary directory, listening on
+// 127.0.0.1 on a port of its own and on a Unix socket in that directory.
+type Cluster struct {
+	dir     string // temporary directory: data/, server.log, the socket
+	data    string
+	logFile string
+	port    int
+	version string
+	bin     binaries
+	cred    *syscall.Credential // the postgres user's, when running as root
+
+	mu      sync.Mutex
+	running bool
+	gone    bool
+}
+
+// StartCluster starts a cluster of its own for tb, for tests that stop and
+// start PostgreSQL. It is stopped and its directory removed when tb ends.
+// It needs the PostgreSQL binaries even when PLANTSTORE_TEST_POSTGRES_URL is
+// set, and skips or fails as NewDatabase does when they are missing.
+func StartCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := newCluster()
+	if err != nil {
+		fail(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := c.destroy(); err != nil {
+			tb.Errorf("pgtest: %v", err)
+		}
+	})
+	return c
+}
+
+// URL returns the postgres:// URL of database db on the cluster; db ""
+// names the "postgres" database, which always exists.
+func (c *Cluster) URL(db string) string {
+	if db == "" {
+		db = "postgres"
+	}
+	return localURL(c.port, db)
+}
+
+// localURL is the postgres:// URL of database db, as the superuser, on
+// 127.0.0.1:port (a cluster's or a pooler's).
+func localURL(port int, db string) string {
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.User(superuser),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Path:     "/" + db,
+		RawQuery: "sslmode=disable",
+	}
+	return u.String()
+}
+
+// SocketDir returns the directory of the cluster's Unix socket, for a
+// host=DIR connection string.
+func (c *Cluster) SocketDir() string { return c.dir }
+
+// CreateDatabase creates database name on the cluster (a random name when
+// name is "") and returns its URL. It lives as long as the cluster.
+func (c *Cluster) CreateDatabase(tb testing.TB, name string) string {
+	tb.Helper()
+	if name == "" {
+		name = randomName()
+	}
+	u, err := createDatabase(c.URL(""), name)
+	if err != nil {
+		tb.Fatalf("pgtest: %v%s", err, c.logTail())
+	}
+	return u
+}
+
+// Stop stops the cluster (pg_ctl stop -m fast: clients are disconnected,
+// open transactions rolled back) and waits until it has exited.
+func (c *Cluster) Stop(tb testing.TB) {
+	tb.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.stopLocked(); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+}
+
+// Start starts the stopped cluster again, on the same data directory and
+// port, so URLs handed out before work again, and waits until it accepts
+// connections.
+func (c *Cluster) Start(tb testing.TB) {
+	tb.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		tb.Fatal("pgtest: Start on a destroyed cluster")
+	}
+	if c.running {
+		tb.Fatal("pgtest: Start on a running cluster")
+	}
+	if err := c.startLocked(); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+}
+
+// newCluster creates and starts a cluster in a new temporary directory.
+func newCluster() (*Cluster, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{bin: bin}
+	if os.Geteuid() == 0 {
+		// initdb, pg_ctl and postgres refuse to run as root.
+		if c.cred, err = postgresCredential(); err != nil {
+			return nil, err
+		}
+	}
+	// Not t.TempDir: when running as root it is root's, 0700, and the
+	// postgres user must own the data and socket directory.
+	if c.dir, err = os.MkdirTemp("", "plantstore-pgtest-"); err != nil {
+		return nil, fmt.Errorf("temporary directory: %w", err)
+	}
+	c.data = filepath.Join(c.dir, "data")
+	c.logFile = filepath.Join(c.dir, "server.log")
+	live.Lock()
+	if live.clusters == nil {
+		live.clusters = map[*Cluster]bool{}
+	}
+	live.clusters[c] = true
+	live.Unlock()
+
+	if err := c.initdb(); err != nil {
+		return nil, errors.Join(err, c.destroy())
+	}
+	// The port is free when picked, but another process may take it before
+	// PostgreSQL binds it: then pick another. No one else has c yet, so
+	// startLocked needs no lock here.
+	for attempt := 1; ; attempt++ {
+		if c.port, err = freePort(); err == nil {
+			if err = c.writeConfig(); err == nil {
+				err = c.startLocked()
+			}
+		}
+		if err == nil {
+			return c, nil
+		}
+		if attempt == 3 || !strings.Contains(c.readLog(), "already in use") {
+			return nil, errors.Join(err, c.destroy())
+		}
+	}
+}
+
+func (c *Cluster) initdb() error {
+	if c.cred != nil {
+		if err := os.Chown(c.dir, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return fmt.Errorf("chown %s: %w", c.dir, err)
+		}
+	}
+	out, err := c.run(c.bin.initdb, "-D", c.data, "-A", "trust", "-U", superuser,
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	if err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	v, err := os.ReadFile(filepath.Join(c.data, "PG_VERSION"))
+	if err != nil {
+		return err
+	}
+	c.version = "PostgreSQL " + strings.TrimSpace(string(v))
+	return nil
+}
+
+// writeConfig writes the server settings into the data directory, so that
+// every start (Start after Stop included) uses the same port.
+func (c *Cluster) writeConfig() error {
+	conf := fmt.Sprintf(`# Written by plantstore's internal/testkit/pgtest: a throwaway test cluster.
+listen_addresses = '127.0.0.1'
+port = %d
+unix_socket_directories = '%s'
+max_connections = 200
+# Durability traded for speed: nothing here outlives the tests.
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+`, c.port, strings.ReplaceAll(c.dir, `'`, `''`))
+	path := filepath.Join(c.data, "postgresql.auto.conf")
+	// postgresql.auto.conf is read last and so overrides postgresql.conf.
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if c.cred != nil {
+		if err := os.Chown(path, int(c.cred.Uid), int(c.cred.Gid)); err != nil {
+			return fmt.Errorf("chown %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startLocked() error {
+	out, err := c.run(c.bin.pgCtl, "start", "-D", c.data, "-l", c.logFile, "-w", "-t", strconv.Itoa(int(pgCtlTimeout.Seconds())))
+	if err != nil {
+		// pg_ctl may time out with the server still starting: stop it.
+		c.run(c.bin.pgCtl, "stop", "-D", c.data, "-m", "immediate", "-w")
+		return fmt.Errorf("pg_ctl start (port %d): %w\n%s%s", c.port, err, out, c.logTail())
+	}
+	c.running = true
+	return nil
+}
+
+func (c *Cluster) stopLocked() error {
+	if !c.running {
+		return errors.New("stop: the cluster is not running")
+	}
+	out, err := c.run(c.bin.pgCtl, "stop", "-D", c.data, "-m", "fast", "-w", "-t", strconv.Itoa(int(pgCtlTimeout.Seconds())))
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %w\n%s%s", err, out, c.logTail())
+	}
+	c.running = false
+	return nil
+}
+
+// destroy stops the cluster if it runs and removes its directory.
+func (c *Cluster) destroy() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return nil
+	}
+	c.gone = true
+	live.Lock()
+	delete(live.clusters, c)
+	live.Unlock()
+	var errs []error
+	if c.running {
+		if err := c.stopLocked(); err != nil {
+			errs = append(errs, err)
+			c.run(c.bin.pgCtl, "stop", "-D", c.data, "-m", "immediate", "-w")
+		}
+	}
+	if len(errs) == 0 {
+		// Keep the directory (and the log) of a server that would not stop.
+		errs = append(errs, os.RemoveAll(c.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// run runs a PostgreSQL program, as the postgres user when running as root,
+// and returns its combined output.
+func (c *Cluster) run(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = c.dir
+	// PG* variables (PGDATA, PGPORT, ...) would change what the programs do.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PG") })
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+		cmd.Env = append(cmd.Env, "HOME="+c.dir, "USER="+superuser, "LOGNAME="+superuser)
+	}
+	// pg_ctl start leaves the server holding a copy of stdout: with a pipe,
+	// Output would wait for the server to exit. A file does not.
+	f, err := os.CreateTemp("", "plantstore-pgtest-out-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	err = cmd.Run()
+	out, _ := os.ReadFile(f.Name())
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %w", filepath.Base(name), err)
+	}
+	return string(out), nil
+}
+
+func (c *Cluster) readLog() string {
+	b, _ := os.ReadFile(c.logFile)
+	return string(b)
+}
+
+// logTail returns the end of the server log, for failure messages.
+func (c *Cluster) logTail() string {
+	const max = 4 << 10
+	log := c.readLog()
+	if log == "" {
+		return ""
+	}
+	if len(log) > max {
+		log = "..." + log[len(log)-max:]
+	}
+	return "\nserver log " + c.logFile + ":\n" + log
+}
+
+// binaries are the programs a cluster needs.
+type binaries struct{ initdb, pgCtl string }
+
+// debianBinGlob matches the bin directories of Debian's postgresql packages.
+var debianBinGlob = "/usr/lib/postgresql/*/bin"
+
+// findBinaries looks for initdb and pg_ctl in PATH, then in the newest
+// /usr/lib/postgresql/*/bin (Debian keeps them off PATH).
+func findBinaries() (binaries, error) {
+	initdb, err1 := exec.LookPath("initdb")
+	pgCtl, err2 := exec.LookPath("pg_ctl")
+	if err1 == nil && err2 == nil {
+		return binaries{initdb, pgCtl}, nil
+	}
+	dirs, _ := filepath.Glob(debianBinGlob)
+	slices.SortFunc(dirs, func(a, b string) int { return compareVersions(versionOf(a), versionOf(b)) })
+	for _, dir := range slices.Backward(dirs) {
+		b := binaries{filepath.Join(dir, "initdb"), filepath.Join(dir, "pg_ctl")}
+		if isExecutable(b.initdb) && isExecutable(b.pgCtl) {
+			return b, nil
+		}
+	}
+	return binaries{}, fmt.Errorf("%w: initdb and pg_ctl are neither in PATH nor in /usr/lib/postgresql/*/bin", errUnavailable)
+}
+
+// versionOf returns the version directory of /usr/lib/postgresql/VERSION/bin.
+func versionOf(binDir string) string { return filepath.Base(filepath.Dir(binDir)) }
+
+// compareVersions orders "9.6" before "15" before "16".
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(as), len(bs)) {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// postgresCredential returns the credential of the postgres system user,
+// which the postgresql package creates.
+func postgresCredential() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("%w: running as root, and no postgres user to run PostgreSQL as: %v", errUnavailable, err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("postgres user: uid %q: %w", u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("postgres user: gid %q: %w", u.Gid, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick a port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randomName() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "plantstore_test_" + hex.EncodeToString(b)
+}
+
+// withDatabase returns adminURL with its database replaced by db.
+func withDatabase(adminURL, db string) (string, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("%s must be a postgres:// URL, got %q", EnvURL, adminURL)
+	}
+	u.Path, u.RawPath = "/"+db, ""
+	return u.String(), nil
+}
+
+func createDatabase(adminURL, name string) (string, error) {
+	u, err := withDatabase(adminURL, name)
+	if err != nil {
+		return "", err
+	}
+	err = admin(adminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return u, nil
+}
+
+func dropDatabase(adminURL, name string) error {
+	q := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize()
+	// WITH (FORCE) (PostgreSQL 13 and later) terminates connections a test
+	// left open; without it the drop would fail on them.
+	err := admin(adminURL, q+" WITH (FORCE)")
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42601" { // syntax_error: an older server
+		err = admin(adminURL, q)
+	}
+	if err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// admin runs one statement on a connection of its own to adminURL.
+func admin(adminURL, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), sqlTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
