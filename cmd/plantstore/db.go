@@ -22,8 +22,8 @@ import (
 )
 
 var (
-	_ portable.Backend = (*sqlite.DB)(nil)
-	_ portable.Backend = (*postgres.DB)(nil)
+	_ portable.Database = (*sqlite.DB)(nil)
+	_ portable.Database = (*postgres.DB)(nil)
 )
 
 // defaultDBPath is the default of --db (dbFlags.DB's tag says it again).
@@ -191,7 +191,7 @@ func redactURL(s string) string {
 
 // connect opens the database without looking at its schema. A SQLite file
 // that does not exist is created only as f.create allows.
-func (f *dbFlags) connect(ctx context.Context) (portable.Backend, error) {
+func (f *dbFlags) connect(ctx context.Context) (portable.Database, error) {
 	db, err := f.backend()
 	if err != nil {
 		return nil, err
@@ -231,7 +231,7 @@ func notCompanion(flag, db string) error {
 }
 
 // backend returns the backend the flags select, not yet opened.
-func (f *dbFlags) backend() (portable.Backend, error) {
+func (f *dbFlags) backend() (portable.Database, error) {
 	switch {
 	case f.DB == "":
 		return nil, fmt.Errorf("--db: a database path or postgres:// URL is required")
@@ -278,7 +278,7 @@ func storageError(err error) error { return service.Unavailable(err) }
 // open opens the database. With migrate it applies pending migrations;
 // without, it refuses a schema that is not exactly the one this binary
 // knows. Either way it refuses a schema newer than this binary knows.
-func (f *dbFlags) open(ctx context.Context, migrate bool) (portable.Backend, error) {
+func (f *dbFlags) open(ctx context.Context, migrate bool) (portable.Database, error) {
 	db, err := f.connect(ctx)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func TestAuthFailureLimit(t *testing.T) {
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.AuthFailureLimit, s.AuthFailureBurst = 6, 3 // one per 10 s
 		s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		s.Wrap = func(db *sqlite.DB) service.Backend { return countingTokens{db, lookups} }
+		s.Wrap = func(db *sqlite.DB) service.Stores { return countingTokens{db, lookups} }
 	})
 	valid := ts.Token(t, "alice")
 	_, unknown, err := plantstore.NewToken("nobody", nil, 0, time.Now()) // well-formed, never stored

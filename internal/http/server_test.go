@@ -34,7 +34,7 @@ type TestServer struct {
 	// Service configures the services built over DB.
 	Service service.Config
 	// Wrap, if set, wraps DB's row stores under the services.
-	Wrap func(db *sqlite.DB) service.Backend
+	Wrap func(db *sqlite.DB) service.Stores
 	// OpTimeout is DB's (0: its default).
 	OpTimeout time.Duration
 	// Durability is DB's ("": full).
@@ -101,7 +101,7 @@ func MustOpenServer(tb testing.TB, configure ...func(*TestServer)) *TestServer {
 	if ts.Service.OnEvent == nil {
 		ts.Service.OnEvent = plantstoreprometheus.EventObserver(ts.Registry) // as serve wires it
 	}
-	var backend service.Backend = db
+	var backend service.Stores = db
 	if ts.Wrap != nil {
 		backend = ts.Wrap(db)
 	}

@@ -346,9 +346,9 @@ type Snapshot interface {
 	Close() error
 }
 
-// Backend is a backend whose tables can also be read and written as portable
+// Database is a backend whose tables can also be read and written as portable
 // rows: what copy, export, backups and the conformance suite open.
-type Backend interface {
+type Database interface {
 	plantstore.Backend
 	TableStore
 }

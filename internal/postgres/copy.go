@@ -15,7 +15,7 @@ import (
 
 // The portable rows (portable.TableStore) of the database: what copy,
 // export and backups read and write.
-var _ portable.Backend = (*DB)(nil)
+var _ portable.Database = (*DB)(nil)
 
 // Snapshot starts a REPEATABLE READ, READ ONLY transaction on a connection
 // of its own: every read of it sees the database as of its first statement.

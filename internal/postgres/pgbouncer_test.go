@@ -22,7 +22,7 @@ import (
 func TestConformancePgBouncer(t *testing.T) {
 	bouncer := pgtest.StartPgBouncer(t, pgtest.NewDatabase(t), pgtest.PgBouncerOptions{PoolSize: 4})
 	storetest.Run(t, storetest.Backends{
-		Open: func(t *testing.T) portable.Backend {
+		Open: func(t *testing.T) portable.Database {
 			db := postgres.NewDB(bouncer.Via(t, pgtest.NewDatabase(t)))
 			db.Config.TransactionPooler = true
 			return postgres.OpenMigrated(t, db)

@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Backends{Open: openConformance, Unavailable: stoppable})
 }
 
-func openConformance(t *testing.T) portable.Backend { return MustOpenDB(t) }
+func openConformance(t *testing.T) portable.Database { return MustOpenDB(t) }
 
 // stoppable returns a backend on a cluster of its own, and how to stop it
 // (pg_ctl stop -m fast: connections dropped, new ones refused) and start

@@ -74,8 +74,8 @@ type Services struct {
 	Notifier *Broadcaster
 }
 
-// Backend is what New needs of a backend: its row stores.
-type Backend interface {
+// Stores is what New needs of a backend: its row stores.
+type Stores interface {
 	plantstore.PlantStore
 	plantstore.TokenStore
 	plantstore.WebhookStore
@@ -84,7 +84,7 @@ type Backend interface {
 }
 
 // New returns the services over b's row stores.
-func New(b Backend, c Config) *Services {
+func New(b Stores, c Config) *Services {
 	now := c.Now
 	if now == nil {
 		now = time.Now

@@ -240,10 +240,10 @@ func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plants
 	if !plantstore.PlausibleToken(secret) {
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")
 	}
-	sum := plantstore.TokenHash(secret) // an array: no allocation on a cache hit
+	sum := plantstore.HashToken(secret) // inlined: on the stack, no allocation on a cache hit
 	now := s.now()
 	if s.ttl > 0 {
-		tok := s.cache.get(sum[:], now)
+		tok := s.cache.get(sum, now)
 		if s.onCache != nil {
 			s.onCache(tok != nil)
 		}
@@ -251,7 +251,7 @@ func (s *TokenService) Authenticate(ctx context.Context, secret string) (*plants
 			return tok, nil
 		}
 	}
-	hash := append([]byte(nil), sum[:]...)
+	hash := append([]byte(nil), sum...)
 	tok, err := s.store.FindTokenByHash(ctx, hash)
 	if errors.Is(err, plantstore.ErrNotFound) {
 		return nil, plantstore.Errorf(plantstore.CodeTokenInvalid, "the bearer token is not valid")

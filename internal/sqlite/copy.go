@@ -148,6 +148,6 @@ func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []por
 	})
 }
 
-// A DB is a portable.Backend: its tables read and written as portable rows
+// A DB is a portable.Database: its tables read and written as portable rows
 // by copy, export and backups (Snapshot, ReplaceRows).
-var _ portable.Backend = (*DB)(nil)
+var _ portable.Database = (*DB)(nil)

@@ -32,7 +32,7 @@ func openMemoryDB(t *testing.T, opTimeout time.Duration) *DB {
 // connection to the same memory database holding the write lock.
 func TestConformanceMemory(t *testing.T) {
 	storetest.Run(t, storetest.Backends{
-		Open:       func(t *testing.T) portable.Backend { return openMemoryDB(t, 0) },
+		Open:       func(t *testing.T) portable.Database { return openMemoryDB(t, 0) },
 		NoSnapshot: true,
 		Unavailable: func(t *testing.T) (plantstore.Backend, func(), func()) {
 			db := openMemoryDB(t, 300*time.Millisecond)

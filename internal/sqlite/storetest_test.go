@@ -20,7 +20,7 @@ import (
 // classes are tested in unavailable_internal_test.go.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Backends{
-		Open: func(t *testing.T) portable.Backend {
+		Open: func(t *testing.T) portable.Database {
 			return openDB(t)
 		},
 		Unavailable: func(t *testing.T) (plantstore.Backend, func(), func()) {

@@ -69,7 +69,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Backends{
-//			Open: func(t *testing.T) portable.Backend {
+//			Open: func(t *testing.T) portable.Database {
 //				db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
 //				if err := db.Open(t.Context()); err != nil {
 //					t.Fatal(err)
@@ -107,7 +107,7 @@ import (
 type Backends struct {
 	// Open returns a new, empty, migrated, open backend, closed by t's cleanup.
 	// Called once per subtest (some share one); safe while earlier ones are open.
-	Open func(t *testing.T) portable.Backend
+	Open func(t *testing.T) portable.Database
 	// Unavailable returns a new, empty, migrated, open backend and two functions:
 	// breakIt makes the storage unavailable (every write fails, and reads too
 	// where the backend cannot serve them), restore undoes it. The backend's
@@ -168,7 +168,7 @@ func Run(t *testing.T, b Backends) {
 
 // open returns a new backend and the services over it, with the real clock
 // unless c sets another.
-func open(t *testing.T, bs Backends, c service.Config) (portable.Backend, *service.Services) {
+func open(t *testing.T, bs Backends, c service.Config) (portable.Database, *service.Services) {
 	t.Helper()
 	b := bs.Open(t)
 	return b, service.New(b, c)

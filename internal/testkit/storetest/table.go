@@ -164,7 +164,7 @@ func testTableStore(t *testing.T, bs Backends) {
 }
 
 // readAll reads tb's rows from a new snapshot of b.
-func readAll(t *testing.T, b portable.Backend, tb *portable.Table) []portable.Row {
+func readAll(t *testing.T, b portable.Database, tb *portable.Table) []portable.Row {
 	t.Helper()
 	snap, err := b.Snapshot(t.Context())
 	if err != nil {
