@@ -1,8 +1,8 @@
 // Package client is a Go client for the Plant Store API, every operation of
-// its contract (plants, webhook subscriptions, events and tokens). It wraps the code that
-// ogen generates from api/openapi.yaml (package client/oapi) with bearer
-// authentication, typed errors, conditional requests (ETag, If-Match) and
-// iterators that follow the Link header from page to page:
+// its contract (plants, webhook subscriptions, events and tokens). It wraps
+// the code ogen generates from api/openapi.yaml (package client/oapi) with
+// bearer authentication, typed errors, conditional requests (ETag, If-Match)
+// and iterators that follow the Link header from page to page:
 //
 //	c, err := client.New("http://127.0.0.1:8080", token)
 //	p, err := c.CreatePlant(ctx, client.NewPlant{ID: 1, Name: "Monstera"})
@@ -13,14 +13,11 @@
 //	for ev, err := range c.TailEvents(ctx, lastSeq, client.TailOptions{}) { ... }
 //	tok, err := c.CreateToken(ctx, client.NewToken{Scopes: []string{"plants:read"}, TTL: 24 * time.Hour})
 //
-// The event stream (TailEvents) is read by a small Server-Sent Events
-// reader of its own, since the generated code does not stream; it
-// reconnects with Last-Event-ID when the connection drops.
-// Operations take their optional parameters as an options struct whose
-// zero value means none. Every error the API answers is an *Error (use
-// errors.As) carrying the HTTP status and the contract's stable error code.
-// The HEAD operations have methods too (HeadPlant, HeadPlants, ...): they
-// answer the GET's headers (ETag, Link, the rate limit) without a body.
+// Optional parameters are an options struct whose zero value means none.
+// Every error the API answers is an *Error (errors.As) with the HTTP status
+// and the contract's error code. TailEvents reads the event stream with a
+// Server-Sent Events reader of its own, reconnecting with Last-Event-ID;
+// the HEAD operations (HeadPlant, HeadPlants, ...) answer the GET's headers.
 package client
 
 import (

@@ -4,23 +4,10 @@
 // serve --seed`, so that the three take the same lines.
 //
 // A JSON plant is taken exactly when POST /plants would take it as its body
-// (a NewPlant):
-//   - the text checks of every request body (internal/jsonvalue): valid
-//     UTF-8, one well-formed JSON value, no key twice in an object, no
-//     U+0000, no lone surrogate escape, nesting at most 64, at most
-//     plantstore.MaxBodyBytes;
-//   - a JSON object whose members are matched by their exact names ("ID"
-//     is not id); members other than id, name and tag are ignored, as the
-//     API's NewPlant ignores them (with Options.Owners, owner is a member
-//     too);
-//   - the types of the contract: id an integer of 64 bits (not 1.0, not
-//     "1"), name and tag strings (a tag of null is refused: leave it out);
-//     id and name required;
-//   - the limits of plantstore.Plant.Validate.
-//
-// CSV has its own equivalent checks: every field valid UTF-8, a header that
-// names id and name (and tag, owner) at most once each, an integer id, and
-// the same Plant.Validate limits.
+// (a NewPlant): the text checks of internal/jsonvalue, members matched by
+// their exact names, the contract's types and Plant.Validate's limits. CSV
+// has equivalent checks. docs/architecture.md (internal/plantlines) lists
+// them.
 //
 // A line that is not a valid plant is not an error of the reader: its
 // Line.Err says why, and the caller decides (the three commands store

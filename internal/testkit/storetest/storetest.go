@@ -1,91 +1,18 @@
 // Package storetest is the conformance suite of plantstore.Backend: both
 // storage backends (sqlite, postgres) run it and must pass it unchanged, so
-// that the service behaves the same on each.
-//
-// Cases run at one of two levels.
-//
-// Through the service (service.New over the backend, with the real clock,
-// or an injected one where a case needs to control time: tokens created at
-// different times, expiry, rotation grace), for what a client sees: plant
-// CRUD, ownership, validation, pagination edges and the page limit,
-// idempotent replay and conflicts with their codes, concurrent identical and
-// different creates, ImportPlants (skipping existing ids, no webhook events,
-// nothing stored when one plant is invalid), tokens (issuance, listing oldest
-// first, revocation, Authenticate refusing malformed, unknown, revoked and
-// expired tokens, the atomic first token; the token API's rules: minting
-// within the caller's scopes and expiry and at most 100 years, for its own
-// owner, a JWT caller's included, pages of an owner's tokens, another
-// owner's token not found, a revocation that takes effect at once despite
-// the token cache), webhook subscriptions (CRUD,
-// ownership, the per-owner cap and its error, time-ordered ids, pages,
-// rotation and the secrets that sign during its grace period), the outbox as
-// the dispatcher sees it (fan-out on create only, leases timed by the
-// database's clock, retries, completion, disabling on 410 and after failing
-// for longer than Config.WebhookDisableAfter, deletion, concurrent creates
-// and claims), and
-// storage unavailability (CodeStorageUnavailable wrapping
-// plantstore.ErrUnavailable, within the backend's timeout, nothing partial
-// stored, recovery).
-//
-// On the row stores directly, for the contracts the service relies on
-// but cannot show: the sentinel errors (ErrNotFound, ErrExists,
-// ErrUnavailable), InsertPlant returning the existing row unchanged and
-// writing no outbox rows when the key is taken, ListPlants returning at most
-// Limit rows, BulkInsertPlants (skipping existing keys per owner, no outbox
-// rows, about 2000 rows in one call), RevokeToken keeping an earlier
-// revocation time, every timestamp stored as given (to the microsecond:
-// PostgreSQL keeps microseconds), InsertSubscription's cap (ErrLimit, never
-// passed by concurrent inserts), ListSubscriptions' pages, claims
-// (DueDeliveries and LeaseDeliveries through the service's scheduler: due
-// by the database's clock, earliest first, leases of the length asked,
-// fair across owners and subscriptions within the bounds, a large backlog
-// hiding no other owner's delivery, filling Task.Subscription),
-// CompleteDelivery (attempts stored as given, FailingSince kept,
-// r.AttemptedAt as the subscription's disabled time) and PruneOutbox. The
-// database's clock is not the suite's: a delivery is made due or not by the
-// time written with it, and a lease ends when its real duration has
-// passed.
-// Also the token API's row-store contracts (OwnerTokenStore): Last4 stored
-// as given (none for old tokens), ListOwnerTokens' pages oldest first with
-// ties broken by id and ErrNotFound for a cursor of another owner,
-// FindOwnerToken and RevokeOwnerToken scoped by owner, the first revocation
-// time kept.
-// Also the bounds on tokens (tokenlimit.go): InsertOwnerToken's cap of live
-// tokens (revoked and expired ones not counted, ErrLimit, never passed by
-// concurrent inserts), PruneTokens (revoked or expired before the cut-off,
-// in batches, never the newest token), and through the service with an
-// injected clock, MintToken's CodeTooManyTokens and PruneTokens by the
-// retention.
-// Also UpdatePlant and DeletePlantIf: a merge patch that keeps the rest of
-// the row, written only while the row has the expected content (else
-// ErrChanged).
-// These are the subtests PlantStore, BulkInsert, UpdatePlantStore,
-// TokenStore, WebhookStore, OutboxStore and Unavailable/RowStore; each runs
-// before the service cases of its area, so a broken contract shows there
-// first. UpdatePlant runs PATCH's and If-Match's rules through the service,
-// concurrent writers of one version included (one wins, the others 412).
+// that the service behaves the same on each. Cases run at two levels:
+// through the service (service.New over the backend), for what a client
+// sees, and on the row stores directly, for the contracts the service relies
+// on but cannot show; each area's row-store subtest runs before its service
+// cases, so a broken contract shows there first. docs/architecture.md
+// ("Tests") lists what each level covers.
 //
 // A backend plugs in with one test:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, storetest.Backends{
-//			Open: func(t *testing.T) portable.Database {
-//				db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
-//				if err := db.Open(t.Context()); err != nil {
-//					t.Fatal(err)
-//				}
-//				t.Cleanup(func() { db.Close() })
-//				if _, err := db.Migrate(t.Context()); err != nil {
-//					t.Fatal(err)
-//				}
-//				return db
-//			},
-//			Unavailable: func(t *testing.T) (plantstore.Backend, func(), func()) {
-//				// The same, with a timeout of at most 2 s, on storage the
-//				// test can take away and give back (a file system made
-//				// read-only, a server stopped behind a proxy).
-//				return openBreakable(t)
-//			},
+//			Open:        openMigrated,  // a migrated database of its own per call
+//			Unavailable: openBreakable, // one whose storage the test can take away and give back
 //		})
 //	}
 package storetest
