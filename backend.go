@@ -2,14 +2,10 @@ package plantstore
 
 import "context"
 
-// Backend is a storage backend: the row stores and their lifecycle. The
-// sqlite and postgres packages implement it; storetest holds the
-// conformance suite both pass; cmd/, bench/ and the tests use nothing else.
-//
-// A backend owns its driver code, transactions, group commit, retries and
-// timeouts, and nothing else: every business rule (validation, replay and
-// conflict, messages, ids and secrets, the clock) is the service layer's.
-// Every timestamp it stores comes from its caller.
+// Backend is a storage backend: the row stores and their lifecycle
+// (internal/sqlite, internal/postgres). It owns its driver code,
+// transactions, group commit, retries and timeouts, and nothing else: every
+// business rule and every timestamp comes from the service layer.
 type Backend interface {
 	PlantStore
 	TokenStore
@@ -17,24 +13,17 @@ type Backend interface {
 	OutboxStore
 	EventStore
 
-	// Open connects (SQLite: opens the file, or creates it unless
-	// sqlite.DB.MustExist) and checks that the storage answers. It does not
-	// migrate.
+	// Open connects and checks that the storage answers; it does not migrate.
 	Open(ctx context.Context) error
-	// Migrate applies pending schema migrations, each in its own
-	// transaction, under a lock so that processes starting at once take
-	// turns, and returns how many it applied. It refuses a schema newer
-	// than this binary knows (*SchemaTooNewError).
+	// Migrate applies pending migrations, each in its own transaction,
+	// under a lock, and returns how many. It refuses a schema newer than
+	// this binary knows (*SchemaTooNewError).
 	Migrate(ctx context.Context) (applied int, err error)
-	// SchemaStatus returns the schema version of the database and the
-	// newest one this binary knows.
+	// SchemaStatus returns the database's schema version and the newest known.
 	SchemaStatus(ctx context.Context) (current, known int64, err error)
-	// Ping reports whether the storage can serve now (GET /readyz):
-	// ErrUnavailable, wrapping the cause, when it cannot. Every backend
-	// checks that the storage answers; SQLite also that its file is still
-	// the one it opened and that its writes succeed and do not stall.
+	// Ping reports whether the storage can serve now (GET /readyz), else
+	// ErrUnavailable wrapping the cause.
 	Ping(ctx context.Context) error
-	// Close commits the writes already queued, then releases the
-	// resources. Writes that arrive later fail.
+	// Close commits the writes already queued, then releases the resources.
 	Close() error
 }

@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Error codes. Each is stable: clients may switch on it. Code / 100 is the HTTP
-// status the transport answers with. api/openapi.yaml lists every code; a test
-// keeps the two in step.
+// Error codes, stable: clients may switch on them. Code / 100 is the HTTP
+// status. api/openapi.yaml lists every code; a test keeps the two in step.
 const (
 	CodeMalformedJSON      int32 = 40001 // body is not JSON (empty, malformed, trailing data, invalid UTF-8)
 	CodeInvalidBody        int32 = 40002 // body is JSON but does not fit the operation's schema (NewPlant, NewWebhook); also the same string faults in a query (U+0000, not UTF-8, a parameter twice)
@@ -38,8 +37,7 @@ const (
 	CodeStorageUnavailable int32 = 50301 // the database does not answer
 )
 
-// Codes lists every error code with a short meaning, in ascending order.
-// The transport's tests check each one is documented in the OpenAPI document.
+// Codes lists every error code in ascending order.
 var Codes = []int32{
 	CodeMalformedJSON, CodeInvalidBody, CodeInvalidQuery, CodeInvalidPath, CodeInvalidHeader,
 	CodeTokenMissing, CodeTokenInvalid, CodeInsufficientScope,
@@ -53,18 +51,14 @@ var Codes = []int32{
 // MaxBodyBytes is the largest request body accepted (64 KiB); larger gets 413.
 const MaxBodyBytes = 64 << 10
 
-// Error is a domain error that is safe to show to API clients: Code is one of
-// the Code* constants and Message is a human-readable explanation. Any error
-// that is not (and does not wrap) an *Error is internal: the transport logs it
-// and answers "Internal error.".
+// Error is a domain error that is safe to show to API clients. Any error
+// that is not (and does not wrap) an *Error is internal: the transport logs
+// it and answers "Internal error.".
 type Error struct {
-	Code    int32
-	Message string
-	// Err is the cause, for the log only: it never reaches a client.
-	Err error
-	// RetryAfter, when positive, is when the client may try again: the
-	// transport sends it as Retry-After (whole seconds, rounded up).
-	RetryAfter time.Duration
+	Code       int32         // one of the Code* constants
+	Message    string        // for the client
+	Err        error         // the cause, for the log only
+	RetryAfter time.Duration // when positive, sent as Retry-After (seconds, rounded up)
 }
 
 // Error implements the error interface.
@@ -86,8 +80,8 @@ func Errorf(code int32, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of err's *Error, or CodeInternal when err is not
-// a domain error. It returns 0 for a nil error.
+// ErrorCode returns the code of err's *Error, CodeInternal for another
+// error, 0 for nil.
 func ErrorCode(err error) int32 {
 	var e *Error
 	if err == nil {
@@ -98,35 +92,24 @@ func ErrorCode(err error) int32 {
 	return CodeInternal
 }
 
-// Sentinel errors of the row stores (see Backend). They carry no message for
-// clients: the service layer turns them into *Error values. A store wraps
-// them with its context and cause ("postgres: ping: storage unavailable:
-// dial tcp ...: connection refused"), so test them with errors.Is.
+// Sentinel errors of the row stores. The service turns them into *Error
+// values. A store wraps them with its context and cause, so test them with
+// errors.Is.
 var (
-	// ErrNotFound: no row with that key (for that owner).
-	ErrNotFound = errors.New("not found")
-	// ErrExists: a row with that unique key (token id or hash, subscription
-	// id) exists already.
-	ErrExists = errors.New("already exists")
-	// ErrLimit: the write would pass a limit the caller set (the owner's
-	// subscriptions, the owner's live tokens).
-	ErrLimit = errors.New("limit reached")
-	// ErrContended: the row kept changing under the operation (a plant
-	// created and deleted concurrently); the caller may retry.
-	ErrContended = errors.New("row changed concurrently")
-	// ErrChanged: a conditional write found the row with other content than
-	// the caller expected (it changed since the caller read it); nothing
-	// was written.
+	ErrNotFound  = errors.New("not found")                // no row with that key (for that owner)
+	ErrExists    = errors.New("already exists")           // a row with that unique key exists
+	ErrLimit     = errors.New("limit reached")            // the write would pass the caller's limit
+	ErrContended = errors.New("row changed concurrently") // the row kept changing under the operation; retry
+	// ErrChanged: a conditional write found other content than the caller
+	// expected; nothing was written.
 	ErrChanged = errors.New("row content is not the expected one")
-	// ErrUnavailable: the storage cannot serve now: unreachable or shutting
-	// down, the disk full or read-only, an I/O error, locked or busy past
-	// the operation's timeout. Retrying later may succeed.
+	// ErrUnavailable: the storage cannot serve now (unreachable, shutting
+	// down, disk full or read-only, I/O error, busy past the timeout).
 	ErrUnavailable = errors.New("storage unavailable")
 )
 
-// FailedWrite tells a batched write that failed for the storage or the code
-// from one that found no row or a contended key (which a batch's span does
-// not count as an error).
+// FailedWrite reports whether err is a failure of the storage or the code,
+// not a missing row or a contended key (which a batch's span does not count).
 func FailedWrite(err error) bool {
 	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrContended)
 }

@@ -56,7 +56,7 @@ func TestMatchETag(t *testing.T) {
 		{`"abc`, false, false},
 		{``, false, false},
 		{`"x", *`, false, false}, // * only alone
-		// Parsed whole and strictly (issue 21): a list with any
+		// Parsed whole and strictly: a list with any
 		// malformed member names nothing, not even a tag before it.
 		{`"abc"junk`, false, false},
 		{`"abc"x, "abc"`, false, false},

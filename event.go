@@ -10,38 +10,32 @@ import (
 	"time"
 )
 
-// Event types: every change of a plant is one event of one of these types.
+// Event types: every change of a plant is one event.
 const (
 	EventPlantCreated = "plant.created"
 	EventPlantUpdated = "plant.updated"
 	EventPlantDeleted = "plant.deleted"
 )
 
-// EventTypes lists every event type, in the order the contract lists them.
+// EventTypes lists every event type, in the contract's order.
 var EventTypes = []string{EventPlantCreated, EventPlantUpdated, EventPlantDeleted}
 
 // ValidEventType reports whether t is one of EventTypes.
 func ValidEventType(t string) bool { return slices.Contains(EventTypes, t) }
 
-// DefaultEventRetention is how long events are kept unless the server is
-// configured otherwise (--event-retention): 30 days, as Stripe keeps its
-// events.
+// DefaultEventRetention is how long events are kept unless --event-retention
+// says otherwise: 30 days, as Stripe keeps its events.
 const DefaultEventRetention = 720 * time.Hour
 
 // Event is one change of one plant: what GET /events and the stream list,
 // and what a webhook delivery announces. The service makes it (ID, Type,
-// CreatedAt); the backend writes it in the transaction of the change, with
-// the owner's next Seq and the plant as the change left it, so a committed
-// change always has its event and a failed one none. Its JSON forms (the
-// contract's PlantEvent, and NewPlant for untyped subscriptions) are
-// package eventjson's.
+// CreatedAt); the backend writes it in the change's transaction with the
+// owner's next Seq, so a committed change always has its event and a failed
+// one none.
 //
-// Seq is per owner: the owner's first event has 1 and each next one the
-// previous plus 1, with no gaps; events of one owner become visible to
-// readers in Seq order (a reader that sees Seq N has seen, or can see, every
-// Seq below N of that owner, on PostgreSQL across replicas too). So
-// "every event after Seq N" is a complete, resumable cursor: GET
-// /events?after=N and the SSE stream's Last-Event-ID both use it.
+// Seq has no gaps, and an owner's events become visible in Seq order (on
+// PostgreSQL across replicas too), so "every event after Seq N" is a
+// complete, resumable cursor: GET /events?after=N and Last-Event-ID.
 type Event struct {
 	Owner string
 	Seq   int64  // per owner, from 1, +1 per event, no gaps; 0 until written
@@ -54,22 +48,19 @@ type Event struct {
 	CreatedAt time.Time
 }
 
-// MessageID returns the webhook-id of the event's deliveries: "msg_" and
-// the hex digits of its ID (the same on every attempt, and on the
-// deliveries of every subscription).
+// MessageID returns the webhook-id of the event's deliveries (to every
+// subscription, on every attempt): "msg_" and the hex digits of its ID.
 func (e *Event) MessageID() string {
 	var buf [32]byte // an id of NewEventID's length fits: one allocation, the string's
 	return string(e.AppendMessageID(buf[:0]))
 }
 
-// AppendMessageID appends the event's MessageID to b: for a store that
-// writes a batch's ids into one buffer.
+// AppendMessageID appends the event's MessageID to b.
 func (e *Event) AppendMessageID(b []byte) []byte {
 	return append(append(b, "msg_"...), strings.TrimPrefix(e.ID, "evt_")...)
 }
 
-// EventIDOf returns the ID of the event whose deliveries have webhook-id
-// messageID: the inverse of Event.MessageID.
+// EventIDOf is the inverse of Event.MessageID.
 func EventIDOf(messageID string) string { return "evt_" + strings.TrimPrefix(messageID, "msg_") }
 
 // NewEventID returns a fresh event id: "evt_" and 24 random hex digits.
@@ -83,10 +74,8 @@ func NewEventID() (string, error) {
 
 // EventMask says which events a subscription takes, and how: one bit per
 // event type (EventBit), and MaskTyped for the PlantEvent envelope (else the
-// NewPlant body). It is computed once, by Mask, and the row stores keep it
-// on the subscription, where their one fan-out statement per backend
-// matches it against the event's bit (mask & bit <> 0) and copies
-// MaskTyped to the delivery.
+// NewPlant body). Computed once, by Mask; each backend's fan-out statement
+// matches it against the event's bit.
 type EventMask int64
 
 // Bits of an EventMask.
@@ -97,8 +86,7 @@ const (
 	MaskDeleted                       // EventPlantDeleted
 )
 
-// EventBit returns the bit of event type t in an EventMask (0 for a type
-// that is not one of EventTypes).
+// EventBit returns the bit of event type t (0 for an unknown type).
 func EventBit(t string) EventMask {
 	if i := slices.Index(EventTypes, t); i >= 0 {
 		return MaskCreated << i
@@ -106,9 +94,8 @@ func EventBit(t string) EventMask {
 	return 0
 }
 
-// Mask returns the events a subscription with types takes: an untyped one
-// (nil) creates only, with the NewPlant body (the original contract); a
-// typed one the types it names, with the envelope.
+// Mask returns the events a subscription with types takes: untyped (nil),
+// creates only with the NewPlant body; typed, its types with the envelope.
 func Mask(types []string) EventMask {
 	if types == nil {
 		return MaskCreated
@@ -123,8 +110,7 @@ func Mask(types []string) EventMask {
 // Takes reports whether m takes events of type t.
 func (m EventMask) Takes(t string) bool { return m&EventBit(t) != 0 }
 
-// Types returns the subscription types m was made of (Mask): nil when
-// untyped, else the types it takes in the order of EventTypes.
+// Types returns the subscription types m was made of: the inverse of Mask.
 func (m EventMask) Types() []string {
 	if m&MaskTyped == 0 {
 		return nil
@@ -138,7 +124,7 @@ func (m EventMask) Types() []string {
 	return types
 }
 
-// EventFilter selects one page of an owner's events, by Seq ascending.
+// EventFilter selects a page of an owner's events, by Seq.
 type EventFilter struct {
 	Owner string
 	After int64  // only events with Seq > After (0: from the first)
@@ -146,14 +132,11 @@ type EventFilter struct {
 	Type  string // "" for every type, else one of EventTypes
 }
 
-// EventService lists an owner's events (GET /events, and the SSE stream's
-// catch-up). Errors a client may see are *Error values.
+// EventService lists an owner's events (GET /events, the stream's catch-up).
 type EventService interface {
-	// FindEvents returns one page of the owner's events with Seq >
-	// f.After by Seq ascending, and whether another page follows. Events
-	// older than the retention may be gone: the first Seq returned is then
-	// higher than f.After+1 (a client can tell it missed events it never
-	// fetched in time).
+	// FindEvents returns a page of the owner's events after f.After and
+	// whether more follow. Past the retention, events may be gone: a first
+	// Seq above f.After+1 tells a client it missed some.
 	FindEvents(ctx context.Context, f EventFilter) ([]*Event, bool, error)
 }
 
@@ -171,22 +154,18 @@ type EventNotifier interface {
 	Subscribe(owner string) (wake <-chan struct{}, cancel func())
 }
 
-// EventStore is a backend's events: written by the plant writes
-// (InsertPlant, UpdatePlant, DeletePlant...) in their transactions; read and
-// pruned here.
+// EventStore is a backend's events, read and pruned; the plant writes write
+// them.
 type EventStore interface {
-	// ListEvents returns at most f.Limit of the owner's events with Seq >
-	// f.After (and of type f.Type when set), by Seq ascending.
+	// ListEvents returns at most f.Limit of the owner's events matching f, by Seq.
 	ListEvents(ctx context.Context, f EventFilter) ([]*Event, error)
 	// PruneEvents deletes at most limit events created before before, in
-	// one short statement, and returns how many; fewer than limit means none
-	// is left. It never deletes an owner's latest sequence counter, so the
-	// next Seq continues after a prune.
+	// one short statement, and returns how many. Seqs continue after a prune.
 	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // NormalizeEventTypes checks a subscription's event types and returns them
-// in the order of EventTypes, each once; an empty list is nil (untyped).
+// in EventTypes' order, each once; none is nil (untyped).
 func NormalizeEventTypes(types []string) ([]string, error) {
 	if len(types) == 0 {
 		return nil, nil

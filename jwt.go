@@ -7,29 +7,23 @@ import (
 	"time"
 )
 
-// Bearer values come in two shapes: the opaque tokens of the TokenStore
-// (token.go) and JWTs, verified against an issuer's keys by the oidc package
-// and never stored. The transport tells them apart with LooksLikeJWT; the
-// token a verified JWT stands for is a Token with IsJWT.
+// Bearer values are opaque tokens (token.go) or JWTs, verified by
+// internal/oidc and never stored; the Token a JWT stands for has IsJWT.
 
-// JWTTokenIDPrefix starts the ID of a token that stands for a verified JWT
-// (the verifier makes those; they are never stored).
+// JWTTokenIDPrefix starts the ID of a token that stands for a verified JWT.
 const JWTTokenIDPrefix = "jwt:"
 
-// JWTLeeway is the clock skew allowed on a JWT's exp and nbf. The token a
-// verified JWT stands for expires at its exp plus JWTLeeway; where the JWT's
-// own exp matters (the expiry of a token it mints, GET /me), the transport
-// takes JWTLeeway off again.
+// JWTLeeway is the clock skew allowed on a JWT's exp and nbf; its token
+// expires at exp plus JWTLeeway (the transport takes it off where the JWT's
+// own exp matters: a token it mints, GET /me).
 const JWTLeeway = 30 * time.Second
 
-// IsJWT reports whether the token stands for a verified JWT rather than
-// an opaque token of the TokenStore.
+// IsJWT reports whether the token stands for a verified JWT.
 func (t *Token) IsJWT() bool { return strings.HasPrefix(t.ID, JWTTokenIDPrefix) }
 
-// LooksLikeJWT reports whether secret has the shape of a JWS in compact
-// serialisation: three base64url segments (the signature may be empty, as in
-// an unsigned token, which is then refused) whose first is a JSON object.
-// Plant store tokens never have that shape.
+// LooksLikeJWT reports whether secret has the shape of a compact JWS: three
+// base64url segments (an empty signature is then refused) whose first is a
+// JSON object. Opaque tokens never have that shape.
 func LooksLikeJWT(secret string) bool {
 	header, rest, ok := strings.Cut(secret, ".")
 	if !ok || header == "" {

@@ -19,9 +19,8 @@ import (
 const (
 	ScopePlantsRead  = "plants:read"
 	ScopePlantsWrite = "plants:write"
-	// ScopeTokensManage grants the token API (/tokens): listing, minting
-	// and revoking the owner's opaque tokens, within the caller's own
-	// scopes and expiry (TokenService.MintToken).
+	// ScopeTokensManage grants the token API (/tokens) over the owner's
+	// opaque tokens, within the caller's own scopes and expiry.
 	ScopeTokensManage = "tokens:manage"
 )
 
@@ -52,10 +51,9 @@ type Token struct {
 	CreatedAt time.Time
 	ExpiresAt *time.Time // nil: never expires
 	RevokedAt *time.Time // nil: not revoked
-	// Last4 is the last four characters of the secret (of its CRC-32
-	// checksum), which tell tokens apart in a list without revealing
-	// anything usable; "" when unknown: a token issued before it was
-	// stored, or one whose secret an operator supplied (it has no checksum).
+	// Last4 is the secret's last four characters (of its checksum: they
+	// reveal nothing usable), to tell tokens apart in a list; "" when
+	// unknown or the secret was supplied by an operator.
 	Last4 string
 }
 
@@ -83,9 +81,7 @@ type TokenRequest struct {
 	Owner  string
 	Scopes []string      // nil: DefaultScopes
 	TTL    time.Duration // lifetime; 0: never expires; at most MaxTokenTTL
-	// Secret, if set, is the token's secret, supplied by an operator (see
-	// NewTokenFromSecret); otherwise one is generated.
-	Secret string
+	Secret string        // an operator's secret (NewTokenFromSecret); "": generated
 }
 
 // TokenFilter selects one page of an owner's tokens, oldest first (by
@@ -96,8 +92,7 @@ type TokenFilter struct {
 	Limit int     // page size, 1..MaxPageSize (TokenService: 0 means DefaultPageSize)
 }
 
-// ValidTokenID reports whether id has the form of a token id: "tok_" and
-// 16 lower-case hex digits.
+// ValidTokenID reports whether id is "tok_" and 16 lower-case hex digits.
 func ValidTokenID(id string) bool {
 	if len(id) != 20 || !strings.HasPrefix(id, "tok_") {
 		return false
@@ -113,15 +108,12 @@ func ValidTokenID(id string) bool {
 // TokenService issues, lists, revokes and checks bearer tokens. Errors a
 // client may see are *Error values.
 type TokenService interface {
-	// CreateToken issues a token and returns it with its secret, which is
-	// stored nowhere (only its hash is) and shown this once. It is the
-	// operator's (`plantstore token create`, the bootstrap token): the
-	// owner's cap of live tokens, a setting of the server, does not apply,
-	// though the tokens it issues count towards it.
+	// CreateToken issues a token and returns it with its secret, shown
+	// this once. It is the operator's (`token create`, the bootstrap token):
+	// the owner's cap of live tokens does not apply, though its tokens count.
 	CreateToken(ctx context.Context, req TokenRequest) (*Token, string, error)
 	// CreateFirstToken issues the token only if no token exists at all,
-	// atomically (several replicas may start at once); created says
-	// whether it did.
+	// atomically (several replicas may start at once).
 	CreateFirstToken(ctx context.Context, req TokenRequest) (tok *Token, secret string, created bool, err error)
 	// FindTokens returns every token, oldest first.
 	FindTokens(ctx context.Context) ([]*Token, error)
@@ -129,29 +121,23 @@ type TokenService interface {
 	// Revoking a revoked token is a no-op.
 	RevokeToken(ctx context.Context, id string) error
 	// Authenticate returns the active token whose secret this is, or a
-	// CodeTokenInvalid error saying why not (malformed, unknown, revoked,
-	// expired).
+	// CodeTokenInvalid error saying why not.
 	Authenticate(ctx context.Context, secret string) (*Token, error)
 
-	// The token API: an authenticated caller manages the opaque tokens of
-	// its own owner.
+	// The token API: a caller manages its own owner's opaque tokens.
 
 	// MintToken issues a token for caller's owner with scopes (at least
-	// one) and a lifetime (0: none), within what caller holds: only scopes
-	// caller has, and, when caller expires, a lifetime that ends by then
-	// (CodeInsufficientScope otherwise); never longer than MaxTokenTTL
-	// (CodeInvalidBody); never past the owner's cap of live tokens
-	// (CodeTooManyTokens). It returns the token with its secret.
+	// one) and a lifetime (0: none) within what caller holds: its scopes,
+	// its expiry (else CodeInsufficientScope), MaxTokenTTL (CodeInvalidBody)
+	// and the owner's cap of live tokens (CodeTooManyTokens).
 	MintToken(ctx context.Context, caller *Token, scopes []string, ttl time.Duration) (*Token, string, error)
-	// FindOwnerTokens returns one page of the owner's tokens, oldest first,
-	// and whether another page follows.
+	// FindOwnerTokens returns a page of the owner's tokens and whether more follow.
 	FindOwnerTokens(ctx context.Context, f TokenFilter) ([]*Token, bool, error)
 	// FindOwnerToken returns the owner's token id, or a CodeTokenNotFound
 	// error (also for another owner's token).
 	FindOwnerToken(ctx context.Context, owner, id string) (*Token, error)
-	// RevokeOwnerToken revokes the owner's token id and returns it;
-	// revoking a revoked token changes nothing. Another owner's token is
-	// CodeTokenNotFound.
+	// RevokeOwnerToken revokes the owner's token id (again: no change) and
+	// returns it. Another owner's token is CodeTokenNotFound.
 	RevokeOwnerToken(ctx context.Context, owner, id string) (*Token, error)
 }
 
@@ -171,44 +157,35 @@ type TokenStore interface {
 	// already, or returns ErrNotFound.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 	// PruneTokens deletes at most limit tokens revoked or expired before
-	// before and returns how many (fewer than limit: none is left). It
-	// never deletes the newest token (those of the latest CreatedAt), so
-	// that a database that has had tokens never looks like one that has had
-	// none (InsertFirstToken: the bootstrap token).
+	// before and returns how many. It never deletes the newest token, so that
+	// InsertFirstToken never takes a database that has had tokens for empty.
 	PruneTokens(ctx context.Context, before time.Time, limit int) (int, error)
 
-	// InsertOwnerToken stores t unless t.Owner has max live tokens or more
-	// (neither revoked nor expired at t.CreatedAt), then ErrLimit; or
-	// ErrExists when its id or hash is taken. The count and the insert are
-	// one step: concurrent inserts for one owner, from any process, never
-	// pass max.
+	// InsertOwnerToken stores t unless t.Owner has max live tokens at
+	// t.CreatedAt (ErrLimit) or its id or hash is taken (ErrExists). The
+	// count and the insert are one step: concurrent inserts never pass max.
 	InsertOwnerToken(ctx context.Context, t *Token, max int) error
 	// ListOwnerTokens returns at most f.Limit of f.Owner's tokens, oldest
-	// first (created_at, then id), after the token f.After when set; an
-	// After that is not a token of f.Owner is ErrNotFound.
+	// first (created_at, then id); an f.After not of f.Owner is ErrNotFound.
 	ListOwnerTokens(ctx context.Context, f TokenFilter) ([]*Token, error)
 	// FindOwnerToken returns owner's token id, or ErrNotFound (also when
 	// the token is another owner's).
 	FindOwnerToken(ctx context.Context, owner, id string) (*Token, error)
-	// RevokeOwnerToken sets owner's token id's RevokedAt to at unless it
-	// is revoked already, and returns the token; ErrNotFound when owner has
-	// no token id.
+	// RevokeOwnerToken sets RevokedAt to at unless set, and returns the
+	// token; ErrNotFound when owner has no token id.
 	RevokeOwnerToken(ctx context.Context, owner, id string, at time.Time) (*Token, error)
 }
 
-// DefaultMaxTokensPerOwner is how many live (neither revoked nor expired)
-// tokens one owner may hold through the token API (MintToken) unless the
-// server is configured otherwise (--max-tokens-per-owner).
+// DefaultMaxTokensPerOwner is how many live tokens one owner may hold through
+// the token API unless --max-tokens-per-owner says otherwise.
 const DefaultMaxTokensPerOwner = 1000
 
 // MaxOwnerLength is the longest owner name a token may have, in bytes.
 const MaxOwnerLength = 256
 
-// ValidateOwner checks an owner name as a token stores it: 1 to
-// MaxOwnerLength bytes of UTF-8, every character printable (unicode.IsPrint:
-// letters, marks, numbers, punctuation, symbols and the ASCII space; no
-// control or format characters, such as tabs, newlines or bidirectional
-// overrides, which would let a name forge or hide rows of `token list`).
+// ValidateOwner checks an owner name: 1 to MaxOwnerLength bytes of UTF-8,
+// every character printable (unicode.IsPrint), so that no tab, newline or
+// bidirectional override can forge or hide rows of `token list`.
 func ValidateOwner(owner string) error {
 	switch {
 	case owner == "":
@@ -226,14 +203,12 @@ func ValidateOwner(owner string) error {
 	return nil
 }
 
-// MaxTokenTTL is the longest lifetime a token may have: 100 years (of
-// 365.25 days). A later expiry is refused, not stored: nothing needs one, and
-// SQLite keeps times as int64 Unix nanoseconds, which end in 2262 (a
-// 2,500,000h token was stored as expired in 1727).
+// MaxTokenTTL is the longest lifetime a token may have: 100 years. A later
+// expiry is refused: nothing needs one, and SQLite keeps times as int64 Unix
+// nanoseconds, which overflow in 2262.
 const MaxTokenTTL = 36525 * 24 * time.Hour
 
-// ValidateTokenTTL checks a token's lifetime: 0 (it never expires) up to
-// MaxTokenTTL; else a CodeInvalidBody error.
+// ValidateTokenTTL checks a token's lifetime: 0 (never expires) to MaxTokenTTL.
 func ValidateTokenTTL(ttl time.Duration) error {
 	switch {
 	case ttl < 0:
@@ -244,10 +219,8 @@ func ValidateTokenTTL(ttl time.Duration) error {
 	return nil
 }
 
-// NewToken makes a token for owner (white space around it removed, then
-// checked with ValidateOwner) with scopes and an optional lifetime (0: none;
-// ValidateTokenTTL) and returns it with its secret, which is not stored
-// anywhere.
+// NewToken makes a token for owner (trimmed, then ValidateOwner) with scopes
+// and a lifetime (0: none) and returns it with its secret.
 func NewToken(owner string, scopes []string, ttl time.Duration, now time.Time) (*Token, string, error) {
 	owner = strings.TrimSpace(owner)
 	if err := ValidateOwner(owner); err != nil {
@@ -293,9 +266,7 @@ const (
 
 // PlausibleToken reports whether secret can be a token of this service: one
 // it issued (prefix, length and checksum right) or one an operator supplied
-// (32 to 256 visible ASCII characters without the prefix). It lets the
-// service refuse garbage without a database lookup; it says nothing of
-// whether the token exists.
+// (no prefix). It lets the service refuse garbage without a lookup.
 func PlausibleToken(secret string) bool {
 	if !strings.HasPrefix(secret, TokenPrefix) {
 		return validSuppliedSecret(secret) == nil
@@ -321,10 +292,9 @@ func validSuppliedSecret(secret string) error {
 	return nil
 }
 
-// NewTokenFromSecret makes a token for owner whose secret is given rather
-// than generated: an operator's bootstrap token from a secrets manager. A
-// secret with the service's prefix must be one the service generated;
-// any other must be 32 to 256 visible ASCII characters.
+// NewTokenFromSecret makes a token for owner with a given secret (an
+// operator's, from a secrets manager): one the service generated, or 32 to
+// 256 visible ASCII characters without its prefix.
 func NewTokenFromSecret(secret, owner string, scopes []string, now time.Time) (*Token, error) {
 	if strings.HasPrefix(secret, TokenPrefix) {
 		if !PlausibleToken(secret) {
@@ -343,8 +313,7 @@ func NewTokenFromSecret(secret, owner string, scopes []string, now time.Time) (*
 }
 
 // HashToken returns the SHA-256 of a token secret: what is stored and looked
-// up. A fast hash is right here: secrets have 256 bits of randomness, so
-// there is nothing to brute-force, unlike passwords.
+// up. Secrets have 256 random bits, so a fast hash is right (no brute force).
 func HashToken(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))
 	return h[:]

@@ -125,10 +125,9 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("must be %s", SinceHelp)
 }
 
-// CheckSince checks the range of a since at now: not before the Unix epoch
-// (1970-01-01T00:00:00Z), not after now. Every row store keeps the times
-// it compares a since with in that range (SQLite as int64 Unix nanoseconds,
-// which a since of 9999 overflowed).
+// CheckSince checks the range of a since at now: not before the Unix epoch,
+// not after now, the range in which every row store keeps the times it
+// compares a since with (SQLite: int64 Unix nanoseconds, which overflow in 2262).
 func CheckSince(since, now time.Time) error {
 	switch {
 	case since.Before(time.Unix(0, 0)):

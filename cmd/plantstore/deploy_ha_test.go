@@ -21,7 +21,7 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit/patronitest"
 )
 
-// TestHADeploy checks the files of deploy/ha (issue 24) as far as one
+// TestHADeploy checks the files of deploy/ha as far as one
 // machine on loopback can: Patroni's configuration has strict synchronous
 // mode and consistent timings, and passes Patroni's own validator (against
 // a real etcd on 127.0.0.1); PgBouncer starts with its configuration

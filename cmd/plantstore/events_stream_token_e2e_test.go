@@ -8,14 +8,12 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
-// TestEventStreamTokenEnds is the first medium finding of issue 21, run on
-// the binary on both backends: a stream whose token is revoked, or whose
-// JWT passes exp plus the leeway, while the owner's events keep coming
-// (another token of the same owner creates plants every few ms), used to
-// stay open (every event put off the heartbeat, the only time its token was
-// checked). It now ends, cleanly, within --event-stream-heartbeat plus
-// --token-cache-ttl of the revocation, and by the heartbeat after a JWT's
-// expiry.
+// TestEventStreamTokenEnds, on the binary on both backends: a stream whose
+// token is revoked, or whose JWT passes exp plus the leeway, while the
+// owner's events keep coming (another token of the same owner creates
+// plants every few ms, so no heartbeat is ever due), ends cleanly within
+// --event-stream-heartbeat plus --token-cache-ttl of the revocation, and by
+// the heartbeat after a JWT's expiry.
 func TestEventStreamTokenEnds(t *testing.T) {
 	const heartbeat, cacheTTL = time.Second, 2 * time.Second // the flag's least, the default
 	const slack = 2 * time.Second                            // a busy machine's

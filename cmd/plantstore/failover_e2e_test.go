@@ -32,8 +32,7 @@ import (
 // synchronous mode, ttl 10 s), the layout of deploy/ha: replica A connects
 // to the nodes' PostgreSQL, replica B to the PgBouncer (transaction mode)
 // each node runs in front of its PostgreSQL, with --db-transaction-pooler.
-// Under a create load from several owners the primary goes away twice
-// (issue 24):
+// Under a create load from several owners the primary goes away twice:
 //
 //   - Kill: SIGKILL of the primary's PostgreSQL (every process) and its
 //     Patroni, and its PgBouncer stopped, as a machine crash. Writes must

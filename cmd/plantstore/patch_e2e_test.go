@@ -14,8 +14,7 @@ import (
 // TestPatchNoChange: over real HTTP, on both backends, a PATCH that leaves
 // name and tag as they are answers 200 with the plant and writes nothing,
 // without If-Match as with it: GET /events lists no plant.updated, and a
-// subscription to plant.updated gets no delivery for it (issue 21: each
-// such PATCH without If-Match wrote an event and its deliveries).
+// subscription to plant.updated gets no delivery for it.
 func TestPatchNoChange(t *testing.T) {
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {

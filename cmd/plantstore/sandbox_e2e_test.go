@@ -108,7 +108,7 @@ func TestServeMemorySeed(t *testing.T) {
 		{"InvalidLine", "seed.jsonl", `{"id":1,"name":"Fern"}` + "\n" + `{"id":2,"name":""}` + "\n" + `{"id":3}` + "\n",
 			[]string{"--seed", "line 2", "name: must have at least 1 character", "1 more invalid"}},
 		{"NotCSV", "seed.csv", "id,name\n1,Fern\nx,Moss\n", []string{"line 3", `id: must be an integer`, `not "x"`}},
-		// The API's body checks (issue 21), on the line that breaks them.
+		// The API's body checks, on the line that breaks them.
 		{"InvalidUTF8", "seed.jsonl", `{"id":1,"name":"Fern"}` + "\n" + "{\"id\":2,\"name\":\"M\xffoss\"}\n", []string{"--seed", "line 2: not valid UTF-8"}},
 		{"DuplicateKey", "seed.jsonl", `{"id":1,"name":"Fern"}` + "\n" + `{"id":2,"name":"Moss","id":3}` + "\n", []string{"--seed", `line 2: duplicate key "id"`}},
 		{"LoneSurrogate", "seed.jsonl", `{"id":1,"name":"Fern"}` + "\n" + `{"id":2,"name":"\ud83c"}` + "\n", []string{"--seed", "line 2: name: must not contain a lone surrogate"}},

@@ -36,8 +36,8 @@ func checkPrintable(t *testing.T, what, out string) {
 
 // TestTablesEscapeStoredStrings: over real HTTP, every command that prints
 // stored strings as a table or text shows a plant name and tag and a
-// webhook description with control characters escaped (issue 21: ESC and
-// BEL reached the terminal raw); JSON output stays JSON, the string as
+// webhook description with control characters escaped (ESC and BEL must
+// not reach the terminal raw); JSON output stays JSON, the string as
 // stored.
 func TestTablesEscapeStoredStrings(t *testing.T) {
 	db := tempDBPath(t)

@@ -53,10 +53,10 @@ func (r *holdingReceiver) release() {
 	r.gate = make(chan struct{})
 }
 
-// TestWebhookPingBounds is the second medium finding of issue 21, run on the
-// binary on both backends: POST /webhooks/{id}/ping had no bound (100
-// concurrent pings at a receiver that never answers held 100 connections)
-// and pinged disabled subscriptions. A ping now counts against
+// TestWebhookPingBounds, on the binary on both backends: pings are bounded
+// (without a bound, 100 concurrent pings at a receiver that never answers
+// would hold 100 connections) and never sent to a disabled subscription. A
+// ping counts against
 // --webhook-max-in-flight and the owner's share of --webhook-concurrency
 // like a delivery: past either, 429 42903 with Retry-After (the attempt
 // timeout) at once and nothing sent; the deliveries leased in the database

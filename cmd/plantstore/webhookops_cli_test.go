@@ -41,8 +41,7 @@ func TestWebhookOpsCLI(t *testing.T) {
 	msg := failed[0].MessageID
 	status.Store(http.StatusOK)
 
-	// A disabled subscription is neither pinged nor resent to (409 40903,
-	// issue 21).
+	// A disabled subscription is neither pinged nor resent to (409 40903).
 	for _, args := range [][]string{{"webhooks", "ping", w.ID}, {"webhooks", "resend", w.ID, msg}} {
 		if r := run(args...); r.code != 1 || !strings.Contains(r.stderr, "error 40903") {
 			t.Errorf("%v while disabled: exit %d, stderr %q; want 1 and error 40903", args, r.code, r.stderr)

@@ -12,8 +12,8 @@ import (
 	"github.com/plantstore/plantstore/internal/http/oapi"
 )
 
-// The encoders eventjson replaces, as they were before issue 22, kept here
-// to prove that every body is byte for byte what it was: the NewPlant
+// The encoders of the bodies stored and sent before eventjson, kept here to
+// prove that every body is byte for byte what those wrote: the NewPlant
 // payload (plantstore.Plant.WebhookPayload), the envelope
 // (plantstore.PlantEvent.EnvelopeParts, with the seq between its parts),
 // the ping (service's pingPayload) and GET /events (the generated

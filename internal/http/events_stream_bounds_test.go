@@ -76,12 +76,11 @@ func streamEnd(t *testing.T, s *sseStream, within time.Duration) (events int, la
 	}
 }
 
-// TestEventStream_RevokedWhileBusy is the medium finding of issue 21: the
-// stream of a revoked token ended only when the heartbeat fired, and every
-// event sent put the heartbeat off, so while the owner's events kept coming
-// (another token of the same owner creating plants) it never ended. Its
-// token is now checked on a timer of its own: the stream ends within the
-// heartbeat plus the token cache's TTL of the revocation.
+// TestEventStream_RevokedWhileBusy: while the owner's events keep coming
+// (another token of the same owner creating plants), every event sent puts
+// the heartbeat off, so the stream's token is checked on a timer of its
+// own: the stream of a revoked token ends within the heartbeat plus the
+// token cache's TTL of the revocation.
 func TestEventStream_RevokedWhileBusy(t *testing.T) {
 	const heartbeat, cacheTTL = 300 * time.Millisecond, 200 * time.Millisecond
 	ts := MustOpenServer(t, func(ts *TestServer) {
@@ -232,10 +231,10 @@ func mustSeq(t *testing.T, f sseFrame) int64 {
 	return seq
 }
 
-// TestEventStream_BufferShrinks is a low finding of issue 21: a stream kept
-// the buffer of its largest page (a page of 100 events with long names is
-// over 100 KB) for as long as it lived. It now keeps at most
-// MaxRetainedStreamBuffer while it waits, and reuses a small buffer.
+// TestEventStream_BufferShrinks: a stream does not keep the buffer of its
+// largest page (a page of 100 events with long names is over 100 KB) for as
+// long as it lives: it keeps at most MaxRetainedStreamBuffer while it
+// waits, and reuses a small buffer.
 func TestEventStream_BufferShrinks(t *testing.T) {
 	var mu sync.Mutex
 	var waits []int

@@ -103,7 +103,7 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 	}
 }
 
-// TestJWT_OwnerNamespace is the attack of issue 12: a JWT whose sub is the
+// TestJWT_OwnerNamespace: a JWT whose sub is the
 // name of an opaque token's owner (admin) must not reach that owner's
 // plants or webhook subscriptions, over real HTTP on a real SQLite file;
 // with SharedOwners (--jwt-shared-owners) it does, by the operator's choice.

@@ -13,7 +13,7 @@ import (
 
 // TestConformancePgBouncer runs the conformance suite through a real
 // PgBouncer in transaction pooling mode with its stock
-// ignore_startup_parameters (issue 24): every call of the store, the
+// ignore_startup_parameters: every call of the store, the
 // migrations included, works when each transaction may run on another
 // server connection that other clients share (four per database), and
 // nothing in the startup packet makes PgBouncer refuse the connections.
