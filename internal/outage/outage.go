@@ -2,7 +2,7 @@
 // pruning pass, a readiness probe) as outages: one line when the operation
 // starts failing, one when it succeeds again, with how many attempts
 // failed and for how long, instead of a line per failed attempt (a
-// database down for 23 s made the dispatcher's claim loop log 47 errors).
+// claim loop retrying every half second would log dozens a minute).
 // Each failed attempt in between is logged at debug level. The dispatcher,
 // the event pruner and /readyz use it, one Log per operation.
 package outage
