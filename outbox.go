@@ -33,35 +33,26 @@ type Attempt struct {
 	SubscriptionID string
 }
 
-// Task is one attempt handed to a dispatcher or a pinger: a delivery of an
-// event to one subscription, claimed under a lease, or a ping. It carries
-// the facts its body is rendered from when it is sent (package eventjson),
-// not the body.
+// Task is one attempt handed to a dispatcher or a pinger: a delivery claimed
+// under a lease, or a ping. It carries the facts its body is rendered from
+// (internal/eventjson), not the body.
 type Task struct {
 	MessageID      string // webhook-id: the same on every attempt (Event.MessageID)
 	SubscriptionID string
 	Owner          string
-	// Body says which body is POSTed: the NewPlant JSON of Event's plant
-	// (untyped subscriptions), Event's PlantEvent envelope (typed ones),
-	// or a ping.
-	Body Body
-	// Event is the event delivered (not for a ping). Its Seq is 0 for a
-	// delivery to an untyped subscription written before events existed
-	// (its body has none).
+	Body           Body
+	// Event is the event delivered (not for a ping); Seq 0 in a delivery
+	// whose body has none.
 	Event Event
-	// StoredBody, when set, is the body as an earlier version stored it,
-	// sent as it is: kept by the migration that made deliveries facts
-	// where the facts would render other bytes (an encoder that escaped
-	// <, > and &). nil for every delivery written since.
+	// StoredBody, when set, is sent as it is: the bytes of a delivery whose
+	// facts would render others (stored JSON that escaped <, > and &).
 	StoredBody []byte
 	Attempts   int // attempts made before this one
 	CreatedAt  time.Time
 
-	// Subscription is the row the delivery goes to, as the store read it
-	// with the lease (the row store sets it).
-	Subscription *Subscription
-	// URL and Secrets (the signing secrets valid at the claim) are what the
-	// dispatcher uses; the OutboxService sets them from Subscription.
+	Subscription *Subscription // as the row store read it with the lease
+	// URL and Secrets (valid at the claim) are set from Subscription by
+	// the OutboxService.
 	URL     string
 	Secrets []string
 }
@@ -71,73 +62,50 @@ type Body uint8
 
 // Bodies of a Task.
 const (
-	// BodyNewPlant is the plant as the contract's NewPlant, {"id","name",
-	// "tag"}: what an untyped subscription gets (creates only).
-	BodyNewPlant Body = iota
-	// BodyEvent is the event as the contract's PlantEvent envelope: what a
-	// typed subscription gets.
-	BodyEvent
-	// BodyPing is a ping, {"type":"ping","id","created_at","data":
-	// {"webhook"}}, of POST /webhooks/{id}/ping (MessageID, CreatedAt,
-	// SubscriptionID).
-	BodyPing
+	BodyNewPlant Body = iota // the contract's NewPlant: an untyped subscription's
+	BodyEvent                // the contract's PlantEvent envelope: a typed subscription's
+	BodyPing                 // a ping, of POST /webhooks/{id}/ping
 )
 
 // AttemptResult is what one delivery attempt came to.
 type AttemptResult struct {
 	AttemptedAt time.Time // OutboxService: zero means now
 	StatusCode  int
-	// Error says why no answer came, as the owner sees it: the kind of
-	// failure only ("connection refused", "name did not resolve", ...:
-	// webhook's Failure phrases), never an address a name resolved to or
-	// the server's name servers, which go to the log.
-	Error    string
-	Duration time.Duration
-	// ResponseBody is the first bytes of the answer (ResponseExcerpt).
-	ResponseBody string
-	// Outcome: succeeded, failed (give up), or pending with NextAttemptAt.
-	State         DeliveryState
+	// Error says why no answer came, the kind of failure only ("connection
+	// refused"); addresses and name servers go to the log.
+	Error         string
+	Duration      time.Duration
+	ResponseBody  string        // the first bytes of the answer (ResponseExcerpt)
+	State         DeliveryState // succeeded, failed (give up), or pending with NextAttemptAt
 	NextAttemptAt *time.Time
-	// Disable marks the subscription disabled (the receiver answered 410),
-	// as of AttemptedAt with reason DisabledGone, and fails its other
-	// pending deliveries.
+	// Disable disables the subscription (DisabledGone: the receiver
+	// answered 410) and fails its other pending deliveries.
 	Disable bool
-	// FailingCutoff, when not zero, disables the subscription as Disable
-	// does, with reason DisabledFailing, when this attempt failed and every
-	// attempt since one before FailingCutoff has failed (its FailingSince,
-	// this attempt's time when not yet failing, is before FailingCutoff).
-	// The OutboxService sets it from its disable-after setting.
+	// FailingCutoff, when not zero, disables it as Disable does
+	// (DisabledFailing) when this attempt failed and its FailingSince is
+	// before FailingCutoff. The OutboxService sets it.
 	FailingCutoff time.Time
 }
 
 // Claim is what a dispatcher asks of the outbox: due deliveries, leased to
 // it, chosen fairly (the service's scheduler: service.Pick).
 type Claim struct {
-	// Lease is how long the deliveries stay with the claimer: until the
-	// database's clock passes the claim's time plus Lease (on PostgreSQL
-	// the server's now(), so that replicas whose clocks differ cannot take
-	// each other's leases early; SQLite is one process, whose clock is the
-	// database's).
+	// Lease is how long the deliveries stay with the claimer, by the
+	// database's clock, so that replicas whose clocks differ cannot take
+	// each other's leases early.
 	Lease time.Duration
-	// Limit bounds how many deliveries come back.
-	Limit int
-	// PerSubscription bounds the leased deliveries of one subscription, in
-	// flight at once, counted over every claimer sharing the database (0:
-	// no bound).
+	Limit int // how many deliveries at most
+	// PerSubscription and PerOwner bound the leased deliveries of one
+	// subscription and of one owner, over every claimer (0: no bound).
 	PerSubscription int
-	// PerOwner bounds the leased deliveries of one owner, counted the same
-	// way (0: no bound).
-	PerOwner int
-	// Busy counts attempts in flight that hold no lease (the claimer's
-	// pings): the scheduler counts them with the leased ones against both
-	// bounds.
+	PerOwner        int
+	// Busy counts attempts in flight that hold no lease (pings), against
+	// both bounds.
 	Busy []InFlight
 }
 
-// DueDelivery is a delivery a claim may take: pending, due by the
-// database's clock, not leased. Live says that its subscription is there
-// and enabled; a claim fails the pending deliveries of one that is not
-// (OutboxStore.LeaseDeliveries).
+// DueDelivery is a delivery a claim may take: pending, due by the database's
+// clock, not leased; Live: its subscription is there and enabled.
 type DueDelivery struct {
 	MessageID      string
 	SubscriptionID string
@@ -157,72 +125,52 @@ type InFlight struct {
 // OutboxService is the dispatcher's side of the transactional outbox.
 type OutboxService interface {
 	// ClaimTasks leases at most c.Limit due deliveries, chosen fairly
-	// across owners and subscriptions within c's bounds, and sets each
-	// task's URL and signing secrets. A due delivery whose subscription is
-	// disabled or gone is marked failed instead and not returned, so fewer
-	// than c.Limit may come back while more are due. Concurrent claims
-	// (other processes included) never return the same delivery.
+	// across owners and subscriptions within c's bounds; those of a
+	// disabled or gone subscription fail instead, so fewer may come back
+	// while more are due. Concurrent claims never return the same one.
 	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
 	// CompleteTask records an attempt and the delivery's new state, and
-	// releases the lease; an attempt that failed may disable the
-	// subscription (see AttemptResult.FailingCutoff).
+	// releases the lease.
 	CompleteTask(ctx context.Context, t *Task, r AttemptResult) error
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
-	// PruneOutbox deletes at most limit rows of delivery history older
-	// than before, as the store's PruneOutbox does, and returns how many.
+	// PruneOutbox is OutboxStore.PruneOutbox.
 	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
-// OutboxStore is a backend's outbox: the deliveries written with their
-// plants, and the attempts made.
+// OutboxStore is a backend's outbox: the deliveries and their attempts.
 type OutboxStore interface {
-	// DueDeliveries reads, by the database's clock, the earliest due
-	// deliveries (state pending, next attempt at or before now, no lease or
-	// an expired one) of each subscription that has any, at most
-	// perSubscription of each, with whether the subscription is live, and
-	// the deliveries leased now, counted per subscription over every
-	// claimer sharing the database (none when nothing is due). It writes
-	// nothing. Its cost grows with the number of subscriptions that have
-	// pending deliveries, not with the number of deliveries.
+	// DueDeliveries reads, by the database's clock, at most
+	// perSubscription of the earliest due deliveries of each subscription,
+	// and the deliveries leased now per subscription (none when nothing is
+	// due). Its cost grows with the subscriptions that have pending
+	// deliveries, not with the deliveries.
 	DueDeliveries(ctx context.Context, perSubscription int) (due []DueDelivery, leased []InFlight, err error)
-	// LeaseDeliveries leases, in one transaction, each delivery of picked
-	// (by MessageID and SubscriptionID) that is still pending, due and
-	// unleased, and whose subscription is enabled, until the database's
-	// now plus lease, and returns them with their Subscription set; those
-	// no longer so are left out. It also marks failed the pending
-	// deliveries of each subscription of dead that is gone or disabled.
-	// Concurrent leases (other processes included) never return the same
-	// delivery.
+	// LeaseDeliveries leases, in one transaction, the deliveries of picked
+	// still due and unleased whose subscription is enabled, and returns
+	// them with their Subscription set; it fails the pending deliveries of
+	// dead's gone or disabled subscriptions. Concurrent leases never
+	// return the same delivery.
 	LeaseDeliveries(ctx context.Context, picked []DueDelivery, dead []string, lease time.Duration) ([]*Task, error)
-	// CompleteDelivery records attempt r of t (r.AttemptedAt set), sets the
-	// delivery's state and releases its lease. A failed attempt (any state
-	// but succeeded) sets the subscription's FailingSince to r.AttemptedAt
-	// unless it is set; a successful one clears it. With r.Disable, or
-	// r.FailingCutoff passed (see AttemptResult), it also disables the
-	// subscription as of r.AttemptedAt and fails its other pending
-	// deliveries. A delivery no longer pending (completed, or deleted with
-	// its subscription) is left alone: no error.
+	// CompleteDelivery records attempt r of t, sets the delivery's state
+	// and releases its lease. A failed attempt sets the subscription's
+	// FailingSince unless set, a success clears it; r.Disable or
+	// r.FailingCutoff may disable it. A delivery no longer pending is left
+	// alone, with no error.
 	CompleteDelivery(ctx context.Context, t *Task, r AttemptResult) error
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
-	// CountLeased counts the deliveries leased now (pending, with a lease
-	// that the database's clock has not passed), counted over every
-	// claimer sharing the database as DueDeliveries counts them: those
-	// of the owner's subscription subscriptionID, and those of all the
-	// owner's subscriptions. An unknown subscription or owner counts 0.
+	// CountLeased counts the deliveries leased now, as DueDeliveries
+	// counts them, of subscriptionID and of all the owner's subscriptions.
 	CountLeased(ctx context.Context, owner, subscriptionID string) (subscription, ownerTotal int, err error)
-	// PruneOutbox deletes at most limit rows, each statement at most limit:
-	// attempts made before before, then finished (succeeded or failed)
-	// deliveries created before it. It returns how many it deleted; fewer
-	// than limit means none of them is left.
+	// PruneOutbox deletes at most limit attempts made before before, then
+	// finished deliveries created before it, and returns how many.
 	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
-// NewMessageID returns a fresh webhook-id, for a ping (an event's is
-// Event.MessageID): "msg_" and 24 random hex digits.
+// NewMessageID returns a ping's webhook-id: "msg_" and 24 random hex digits.
 func NewMessageID() (string, error) {
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {

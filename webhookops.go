@@ -9,26 +9,18 @@ import (
 	"unicode/utf8"
 )
 
-// DisabledManual: a PATCH {"enabled": false} disabled the subscription. The
-// row stores keep no reason for it (NULL) and read a disabled subscription
-// without one as manual.
+// DisabledManual: a PATCH {"enabled": false} disabled the subscription (the
+// row stores keep no reason: NULL).
 const DisabledManual DisabledReason = "manual"
 
 // Limits of the webhook operations.
 const (
-	// MaxResponseBodyStored is how many bytes of a receiver's answer an
-	// attempt keeps.
-	MaxResponseBodyStored = 1024
-	// MaxOldSecretExpiry bounds how long a rotated-out secret may keep
-	// signing.
-	MaxOldSecretExpiry = 7 * 24 * time.Hour
-	// RecoverBatch bounds the deliveries one statement of a recover
-	// re-queues.
-	RecoverBatch = 500
+	MaxResponseBodyStored = 1024               // bytes of a receiver's answer an attempt keeps
+	MaxOldSecretExpiry    = 7 * 24 * time.Hour // how long a rotated-out secret may keep signing
+	RecoverBatch          = 500                // deliveries one statement of a recover re-queues
 )
 
-// SubscriptionUpdate is a merge patch of a subscription: nil fields keep
-// their value.
+// SubscriptionUpdate is a merge patch of a subscription: nil keeps a value.
 type SubscriptionUpdate struct {
 	URL         *string
 	Description *string
@@ -47,8 +39,8 @@ type Delivery struct {
 	NextAttemptAt  *time.Time // pending only
 }
 
-// AttemptFilter selects one page of a subscription's attempts, newest
-// first: by attempted_at, message id and attempt, all descending.
+// AttemptFilter selects a page of a subscription's attempts, newest first
+// (attempted_at, message id, attempt, descending).
 type AttemptFilter struct {
 	Owner          string
 	SubscriptionID string
@@ -92,8 +84,7 @@ func ParseAttemptCursor(s string) (AttemptCursor, error) {
 	return AttemptCursor{AttemptedAt: time.Unix(0, ns).UTC(), MessageID: parts[1], Attempt: n}, nil
 }
 
-// ValidMessageID reports whether id has the form NewMessageID gives: "msg_"
-// and 24 lower-case hex digits.
+// ValidMessageID reports whether id is "msg_" and 24 lower-case hex digits.
 func ValidMessageID(id string) bool {
 	if len(id) != 28 || !strings.HasPrefix(id, "msg_") {
 		return false
@@ -111,10 +102,8 @@ func ValidMessageID(id string) bool {
 // SinceHelp says what a since must be, for error messages.
 const SinceHelp = "an RFC 3339 time (2026-01-02T15:04:05Z) or a duration before now (24h, 90m)"
 
-// ParseSince reads the since of a recover as a client gives it (the API's
-// RecoverRequest, the CLI's --since): an RFC 3339 time, or a positive Go
-// duration (24h, 1h30m) meaning that long before now. It checks only the
-// form; CheckSince checks the range.
+// ParseSince reads the since of a recover (the API's, the CLI's --since): an
+// RFC 3339 time, or a positive duration before now. CheckSince checks the range.
 func ParseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
@@ -179,14 +168,12 @@ type NotifierFunc func()
 func (f NotifierFunc) Notify() { f() }
 
 // ResponseExcerpt returns the first MaxResponseBodyStored bytes of body as
-// valid UTF-8 text: cut at a character boundary, with every byte that is
-// not UTF-8, and U+0000 (which PostgreSQL's text refuses), written as
-// \xNN.
+// UTF-8 text, cut at a character boundary, with bytes that are not UTF-8 and
+// U+0000 (PostgreSQL's text refuses it) written as \xNN.
 func ResponseExcerpt(body []byte) string {
 	if len(body) > MaxResponseBodyStored {
 		body = body[:MaxResponseBodyStored]
-		// Drop a character cut in two: its start among the last 3 bytes,
-		// not complete.
+		// Drop a character cut in two.
 		for i := len(body) - 1; i >= max(0, len(body)-(utf8.UTFMax-1)); i-- {
 			if utf8.RuneStart(body[i]) {
 				if !utf8.FullRune(body[i:]) {
