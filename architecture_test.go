@@ -20,6 +20,7 @@ import (
 // "may import" cell, and the public packages (outside internal/ and cmd/)
 // exactly the ones users import.
 func TestArchitectureTable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs go list over the module")
 	}
