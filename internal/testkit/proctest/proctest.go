@@ -250,6 +250,12 @@ func Main(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Mode 1777, as /tmp's: children that run as another user (PostgreSQL
+	// as postgres when the tests run as root) work in it too.
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	os.Setenv("TMPDIR", dir)
 	return m.Run()
 }
