@@ -219,14 +219,6 @@ func Register(dir string) error {
 	return tell("dir", abs)
 }
 
-// Keep withdraws a registered directory from the reaper, so that it stays
-// after the binary ends: for the logs of a failed test.
-func Keep(dir string) {
-	if abs, err := canonical(dir); err == nil && setup() == nil {
-		tell("keep", abs)
-	}
-}
-
 // canonical returns the absolute path of dir with symbolic links resolved,
 // as /proc shows working directories.
 func canonical(dir string) (string, error) {
@@ -271,12 +263,8 @@ func reap(mark string, r *os.File) int {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		kind, arg, _ := strings.Cut(sc.Text(), " ")
-		switch kind {
-		case "dir":
-			dirs = append(dirs, arg)
-		case "keep":
-			dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == arg })
+		if dir, ok := strings.CutPrefix(sc.Text(), "dir "); ok {
+			dirs = append(dirs, dir)
 		}
 	}
 	killed := map[int]string{}
