@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // litestreamPath is the Litestream binary of the npm package pinned in
@@ -90,7 +92,7 @@ func TestLitestream(t *testing.T) {
 	lsOut := &syncBuffer{}
 	rep := exec.Command(ls, "replicate", "-config", config)
 	rep.Stdout, rep.Stderr = lsOut, lsOut
-	if err := rep.Start(); err != nil {
+	if err := proctest.Start(rep); err != nil {
 		t.Fatal(err)
 	}
 	repDone := make(chan struct{})

@@ -189,6 +189,15 @@ func CombinedOutput(cmd *exec.Cmd) ([]byte, error) {
 	return b.Bytes(), err
 }
 
+// Output runs cmd with Run and returns its standard output, as
+// exec.Cmd.Output does (without keeping standard error in the error).
+func Output(cmd *exec.Cmd) ([]byte, error) {
+	var b bytes.Buffer
+	cmd.Stdout = &b
+	err := Run(cmd)
+	return b.Bytes(), err
+}
+
 // MkdirTemp creates a directory as os.MkdirTemp does and registers it:
 // the reaper kills the processes working in it and removes it when the
 // test binary ends. The caller still removes it when its test ends.
