@@ -487,7 +487,7 @@ func (c *Cluster) destroy() error {
 	// the checkpoint of a clean one.
 	if c.running && !c.halt(syscall.SIGQUIT) {
 		// Keep the directory (and the log) of a server that would not stop.
-		return fmt.Errorf("postgres: still running %v after SIGQUIT; killed, directory kept: %s", pgCtlTimeout, c.dir)
+		return fmt.Errorf("postgres: still running %v after SIGQUIT; killed; its directory %s is kept until the test binary ends", pgCtlTimeout, c.dir)
 	}
 	return os.RemoveAll(c.dir)
 }
