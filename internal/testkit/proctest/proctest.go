@@ -1,34 +1,23 @@
-// Package proctest makes sure that nothing a test binary starts outlives
-// it: the processes it starts are killed, and the temporary directories it
-// registers removed, when the binary ends for any reason (its tests passed
-// or failed, it panicked, go test's -timeout fired, it was killed).
+// Package proctest makes sure nothing a test binary starts outlives it: its
+// children die, and its registered temporary directories go, however the
+// binary ends (tests done, a panic such as -timeout's, which runs no
+// cleanup, or a kill).
 //
-// Cleanup functions alone cannot promise that: a panic, such as the one of
-// -timeout, runs none. So the first use starts a reaper, a copy of the test
-// binary in a mode of its own (see the init function), that holds the read
-// end of a pipe whose write end only the test binary holds. The kernel
-// closes that end when the binary exits, however it exits; the reaper then
-// kills every process that carries the binary's mark and every process
-// whose working directory lies in a registered directory, and removes the
-// registered directories. The mark is an environment variable with a value
-// of the binary's own, which Start gives each child and every descendant
-// inherits, so it reaches processes that left the child's process group
-// (PostgreSQL's backends and the PostgreSQL that Patroni starts each call
-// setsid); PostgreSQL overwrites its environment with its process titles,
-// but it works in its data directory, so the working directory finds it.
+// Start gives each child a process group, a parent-death signal (SIGKILL;
+// Linux sends it when the forking thread exits, so every child is forked
+// from one goroutine locked to its thread for the life of the process) and
+// the binary's mark, an environment variable its descendants inherit.
 //
-// Start also gives each child a process group of its own, so a test can
-// signal the child and whatever it started at once, and a parent-death
-// signal (SIGKILL), so the kernel kills a child at once when the binary
-// dies, reaper or not. Linux sends that signal when the thread that forked
-// the child exits, not the process; Go ends threads (when a goroutine that
-// locked one exits), so Start forks every child from one goroutine locked
-// to its thread for the life of the process.
+// The first use starts a reaper: the test binary again, in a mode of its
+// own (init), reading a pipe only the binary writes. At end of file (the
+// binary is gone) it kills every process with the mark or working in a
+// registered directory (PostgreSQL's backends and Patroni's PostgreSQL
+// leave the child's group and overwrite their environment, but work in
+// their data directory), then removes the directories. A child subreaper
+// would not do: orphans would be the binary's only until it dies itself.
 //
-// A test binary calls Main from its TestMain (pgtest.Run does): it starts
-// the reaper and points TMPDIR at a directory of the binary's own that the
-// reaper removes, so that t.TempDir, os.MkdirTemp and the children's own
-// temporary files go there too.
+// Main, for TestMain (pgtest.Run calls it), also points TMPDIR at a
+// registered directory of the binary's own, for t.TempDir and the children.
 package proctest
 
 import (
