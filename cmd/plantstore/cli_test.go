@@ -76,7 +76,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("with main.version set: %q", r.stdout)
 	}
 	// The built binary too.
-	out, err := exec.Command(binary, "--version").Output()
+	out, err := proctest.Output(exec.Command(binary, "--version"))
 	if err != nil || !strings.HasPrefix(string(out), "plantstore ") {
 		t.Errorf("plantstore --version: %v, %q", err, out)
 	}
@@ -141,7 +141,7 @@ func TestUsageExit2(t *testing.T) {
 		})
 	}
 	// The process's status, not only run's error.
-	err := exec.Command(binary, "token", "create", "--owner", " ").Run()
+	err := proctest.Run(exec.Command(binary, "token", "create", "--owner", " "))
 	if got := exitCodeOf(err); got != 2 {
 		t.Fatalf("the binary: exit %d (%v), want 2", got, err)
 	}

@@ -175,7 +175,7 @@ func TestHADeploy(t *testing.T) {
 			skipUnlessCI(t, "systemd-analyze not installed: units not verified")
 		}
 		for _, u := range units {
-			if out, err := exec.Command(analyze, "verify", u).CombinedOutput(); err != nil || len(out) > 0 {
+			if out, err := proctest.CombinedOutput(exec.Command(analyze, "verify", u)); err != nil || len(out) > 0 {
 				t.Errorf("systemd-analyze verify %s: %v\n%s", u, err, out)
 			}
 		}

@@ -287,7 +287,7 @@ func TestServeBootstrap(t *testing.T) {
 		db := tempDBPath(t)
 		s := startServer(t, db, "--no-bootstrap-admin")
 
-		out, err := exec.Command(binary, "token", "create", "--owner", "bob", "--scope", "plants:read", "--db", db).Output()
+		out, err := proctest.Output(exec.Command(binary, "token", "create", "--owner", "bob", "--scope", "plants:read", "--db", db))
 		if err != nil {
 			t.Fatalf("token create: %v", err)
 		}
@@ -304,7 +304,7 @@ func TestServeBootstrap(t *testing.T) {
 		}
 
 		id := listJSON(t, db)[0].ID
-		if out, err := exec.Command(binary, "token", "revoke", id, "--db", db).CombinedOutput(); err != nil {
+		if out, err := proctest.CombinedOutput(exec.Command(binary, "token", "revoke", id, "--db", db)); err != nil {
 			t.Fatalf("token revoke: %v: %s", err, out)
 		}
 		// Refused within the documented bound, --token-cache-ttl (2s).

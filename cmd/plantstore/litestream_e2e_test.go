@@ -195,7 +195,7 @@ func TestLitestream(t *testing.T) {
 	wg.Wait()
 
 	restored := filepath.Join(t.TempDir(), "restored.db")
-	if out, err := exec.Command(ls, "restore", "-config", config, "-o", restored, db).CombinedOutput(); err != nil {
+	if out, err := proctest.CombinedOutput(exec.Command(ls, "restore", "-config", config, "-o", restored, db)); err != nil {
 		t.Fatalf("litestream restore: %v\n%s", err, out)
 	}
 

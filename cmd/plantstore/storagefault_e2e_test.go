@@ -137,7 +137,7 @@ func TestStorageFault_MissingPath(t *testing.T) {
 	t.Run("DefaultPath", func(t *testing.T) {
 		dir := t.TempDir()
 		// A token command in a directory with no database creates nothing.
-		if out, err := binaryIn(dir, "token", "create", "--owner", "alice").CombinedOutput(); err == nil ||
+		if out, err := proctest.CombinedOutput(binaryIn(dir, "token", "create", "--owner", "alice")); err == nil ||
 			!strings.Contains(string(out), defaultDBPath) {
 			t.Fatalf("token create with the default path in an empty directory: %v, %s", err, out)
 		}
