@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/backup"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // execBinary runs the plantstore binary with args (stdin from stdin, when
@@ -32,7 +33,7 @@ func execBinary(t *testing.T, stdin io.Reader, args ...string) (int, []byte, str
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := proctest.Run(cmd)
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // pgBackupCommands returns the commands of the PostgreSQL backup block of
@@ -77,7 +78,7 @@ func TestPostgresBackupDocumented(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, "sh", "-c", c)
 		cmd.Dir, cmd.Env = work, env
-		out, err := cmd.CombinedOutput()
+		out, err := proctest.CombinedOutput(cmd)
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", c, err, out)

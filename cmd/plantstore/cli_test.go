@@ -23,6 +23,7 @@ import (
 
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // TestTokenCreateCreate: token create --create makes a missing database
@@ -75,7 +76,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("with main.version set: %q", r.stdout)
 	}
 	// The built binary too.
-	out, err := exec.Command(binary, "--version").Output()
+	out, err := proctest.Output(exec.Command(binary, "--version"))
 	if err != nil || !strings.HasPrefix(string(out), "plantstore ") {
 		t.Errorf("plantstore --version: %v, %q", err, out)
 	}
@@ -93,7 +94,7 @@ func TestBareHelp(t *testing.T) {
 		}
 	}
 	cmd := exec.Command(binary)
-	out, err := cmd.Output()
+	out, err := proctest.Output(cmd)
 	if err != nil || !strings.Contains(string(out), "Usage: plantstore") {
 		t.Fatalf("the binary alone: %v, %q", err, out)
 	}
@@ -140,7 +141,7 @@ func TestUsageExit2(t *testing.T) {
 		})
 	}
 	// The process's status, not only run's error.
-	err := exec.Command(binary, "token", "create", "--owner", " ").Run()
+	err := proctest.Run(exec.Command(binary, "token", "create", "--owner", " "))
 	if got := exitCodeOf(err); got != 2 {
 		t.Fatalf("the binary: exit %d (%v), want 2", got, err)
 	}
@@ -308,7 +309,7 @@ func TestPlantsImportStdinCSV(t *testing.T) {
 			cmd := exec.Command(binary, "plants", "import", "-", "--server", strings.TrimPrefix(ps.url, "http://"))
 			cmd.Env = []string{"PLANTSTORE_TOKEN=" + ps.token}
 			cmd.Stdin = strings.NewReader(tt.input)
-			out, err := cmd.CombinedOutput()
+			out, err := proctest.CombinedOutput(cmd)
 			if err != nil || !strings.HasSuffix(string(out), "created 2, replayed 0, conflicted 0, invalid 0\n") {
 				t.Fatalf("import -: %v\n%s", err, out)
 			}
@@ -386,7 +387,7 @@ func TestPlantsImportInterrupt(t *testing.T) {
 	cmd.Env = []string{"PLANTSTORE_SERVER=" + front, "PLANTSTORE_TOKEN=" + ps.token}
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -445,7 +446,7 @@ func TestPlantsImportInterruptStdin(t *testing.T) {
 		fmt.Fprintln(stdin, `{"id":1,"name":"Aloe"}`)
 		out := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
+		if err := proctest.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)

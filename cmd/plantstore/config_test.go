@@ -19,6 +19,7 @@ import (
 	"github.com/plantstore/plantstore/internal/cli/cliflags"
 	"github.com/plantstore/plantstore/internal/postgres"
 	"github.com/plantstore/plantstore/internal/sqlite"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated flag table of docs/configuration.md")
@@ -292,7 +293,7 @@ func TestHealthcheck(t *testing.T) {
 func runBinaryErr(args ...string) (string, error) {
 	cmd := exec.Command(binary, args...)
 	cmd.Env = []string{}
-	out, err := cmd.CombinedOutput()
+	out, err := proctest.CombinedOutput(cmd)
 	return string(out), err
 }
 

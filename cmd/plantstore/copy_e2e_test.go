@@ -16,6 +16,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // TestCopyToPostgres is the move of docs/scaling.md, with the binary: a
@@ -158,7 +159,7 @@ func TestCopyInterrupted(t *testing.T) {
 	cmd := exec.Command(binary, "copy", "--from", src, "--to", dst, "--chunk-rows", "50")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	// Interrupt once some chunks are in.

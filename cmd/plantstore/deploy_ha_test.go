@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/plantstore/plantstore/internal/testkit/patronitest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // TestHADeploy checks the files of deploy/ha as far as one
@@ -78,7 +79,7 @@ func TestHADeploy(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "patroni", "--validate-config", path)
 		cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8")
-		if out, err := cmd.CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		if out, err := proctest.CombinedOutput(cmd); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 			t.Errorf("patroni --validate-config: %v\n%s", err, out)
 		}
 	})
@@ -135,7 +136,7 @@ func TestHADeploy(t *testing.T) {
 		}
 		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
+		if err := proctest.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
 		exited := make(chan struct{})
@@ -174,7 +175,7 @@ func TestHADeploy(t *testing.T) {
 			skipUnlessCI(t, "systemd-analyze not installed: units not verified")
 		}
 		for _, u := range units {
-			if out, err := exec.Command(analyze, "verify", u).CombinedOutput(); err != nil || len(out) > 0 {
+			if out, err := proctest.CombinedOutput(exec.Command(analyze, "verify", u)); err != nil || len(out) > 0 {
 				t.Errorf("systemd-analyze verify %s: %v\n%s", u, err, out)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/plantstore/plantstore/internal/cli/cliflags"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // No Docker engine runs here: these tests check what can be checked
@@ -227,7 +228,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(unit, "/usr/local/bin/plantstore", binary)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(analyze, "verify", path).CombinedOutput(); err != nil || len(out) > 0 {
+	if out, err := proctest.CombinedOutput(exec.Command(analyze, "verify", path)); err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }

@@ -22,13 +22,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // binary is the plantstore binary that TestMain builds for the end-to-end tests.
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "plantstore-e2e-")
+	dir, err := proctest.MkdirTemp("", "plantstore-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -269,7 +270,7 @@ func TestServeBootstrap(t *testing.T) {
 		cmd.Env = []string{"PLANTSTORE_ADDR=" + addr, "PLANTSTORE_DB=" + db, "PLANTSTORE_BOOTSTRAP_TOKEN=" + secret, "PLANTSTORE_METRICS_ADDR=off"}
 		s := &server{cmd: cmd, url: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 		cmd.Stderr = s.stderr
-		if err := cmd.Start(); err != nil {
+		if err := proctest.Start(cmd); err != nil {
 			t.Fatal(err)
 		}
 		go func() { s.err = cmd.Wait(); close(s.done) }()
@@ -286,7 +287,7 @@ func TestServeBootstrap(t *testing.T) {
 		db := tempDBPath(t)
 		s := startServer(t, db, "--no-bootstrap-admin")
 
-		out, err := exec.Command(binary, "token", "create", "--owner", "bob", "--scope", "plants:read", "--db", db).Output()
+		out, err := proctest.Output(exec.Command(binary, "token", "create", "--owner", "bob", "--scope", "plants:read", "--db", db))
 		if err != nil {
 			t.Fatalf("token create: %v", err)
 		}
@@ -303,7 +304,7 @@ func TestServeBootstrap(t *testing.T) {
 		}
 
 		id := listJSON(t, db)[0].ID
-		if out, err := exec.Command(binary, "token", "revoke", id, "--db", db).CombinedOutput(); err != nil {
+		if out, err := proctest.CombinedOutput(exec.Command(binary, "token", "revoke", id, "--db", db)); err != nil {
 			t.Fatalf("token revoke: %v: %s", err, out)
 		}
 		// Refused within the documented bound, --token-cache-ttl (2s).

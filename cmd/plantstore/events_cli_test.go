@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // switchProxy is a TCP proxy on 127.0.0.1 that forwards each new
@@ -127,7 +128,7 @@ func TestEventsCLI(t *testing.T) {
 	}
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	lines := make(chan string)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // litestreamPath is the Litestream binary of the npm package pinned in
@@ -90,7 +92,7 @@ func TestLitestream(t *testing.T) {
 	lsOut := &syncBuffer{}
 	rep := exec.Command(ls, "replicate", "-config", config)
 	rep.Stdout, rep.Stderr = lsOut, lsOut
-	if err := rep.Start(); err != nil {
+	if err := proctest.Start(rep); err != nil {
 		t.Fatal(err)
 	}
 	repDone := make(chan struct{})
@@ -193,7 +195,7 @@ func TestLitestream(t *testing.T) {
 	wg.Wait()
 
 	restored := filepath.Join(t.TempDir(), "restored.db")
-	if out, err := exec.Command(ls, "restore", "-config", config, "-o", restored, db).CombinedOutput(); err != nil {
+	if out, err := proctest.CombinedOutput(exec.Command(ls, "restore", "-config", config, "-o", restored, db)); err != nil {
 		t.Fatalf("litestream restore: %v\n%s", err, out)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // multiHost returns db (a URL of a test database) as a multi-host URL
@@ -44,7 +45,7 @@ func runBinaryOut(t *testing.T, args ...string) (stdout, stderr string) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	var out, errOut syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	if err := proctest.Run(cmd); err != nil {
 		t.Fatalf("plantstore %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errOut.String())
 	}
 	return out.String(), errOut.String()

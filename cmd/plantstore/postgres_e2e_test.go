@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // launchServer starts the binary's serve command on db without waiting for
@@ -35,7 +36,7 @@ func launchServer(t *testing.T, name, db string, args ...string) *server {
 	s := &server{cmd: cmd, url: "http://" + addr, metricsURL: "http://" + metricsAddr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -79,7 +80,7 @@ func runBinary(t *testing.T, args ...string) string {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := proctest.Run(cmd); err != nil {
 		t.Fatalf("plantstore %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // readme is the repository's README.md.
@@ -257,7 +259,7 @@ func TestREADMECurl(t *testing.T) {
 		}
 		sh := exec.Command("sh", "-c", strings.Replace(cmd, "curl ", curlPath+" ", 1))
 		sh.Env = f.env
-		out, err := sh.CombinedOutput()
+		out, err := proctest.CombinedOutput(sh)
 		if code := exitCodeOf(err); err != nil && !(stream && code == 28) {
 			t.Errorf("README: %s\nexit %d: %v\n%s", c.command, code, err, out)
 			continue

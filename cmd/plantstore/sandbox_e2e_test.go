@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/cli/cliexit"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // TestServeMemory: serve --db memory: writes nothing to disk (its working
@@ -121,7 +122,7 @@ func TestServeMemorySeed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, binary, "serve", "--addr", "127.0.0.1:0", "--db", "memory:", "--seed", seed)
-			out, err := cmd.CombinedOutput()
+			out, err := proctest.CombinedOutput(cmd)
 			if code := exitCodeOf(err); code != 1 {
 				t.Fatalf("serve with a bad seed: exit %d (%v), want 1:\n%s", code, err, out)
 			}

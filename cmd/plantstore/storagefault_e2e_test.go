@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // The storage-fault tests run the binary over real HTTP on real storage
@@ -135,7 +137,7 @@ func TestStorageFault_MissingPath(t *testing.T) {
 	t.Run("DefaultPath", func(t *testing.T) {
 		dir := t.TempDir()
 		// A token command in a directory with no database creates nothing.
-		if out, err := binaryIn(dir, "token", "create", "--owner", "alice").CombinedOutput(); err == nil ||
+		if out, err := proctest.CombinedOutput(binaryIn(dir, "token", "create", "--owner", "alice")); err == nil ||
 			!strings.Contains(string(out), defaultDBPath) {
 			t.Fatalf("token create with the default path in an empty directory: %v, %s", err, out)
 		}
@@ -160,7 +162,7 @@ func TestStorageFault_MissingPath(t *testing.T) {
 		}
 		cmd := binaryIn(dir, "serve", "--addr", addr)
 		timer := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() }) // it must not serve
-		out, err := cmd.CombinedOutput()
+		out, err := proctest.CombinedOutput(cmd)
 		timer.Stop()
 		if err == nil || !strings.Contains(string(out), defaultDBPath+".lock") || secretRE.Match(out) {
 			t.Fatalf("serve on the default path after its file was deleted: %v\n%s", err, out)
@@ -389,7 +391,7 @@ func startServerIn(t *testing.T, dir, addr string, args ...string) *server {
 	cmd := binaryIn(dir, append([]string{"serve", "--addr", addr}, args...)...)
 	s := &server{cmd: cmd, url: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { s.err = cmd.Wait(); close(s.done) }()

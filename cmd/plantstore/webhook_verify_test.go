@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 	"github.com/plantstore/plantstore/internal/webhook"
 )
 
@@ -196,7 +197,7 @@ func startSnippet(t *testing.T, interpreter, file, secret string) (string, *sync
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

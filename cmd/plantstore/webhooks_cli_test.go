@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/client"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // binaryRun is what one run of the built binary produced.
@@ -35,7 +36,7 @@ func runClient(t *testing.T, server, token string, args ...string) binaryRun {
 		"PLANTSTORE_SERVER=" + server, "PLANTSTORE_TOKEN=" + token}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := proctest.Run(cmd)
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("plantstore %s: %v", strings.Join(args, " "), err)

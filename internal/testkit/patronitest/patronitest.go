@@ -7,10 +7,11 @@
 // state from Patroni's REST API.
 //
 // Every process is stopped, and the cluster's temporary directory removed,
-// when the test ends, failed or not. Patroni and etcd also get SIGKILL if
-// the test binary dies (Pdeathsig); PostgreSQL, which Patroni starts in a
-// session of its own, would then outlive it, in a plantstore-patroni-*
-// directory under os.TempDir().
+// when the test ends, failed or not (a failed test prints the logs first).
+// If the test binary dies instead (a panic, go test's -timeout, a kill),
+// internal/testkit/proctest kills Patroni and etcd (parent-death signal)
+// and the PostgreSQL servers that Patroni started in sessions of their own
+// (they work in the cluster's directory), and removes the directory.
 //
 // Where a program is missing the test skips, unless CI or
 // PLANTSTORE_TEST_REQUIRE_POSTGRES is set (CI sets both): then it fails,
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // Options shape a cluster; the zero value is the CI setting: strict
@@ -114,7 +116,7 @@ func Start(tb testing.TB, opts Options) *Cluster {
 			unavailable(tb, err.Error())
 		}
 	}
-	if c.dir, err = os.MkdirTemp("", "plantstore-patroni-"); err != nil {
+	if c.dir, err = proctest.MkdirTemp("", "plantstore-patroni-"); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.destroy(tb) })
@@ -270,7 +272,7 @@ func StartEtcd(tb testing.TB) string {
 	}
 	c := &Cluster{}
 	var err error
-	if c.dir, err = os.MkdirTemp("", "plantstore-etcd-"); err != nil {
+	if c.dir, err = proctest.MkdirTemp("", "plantstore-etcd-"); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.destroy(tb) })
@@ -475,15 +477,15 @@ func (c *Cluster) Patronictl(tb testing.TB, args ...string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "patronictl", append([]string{"-c", c.Nodes[0].config}, args...)...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8")
-	out, err := cmd.CombinedOutput()
+	out, err := proctest.CombinedOutput(cmd)
 	if err != nil {
 		tb.Fatalf("patronictl %s: %v\n%s%s", strings.Join(args, " "), err, out, c.logs())
 	}
 	return string(out)
 }
 
-// destroy kills every process and removes the directory, keeping it (and
-// saying where) when tb failed, for the logs.
+// destroy kills every process and removes the directory, printing the
+// logs first when tb failed.
 func (c *Cluster) destroy(tb testing.TB) {
 	for _, n := range c.Nodes {
 		n.mu.Lock()
@@ -506,8 +508,7 @@ func (c *Cluster) destroy(tb testing.TB) {
 		c.etcd.kill()
 	}
 	if tb.Failed() {
-		tb.Logf("patronitest: logs kept in %s%s", c.dir, c.logs())
-		return
+		tb.Logf("patronitest: the logs of %s%s", c.dir, c.logs())
 	}
 	os.RemoveAll(c.dir)
 }
@@ -549,7 +550,8 @@ type process struct {
 }
 
 // start starts a program as the cluster's user (postgres when running as
-// root), its output appended to logPath, killed if the test binary dies.
+// root), its output appended to logPath, in a process group of its own,
+// killed if the test binary dies (proctest.Start).
 func (c *Cluster) start(logPath, name string, args ...string) (*process, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -564,12 +566,11 @@ func (c *Cluster) start(logPath, name string, args ...string) (*process, error) 
 	cmd.Stdout, cmd.Stderr = log, log
 	home := c.dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LC_ALL=C.UTF-8", "LANG=C.UTF-8"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if c.cred != nil {
-		cmd.SysProcAttr.Credential = c.cred
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 		cmd.Env = append(cmd.Env, "USER=postgres", "LOGNAME=postgres")
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("patronitest: start %s: %w", name, err)
 	}

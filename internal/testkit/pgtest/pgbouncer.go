@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // PgBouncerOptions tune a test PgBouncer; the zero value is PgBouncer's
@@ -98,7 +100,7 @@ func newPgBouncer(serverURL string, opts PgBouncerOptions) (*PgBouncer, error) {
 			return nil, err
 		}
 	}
-	if b.dir, err = os.MkdirTemp("", "plantstore-pgbouncer-"); err != nil {
+	if b.dir, err = proctest.MkdirTemp("", "plantstore-pgbouncer-"); err != nil {
 		return nil, err
 	}
 	if b.port, err = freePort(); err != nil {
@@ -161,8 +163,8 @@ pidfile = %s
 	return nil
 }
 
-// start runs pgbouncer in the foreground, as a child, and waits until it
-// accepts connections.
+// start runs pgbouncer in the foreground, as a child that proctest kills if
+// the test binary dies, and waits until it accepts connections.
 func (b *PgBouncer) start() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -170,11 +172,10 @@ func (b *PgBouncer) start() error {
 	cmd.Dir = b.dir
 	b.stderr.Reset()
 	cmd.Stdout, cmd.Stderr = &b.stderr, &b.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if b.cred != nil {
-		cmd.SysProcAttr.Credential = b.cred
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: b.cred}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(cmd); err != nil {
 		return fmt.Errorf("pgbouncer: %w", err)
 	}
 	done := make(chan struct{})

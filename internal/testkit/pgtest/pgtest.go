@@ -1,7 +1,7 @@
 // Package pgtest gives tests a throwaway PostgreSQL.
 //
 // NewDatabase returns the URL of a fresh, empty database on a cluster that the
-// whole test binary shares: started on first use from the initdb and pg_ctl
+// whole test binary shares: started on first use from the initdb and postgres
 // of Debian's postgresql package, or, when PLANTSTORE_TEST_POSTGRES_URL is
 // set, created on that server instead. StartCluster gives a test a cluster of
 // its own that it can stop and start again. A package that uses NewDatabase
@@ -9,6 +9,11 @@
 // directory removed when the tests end:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+//
+// PostgreSQL runs as a child of the test binary (postgres itself, not
+// pg_ctl, which would detach it) started by internal/testkit/proctest, so
+// that it, its backends and its directory go with the binary even when
+// the binary panics or is killed.
 //
 // StartPgBouncer puts a PgBouncer in transaction pooling mode in front of a
 // server, for the tests of plantstore through a pooler.
@@ -48,6 +53,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
 
 // Environment variables read by the package.
@@ -66,8 +73,8 @@ const superuser = "postgres"
 // Timeouts bound every wait on PostgreSQL, so a broken server fails a test
 // instead of hanging it.
 const (
-	pgCtlTimeout   = 60 * time.Second // pg_ctl -t: start and stop
-	commandTimeout = 2 * time.Minute  // any one initdb or pg_ctl run
+	pgCtlTimeout   = 60 * time.Second // a start or a stop of the server
+	commandTimeout = 2 * time.Minute  // any one initdb run
 	sqlTimeout     = 30 * time.Second // creating or dropping a database
 )
 
@@ -139,12 +146,11 @@ func NewDatabase(tb testing.TB) string {
 	return u
 }
 
-// Run runs the tests of m, then stops the shared cluster and removes its
-// directory, and returns the exit code for os.Exit. It also stops every
-// running cluster if the test binary is interrupted (SIGINT, SIGTERM): pg_ctl
-// starts PostgreSQL in a session of its own, so it would outlive the binary.
-// A binary killed otherwise, or by go test's -timeout panic, leaves the
-// server running in a plantstore-pgtest-* directory under os.TempDir().
+// Run runs the tests of m with proctest.Main, then stops the shared cluster
+// and removes its directory, and returns the exit code for os.Exit. If the
+// test binary is interrupted (SIGINT, SIGTERM) it stops every running
+// cluster first, cleanly; if it panics or is killed, proctest's reaper
+// kills the servers and removes their directories.
 func Run(m *testing.M) int {
 	runCalled.Store(true)
 	sig := make(chan os.Signal, 1)
@@ -159,7 +165,7 @@ func Run(m *testing.M) int {
 		case <-done:
 		}
 	}()
-	code := m.Run()
+	code := proctest.Main(m)
 	signal.Stop(sig)
 	close(done)
 	if err := stopAll(); err != nil {
@@ -205,6 +211,8 @@ type Cluster struct {
 	mu      sync.Mutex
 	running bool
 	gone    bool
+	server  *exec.Cmd     // the postmaster, while running
+	exited  chan struct{} // closed when server has exited
 }
 
 // StartCluster starts a cluster of its own for tb, for tests that stop and
@@ -265,8 +273,9 @@ func (c *Cluster) CreateDatabase(tb testing.TB, name string) string {
 	return u
 }
 
-// Stop stops the cluster (pg_ctl stop -m fast: clients are disconnected,
-// open transactions rolled back) and waits until it has exited.
+// Stop stops the cluster (a fast shutdown, SIGINT: clients are
+// disconnected, open transactions rolled back) and waits until it has
+// exited.
 func (c *Cluster) Stop(tb testing.TB) {
 	tb.Helper()
 	c.mu.Lock()
@@ -309,7 +318,7 @@ func newCluster() (*Cluster, error) {
 	}
 	// Not t.TempDir: when running as root it is root's, 0700, and the
 	// postgres user must own the data and socket directory.
-	if c.dir, err = os.MkdirTemp("", "plantstore-pgtest-"); err != nil {
+	if c.dir, err = proctest.MkdirTemp("", "plantstore-pgtest-"); err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
 	c.data = filepath.Join(c.dir, "data")
@@ -387,27 +396,80 @@ full_page_writes = off
 	return nil
 }
 
+// startLocked starts the postmaster as a child of the test binary, its
+// output appended to the server log, and waits until it accepts
+// connections.
 func (c *Cluster) startLocked() error {
-	out, err := c.run(c.bin.pgCtl, "start", "-D", c.data, "-l", c.logFile, "-w", "-t", strconv.Itoa(int(pgCtlTimeout.Seconds())))
+	log, err := os.OpenFile(c.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		// pg_ctl may time out with the server still starting: stop it.
-		c.run(c.bin.pgCtl, "stop", "-D", c.data, "-m", "immediate", "-w")
-		return fmt.Errorf("pg_ctl start (port %d): %w\n%s%s", c.port, err, out, c.logTail())
+		return err
 	}
-	c.running = true
-	return nil
+	defer log.Close() // the child has its own copy
+	cmd := c.command(context.Background(), c.bin.postgres, "-D", c.data)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := proctest.Start(cmd); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	c.server, c.exited, c.running = cmd, exited, true
+	deadline := time.Now().Add(pgCtlTimeout)
+	for {
+		select {
+		case <-exited:
+			c.running = false
+			return fmt.Errorf("postgres (port %d) exited at start: %v%s", c.port, cmd.ProcessState, c.logTail())
+		default:
+		}
+		err := ping(c.URL(""))
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			c.halt(syscall.SIGQUIT)
+			return fmt.Errorf("postgres (port %d): no connection after %v: %w%s", c.port, pgCtlTimeout, err, c.logTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
+// ping connects to url once and closes the connection.
+func ping(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// stopLocked stops the server with a fast shutdown (SIGINT) and waits
+// until it has exited.
 func (c *Cluster) stopLocked() error {
 	if !c.running {
 		return errors.New("stop: the cluster is not running")
 	}
-	out, err := c.run(c.bin.pgCtl, "stop", "-D", c.data, "-m", "fast", "-w", "-t", strconv.Itoa(int(pgCtlTimeout.Seconds())))
-	if err != nil {
-		return fmt.Errorf("pg_ctl stop: %w\n%s%s", err, out, c.logTail())
+	if !c.halt(syscall.SIGINT) {
+		return fmt.Errorf("postgres: still running %v after SIGINT; killed%s", pgCtlTimeout, c.logTail())
 	}
-	c.running = false
 	return nil
+}
+
+// halt sends sig to the postmaster and waits, at most pgCtlTimeout, until
+// it has exited (its backends exit with it); after that it kills it. It
+// reports whether sig sufficed.
+func (c *Cluster) halt(sig syscall.Signal) bool {
+	c.running = false
+	c.server.Process.Signal(sig)
+	select {
+	case <-c.exited:
+		return true
+	case <-time.After(pgCtlTimeout):
+		syscall.Kill(-c.server.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+		return false
+	}
 }
 
 // destroy stops the cluster if it runs and removes its directory.
@@ -421,25 +483,18 @@ func (c *Cluster) destroy() error {
 	live.Lock()
 	delete(live.clusters, c)
 	live.Unlock()
-	var errs []error
-	if c.running {
-		if err := c.stopLocked(); err != nil {
-			errs = append(errs, err)
-			c.run(c.bin.pgCtl, "stop", "-D", c.data, "-m", "immediate", "-w")
-		}
-	}
-	if len(errs) == 0 {
+	// An immediate shutdown (SIGQUIT): nothing of a throwaway cluster needs
+	// the checkpoint of a clean one.
+	if c.running && !c.halt(syscall.SIGQUIT) {
 		// Keep the directory (and the log) of a server that would not stop.
-		errs = append(errs, os.RemoveAll(c.dir))
+		return fmt.Errorf("postgres: still running %v after SIGQUIT; killed; its directory %s is kept until the test binary ends", pgCtlTimeout, c.dir)
 	}
-	return errors.Join(errs...)
+	return os.RemoveAll(c.dir)
 }
 
-// run runs a PostgreSQL program, as the postgres user when running as root,
-// and returns its combined output.
-func (c *Cluster) run(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
+// command returns the command of a PostgreSQL program, run as the postgres
+// user when running as root.
+func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = c.dir
 	// PG* variables (PGDATA, PGPORT, ...) would change what the programs do.
@@ -448,17 +503,17 @@ func (c *Cluster) run(name string, args ...string) (string, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
 		cmd.Env = append(cmd.Env, "HOME="+c.dir, "USER="+superuser, "LOGNAME="+superuser)
 	}
-	// pg_ctl start leaves the server holding a copy of stdout: with a pipe,
-	// Output would wait for the server to exit. A file does not.
-	f, err := os.CreateTemp("", "plantstore-pgtest-out-")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	cmd.Stdout, cmd.Stderr = f, f
-	err = cmd.Run()
-	out, _ := os.ReadFile(f.Name())
+	return cmd
+}
+
+// run runs a PostgreSQL program to its end, at most commandTimeout, and
+// returns its combined output.
+func (c *Cluster) run(name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := c.command(ctx, name, args...)
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the program and what it started
+	out, err := proctest.CombinedOutput(cmd)
 	if err != nil {
 		return string(out), fmt.Errorf("%s: %w", filepath.Base(name), err)
 	}
@@ -484,28 +539,28 @@ func (c *Cluster) logTail() string {
 }
 
 // binaries are the programs a cluster needs.
-type binaries struct{ initdb, pgCtl string }
+type binaries struct{ initdb, postgres string }
 
 // debianBinGlob matches the bin directories of Debian's postgresql packages.
 var debianBinGlob = "/usr/lib/postgresql/*/bin"
 
-// findBinaries looks for initdb and pg_ctl in PATH, then in the newest
+// findBinaries looks for initdb and postgres in PATH, then in the newest
 // /usr/lib/postgresql/*/bin (Debian keeps them off PATH).
 func findBinaries() (binaries, error) {
 	initdb, err1 := exec.LookPath("initdb")
-	pgCtl, err2 := exec.LookPath("pg_ctl")
+	postgres, err2 := exec.LookPath("postgres")
 	if err1 == nil && err2 == nil {
-		return binaries{initdb, pgCtl}, nil
+		return binaries{initdb, postgres}, nil
 	}
 	dirs, _ := filepath.Glob(debianBinGlob)
 	slices.SortFunc(dirs, func(a, b string) int { return compareVersions(versionOf(a), versionOf(b)) })
 	for _, dir := range slices.Backward(dirs) {
-		b := binaries{filepath.Join(dir, "initdb"), filepath.Join(dir, "pg_ctl")}
-		if isExecutable(b.initdb) && isExecutable(b.pgCtl) {
+		b := binaries{filepath.Join(dir, "initdb"), filepath.Join(dir, "postgres")}
+		if isExecutable(b.initdb) && isExecutable(b.postgres) {
 			return b, nil
 		}
 	}
-	return binaries{}, fmt.Errorf("%w: initdb and pg_ctl are neither in PATH nor in /usr/lib/postgresql/*/bin", errUnavailable)
+	return binaries{}, fmt.Errorf("%w: initdb and postgres are neither in PATH nor in /usr/lib/postgresql/*/bin", errUnavailable)
 }
 
 // versionOf returns the version directory of /usr/lib/postgresql/VERSION/bin.

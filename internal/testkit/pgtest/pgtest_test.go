@@ -3,6 +3,7 @@ package pgtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +15,15 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envLeftovers) != "" {
+		if err := startLeftovers(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(pgtest.Run(m))
+}
 
 // connect opens a connection to url, bounded so a broken server fails the
 // test instead of hanging it.
