@@ -11,12 +11,12 @@
 // test-output/docs.png, and exits non-zero on any failure: page errors, failed
 // requests (to any host), Content-Security-Policy violations, an image that did
 // not load, or a /docs answer without its CSP header (frame-ancestors 'none').
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { freePort, waitHealthy } from './server.mjs';
+import { freePort, removeOnExit, spawnTied, tiedBrowser, waitHealthy } from './server.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -45,6 +45,7 @@ function sidebar(page) {
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-e2e-docs-'));
+removeOnExit(tmp);
 let server, browser, stderr = '';
 let failed = false;
 try {
@@ -52,13 +53,13 @@ try {
   execFileSync('go', ['build', '-o', bin, './cmd/plantstore'], { cwd: root, stdio: 'inherit' });
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--metrics-addr=', '--db', join(tmp, 'plantstore.db'), '--create-db', '--no-bootstrap-admin'],
+  server = spawnTied(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--metrics-addr=', '--db', join(tmp, 'plantstore.db'), '--create-db', '--no-bootstrap-admin'],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, HOME: tmp } });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(url, server, 10000);
 
   browser = await chromium.launch({
-    executablePath,
+    executablePath: tiedBrowser(tmp, executablePath),
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',

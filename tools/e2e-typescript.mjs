@@ -11,14 +11,14 @@
 // page (Link rel="next"), patch, delete. Also checks that the check can fail: the same script
 // must not compile against a copy of the document whose Plant.id is optional again.
 // Exits non-zero on any failure. Nothing leaves 127.0.0.1.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
-import { freePort, waitHealthy } from './server.mjs';
+import { freePort, removeOnExit, spawnTied, waitHealthy } from './server.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const tools = join(root, 'tools');
@@ -63,6 +63,7 @@ function typeCheck(dir) {
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-e2e-ts-'));
+removeOnExit(tmp);
 let server, stderr = '';
 let failed = false;
 try {
@@ -75,7 +76,7 @@ try {
   const url = `http://127.0.0.1:${port}`;
   const db = join(tmp, 'plantstore.db');
   const env = { PATH: process.env.PATH, HOME: tmp };
-  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--metrics-addr=', '--db', db, '--create-db', '--no-bootstrap-admin'],
+  server = spawnTied(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--metrics-addr=', '--db', db, '--create-db', '--no-bootstrap-admin'],
     { stdio: ['ignore', 'ignore', 'pipe'], env });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(url, server, 10000);

@@ -21,3 +21,44 @@ export async function waitHealthy(url, proc, ms) {
   }
   throw new Error(`plantstore not healthy after ${ms} ms`);
 }
+
+// What a browser or TypeScript run starts dies with it, even when node is
+// killed (SIGKILL, a CI timeout), so that no plantstore, Chromium or folder
+// outlives the run:
+//   - children start through setpriv --pdeathsig KILL (util-linux): the kernel
+//     kills them when node's main thread, which spawns them, exits;
+//   - Chromium starts through a wrapper script that does the same (puppeteer
+//     and playwright take one executable path); its own helpers (zygote,
+//     renderers) exit when the browser process goes;
+//   - the run's temporary folder is removed by a detached sh that reads a pipe
+//     from node: the pipe closes when node exits, however it exits.
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+
+// spawnTied is child_process.spawn for a child that must die with node.
+export function spawnTied(cmd, args, opts) {
+  if (!setpriv) return spawn(cmd, args, opts);
+  return spawn(setpriv, ['--pdeathsig', 'KILL', '--', cmd, ...args], opts);
+}
+
+// tiedBrowser writes, in dir, a wrapper that execs executablePath tied to
+// node's life, and returns its path (executablePath itself without setpriv).
+export function tiedBrowser(dir, executablePath) {
+  if (!setpriv) return executablePath;
+  const wrapper = join(dir, 'chromium-tied');
+  writeFileSync(wrapper, `#!/bin/sh\nexec ${setpriv} --pdeathsig KILL -- '${executablePath.replaceAll("'", "'\\''")}' "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  return wrapper;
+}
+
+// removeOnExit removes dir once node has exited, however it exits.
+export function removeOnExit(dir) {
+  const sh = spawn('/bin/sh', ['-c', 'cat >/dev/null; rm -rf -- "$1"', 'sh', dir],
+    { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  sh.unref();
+  sh.stdin.unref?.();
+  sh.stdin.on('error', () => {});
+}

@@ -29,13 +29,14 @@
 // page at 1440 and 375 px go to .ci-artifacts/console/ (its path is printed); the first paint of the
 // plants page with 100 plants is measured and printed, not asserted. Exits non-zero on any failure;
 // the run is bounded (150 s after the build of the binary, CONSOLE_E2E_TIMEOUT to change it).
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { removeOnExit, spawnTied, tiedBrowser } from '../../tools/server.mjs';
 
 const dir = import.meta.dirname;
 const root = resolve(dir, '..', '..');
@@ -50,6 +51,7 @@ const limit = Number(process.env.CONSOLE_E2E_TIMEOUT) || 150;
 let watchdog;
 
 const tmp = mkdtempSync(join(tmpdir(), 'plantstore-console-e2e-'));
+removeOnExit(tmp);
 const token = 'e2e_' + randomBytes(24).toString('hex'); // --bootstrap-token takes any 32-256 visible characters
 // The bootstrap token has every scope (plants:read, plants:write, webhooks:manage,
 // tokens:manage); the one-scope token the test makes on the Tokens page has plants:read only.
@@ -69,7 +71,7 @@ const db = join(tmp, 'plantstore.db');
 let port, base;
 
 async function startServer() {
-  server = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--db', db, '--create-db', '--bootstrap-token', token,
+  server = spawnTied(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--db', db, '--create-db', '--bootstrap-token', token,
     '--webhook-allow-private', '--webhook-first-retry', '1s', '--event-stream-heartbeat', '5s', '--rate-limit', '0', '--metrics-addr='],
   { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, HOME: tmp } });
   server.stderr.on('data', (d) => { stderr += d; });
@@ -280,7 +282,7 @@ try {
   step('seeded 100 plants through the API');
 
   browser = await puppeteer.launch({
-    executablePath,
+    executablePath: tiedBrowser(tmp, executablePath),
     headless: true,
     userDataDir: join(tmp, 'chromium-profile'),
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
