@@ -137,7 +137,7 @@ type Claim struct {
 // DueDelivery is a delivery a claim may take: pending, due by the
 // database's clock, not leased. Live says that its subscription is there
 // and enabled; a claim fails the pending deliveries of one that is not
-// (OutboxStore.LeaseDeliveries).
+// (OutboxStore.ClaimDeliveries).
 type DueDelivery struct {
 	MessageID      string
 	SubscriptionID string
@@ -156,17 +156,17 @@ type InFlight struct {
 
 // OutboxService is the dispatcher's side of the transactional outbox.
 type OutboxService interface {
-	// ClaimTasks leases at most c.Limit due deliveries, chosen fairly
+	// ClaimDeliveries leases at most c.Limit due deliveries, chosen fairly
 	// across owners and subscriptions within c's bounds, and sets each
 	// task's URL and signing secrets. A due delivery whose subscription is
 	// disabled or gone is marked failed instead and not returned, so fewer
 	// than c.Limit may come back while more are due. Concurrent claims
 	// (other processes included) never return the same delivery.
-	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
-	// CompleteTask records an attempt and the delivery's new state, and
+	ClaimDeliveries(ctx context.Context, c Claim) ([]*Task, error)
+	// CompleteDelivery records an attempt and the delivery's new state, and
 	// releases the lease; an attempt that failed may disable the
 	// subscription (see AttemptResult.FailingCutoff).
-	CompleteTask(ctx context.Context, t *Task, r AttemptResult) error
+	CompleteDelivery(ctx context.Context, t *Task, r AttemptResult) error
 	// OutboxStats returns how many deliveries are pending and when the
 	// oldest of them was created (zero time when none).
 	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
@@ -187,7 +187,7 @@ type OutboxStore interface {
 	// nothing. Its cost grows with the number of subscriptions that have
 	// pending deliveries, not with the number of deliveries.
 	DueDeliveries(ctx context.Context, perSubscription int) (due []DueDelivery, leased []InFlight, err error)
-	// LeaseDeliveries leases, in one transaction, each delivery of picked
+	// ClaimDeliveries leases, in one transaction, each delivery of picked
 	// (by MessageID and SubscriptionID) that is still pending, due and
 	// unleased, and whose subscription is enabled, until the database's
 	// now plus lease, and returns them with their Subscription set; those
@@ -195,7 +195,7 @@ type OutboxStore interface {
 	// deliveries of each subscription of dead that is gone or disabled.
 	// Concurrent leases (other processes included) never return the same
 	// delivery.
-	LeaseDeliveries(ctx context.Context, picked []DueDelivery, dead []string, lease time.Duration) ([]*Task, error)
+	ClaimDeliveries(ctx context.Context, picked []DueDelivery, dead []string, lease time.Duration) ([]*Task, error)
 	// CompleteDelivery records attempt r of t (r.AttemptedAt set), sets the
 	// delivery's state and releases its lease. A failed attempt (any state
 	// but succeeded) sets the subscription's FailingSince to r.AttemptedAt

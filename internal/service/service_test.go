@@ -17,7 +17,7 @@ import (
 )
 
 // These tests hold the rules that are the service's alone (notifying the
-// dispatcher, the injected clock, the token cache, CompleteTask's checks),
+// dispatcher, the injected clock, the token cache, CompleteDelivery's checks),
 // over a real SQLite file. What every backend must do through the service
 // is storetest's.
 
@@ -417,7 +417,7 @@ func TestCompleteTask(t *testing.T) {
 		if _, _, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"}); err != nil {
 			t.Fatal(err)
 		}
-		tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := svc.Outbox.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,9 +431,9 @@ func TestCompleteTask(t *testing.T) {
 		c := &clock{now: start}
 		svc, task, sub := setup(t, c)
 		ctx := t.Context()
-		err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 500, State: plantstore.DeliveryPending})
+		err := svc.Outbox.CompleteDelivery(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 500, State: plantstore.DeliveryPending})
 		if err == nil {
-			t.Fatal("CompleteTask of a pending result without NextAttemptAt succeeded")
+			t.Fatal("CompleteDelivery of a pending result without NextAttemptAt succeeded")
 		}
 		// Nothing was written: no attempt, and the delivery is still leased.
 		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
@@ -441,9 +441,9 @@ func TestCompleteTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(attempts) != 0 {
-			t.Fatalf("%d attempts recorded by a refused CompleteTask, want 0", len(attempts))
+			t.Fatalf("%d attempts recorded by a refused CompleteDelivery, want 0", len(attempts))
 		}
-		tasks, err := svc.Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := svc.Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -458,7 +458,7 @@ func TestCompleteTask(t *testing.T) {
 		ctx := t.Context()
 		at := c.Add(time.Second)
 		next := start.Add(time.Hour)
-		if err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{StatusCode: 503, State: plantstore.DeliveryPending, NextAttemptAt: &next}); err != nil {
+		if err := svc.Outbox.CompleteDelivery(ctx, task, plantstore.AttemptResult{StatusCode: 503, State: plantstore.DeliveryPending, NextAttemptAt: &next}); err != nil {
 			t.Fatal(err)
 		}
 		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
@@ -476,7 +476,7 @@ func TestCompleteTask(t *testing.T) {
 		c := &clock{now: start}
 		svc, task, sub := setup(t, c)
 		ctx := t.Context()
-		if err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 204,
+		if err := svc.Outbox.CompleteDelivery(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 204,
 			State: plantstore.DeliverySucceeded, NextAttemptAt: ptr(start.Add(time.Hour))}); err != nil {
 			t.Fatal(err)
 		}

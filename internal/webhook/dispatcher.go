@@ -329,7 +329,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		if ctx.Err() != nil { // select picks at random among ready cases
 			return
 		}
-		tasks, err := s.outbox.ClaimTasks(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
+		tasks, err := s.outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: s.lease, Limit: n,
 			PerSubscription: s.perSubscription, PerOwner: s.perOwner, Busy: d.inFlight.busy()})
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -449,7 +449,7 @@ func (s *dispatch) deliver(ctx context.Context, t *plantstore.Task) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
-	if err := s.outbox.CompleteTask(cctx, t, r); err != nil {
+	if err := s.outbox.CompleteDelivery(cctx, t, r); err != nil {
 		// The delivery is claimed again once its lease expires.
 		s.records.Fail(ctx, err, "message_id", t.MessageID, "subscription_id", t.SubscriptionID)
 	} else {

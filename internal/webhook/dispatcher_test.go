@@ -58,9 +58,9 @@ func (o *memOutbox) add(t plantstore.Task) {
 	o.entries = append(o.entries, &memEntry{task: t, state: plantstore.DeliveryPending})
 }
 
-// ClaimTasks leases due entries as the row stores do: chosen by service.Pick,
+// ClaimDeliveries leases due entries as the row stores do: chosen by service.Pick,
 // timed by the real clock (the database's).
-func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+func (o *memOutbox) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.claims++
@@ -90,7 +90,7 @@ func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plan
 	return out, nil
 }
 
-func (o *memOutbox) CompleteTask(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
+func (o *memOutbox) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
 	if err := ctx.Err(); err != nil {
 		return err // the dispatcher must record attempts even while shutting down
 	}
@@ -693,7 +693,7 @@ func TestDispatcherQueueGauges(t *testing.T) {
 
 type statsOnly struct{ *memOutbox }
 
-func (statsOnly) ClaimTasks(context.Context, plantstore.Claim) ([]*plantstore.Task, error) {
+func (statsOnly) ClaimDeliveries(context.Context, plantstore.Claim) ([]*plantstore.Task, error) {
 	return nil, nil
 }
 

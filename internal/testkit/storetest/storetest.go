@@ -36,7 +36,7 @@
 // revocation time, every timestamp stored as given (to the microsecond:
 // PostgreSQL keeps microseconds), InsertSubscription's cap (ErrLimit, never
 // passed by concurrent inserts), ListSubscriptions' pages, claims
-// (DueDeliveries and LeaseDeliveries through the service's scheduler: due
+// (DueDeliveries and ClaimDeliveries through the service's scheduler: due
 // by the database's clock, earliest first, leases of the length asked,
 // fair across owners and subscriptions within the bounds, a large backlog
 // hiding no other owner's delivery, filling Task.Subscription),
