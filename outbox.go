@@ -33,10 +33,9 @@ type Attempt struct {
 	SubscriptionID string
 }
 
-// Task is one attempt handed to a dispatcher or a pinger: a delivery of an
-// event to one subscription, claimed under a lease, or a ping. It carries
-// the facts its body is rendered from when it is sent (package eventjson),
-// not the body.
+// Task is one attempt to make: a delivery of an event to one subscription,
+// claimed under a lease, or a ping. It carries the facts its body is
+// rendered from when it is sent (package eventjson), not the body.
 type Task struct {
 	MessageID      string // webhook-id: the same on every attempt (Event.MessageID)
 	SubscriptionID string
@@ -61,7 +60,8 @@ type Task struct {
 	// with the lease (the row store sets it).
 	Subscription *Subscription
 	// URL and Secrets (the signing secrets valid at the claim) are what the
-	// dispatcher uses; the OutboxService sets them from Subscription.
+	// request is sent to and signed with; the service sets them from
+	// Subscription.
 	URL     string
 	Secrets []string
 }
@@ -83,13 +83,39 @@ const (
 	BodyPing
 )
 
+// SendResult is what one signed request of a Task came to, as the sender
+// reports it: facts about the request only. The service decides from it
+// what becomes of the delivery (AttemptResult).
+type SendResult struct {
+	AttemptedAt time.Time // when the request was signed
+	StatusCode  int       // 0: no answer
+	// Error says why no answer came, as the owner sees it (AttemptResult's
+	// Error).
+	Error    string
+	Duration time.Duration
+	// ResponseBody is the first bytes of the answer (ResponseExcerpt).
+	ResponseBody string
+	// RetryAfter is the wait the receiver asked for in a Retry-After
+	// header, as it gave it (the service bounds it), when HasRetryAfter.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// Final says that no retry of the request can succeed: no valid
+	// signing secret, a URL no request can be made of, or an address
+	// deliveries may not reach (no connection was made).
+	Final bool
+	// Cause is the error whose kind Error names, for the server's log only:
+	// it may name the address a host resolved to or the server's name
+	// servers. nil when an answer came.
+	Cause error
+}
+
 // AttemptResult is what one delivery attempt came to.
 type AttemptResult struct {
-	AttemptedAt time.Time // OutboxService: zero means now
+	AttemptedAt time.Time // zero: the service records it as now
 	StatusCode  int
 	// Error says why no answer came, as the owner sees it: the kind of
 	// failure only ("connection refused", "name did not resolve", ...:
-	// webhook's Failure phrases), never an address a name resolved to or
+	// the sender's Failure phrases), never an address a name resolved to or
 	// the server's name servers, which go to the log.
 	Error    string
 	Duration time.Duration
@@ -106,12 +132,12 @@ type AttemptResult struct {
 	// does, with reason DisabledFailing, when this attempt failed and every
 	// attempt since one before FailingCutoff has failed (its FailingSince,
 	// this attempt's time when not yet failing, is before FailingCutoff).
-	// The OutboxService sets it from its disable-after setting.
+	// The service sets it from its disable-after setting.
 	FailingCutoff time.Time
 }
 
-// Claim is what a dispatcher asks of the outbox: due deliveries, leased to
-// it, chosen fairly (the service's scheduler: service.Pick).
+// Claim is what the dispatcher asks of the outbox: due deliveries, leased
+// to it, chosen fairly (the service's scheduler: service.Pick).
 type Claim struct {
 	// Lease is how long the deliveries stay with the claimer: until the
 	// database's clock passes the claim's time plus Lease (on PostgreSQL
@@ -128,7 +154,7 @@ type Claim struct {
 	// PerOwner bounds the leased deliveries of one owner, counted the same
 	// way (0: no bound).
 	PerOwner int
-	// Busy counts attempts in flight that hold no lease (the claimer's
+	// Busy counts attempts in flight that hold no lease (this process's
 	// pings): the scheduler counts them with the leased ones against both
 	// bounds.
 	Busy []InFlight
@@ -152,27 +178,6 @@ type InFlight struct {
 	SubscriptionID string
 	Owner          string
 	N              int
-}
-
-// OutboxService is the dispatcher's side of the transactional outbox.
-type OutboxService interface {
-	// ClaimDeliveries leases at most c.Limit due deliveries, chosen fairly
-	// across owners and subscriptions within c's bounds, and sets each
-	// task's URL and signing secrets. A due delivery whose subscription is
-	// disabled or gone is marked failed instead and not returned, so fewer
-	// than c.Limit may come back while more are due. Concurrent claims
-	// (other processes included) never return the same delivery.
-	ClaimDeliveries(ctx context.Context, c Claim) ([]*Task, error)
-	// CompleteDelivery records an attempt and the delivery's new state, and
-	// releases the lease; an attempt that failed may disable the
-	// subscription (see AttemptResult.FailingCutoff).
-	CompleteDelivery(ctx context.Context, t *Task, r AttemptResult) error
-	// OutboxStats returns how many deliveries are pending and when the
-	// oldest of them was created (zero time when none).
-	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
-	// PruneOutbox deletes at most limit rows of delivery history older
-	// than before, as the store's PruneOutbox does, and returns how many.
-	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // OutboxStore is a backend's outbox: the deliveries written with their

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // The README's signature snippets in other languages: runnable files, shown

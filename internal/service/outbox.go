@@ -10,22 +10,24 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// OutboxService implements plantstore.OutboxService over an OutboxStore:
-// the dispatcher's side of the transactional outbox.
+// OutboxService is the Dispatcher's side of the transactional outbox over
+// an OutboxStore (the Dispatcher's Queue).
 type OutboxService struct {
 	store        plantstore.OutboxStore
 	now          func() time.Time
 	disableAfter time.Duration // 0: no automatic disabling
 }
 
-// ClaimDeliveries leases due deliveries as c asks, chosen fairly (Pick), and
-// sets each task's URL and the signing secrets valid now. The choice is
-// made here, between the store's two calls: DueDeliveries reads each
-// subscription's earliest due deliveries and those leased now (the lease
-// is timed by the database's clock), Pick chooses within c's bounds, and
-// ClaimDeliveries leases the chosen ones that are still due and unleased,
-// and fails the pending deliveries of the subscriptions found gone or
-// disabled. A poll that finds nothing to take writes nothing.
+// ClaimDeliveries leases at most c.Limit due deliveries, chosen fairly
+// (Pick), and sets each task's URL and the signing secrets valid now. The
+// choice is made here, between the store's two calls: DueDeliveries reads
+// each subscription's earliest due deliveries and those leased now (the
+// lease is timed by the database's clock), Pick chooses within c's bounds,
+// and the store's ClaimDeliveries leases the chosen ones that are still due
+// and unleased, and fails the pending deliveries of the subscriptions
+// found gone or disabled (so fewer than c.Limit may come back while more
+// are due). Concurrent claims (other processes included) never return the
+// same delivery. A poll that finds nothing to take writes nothing.
 func (s *OutboxService) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
 	if c.Limit < 1 {
 		return nil, nil

@@ -12,8 +12,7 @@ import (
 	"github.com/plantstore/plantstore/internal/service"
 )
 
-// The claim scheduler (service.Pick), moved here from the root package with
-// the scheduler (issue 22).
+// The claim scheduler (service.Pick).
 
 // due returns deliveries named "owner/sub/n", due n seconds after t0.
 func due(names ...string) []plantstore.DueDelivery {

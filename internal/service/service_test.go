@@ -91,8 +91,8 @@ func checkCode(t *testing.T, what string, err error, want int32) {
 	}
 }
 
-// Notify wakes the dispatcher after a create that stored a plant (and with
-// it the webhook event), and after nothing else.
+// The Notifier wakes the dispatcher after a create that stored a plant (and
+// with it the webhook event), and after nothing else.
 func TestNotify(t *testing.T) {
 	t.Run("CreatePlant", func(t *testing.T) {
 		db := MustOpenDB(t)
@@ -100,12 +100,13 @@ func TestNotify(t *testing.T) {
 		var calls atomic.Int32
 		var visible atomic.Bool
 		visible.Store(true)
-		svc := service.New(db, service.Config{Notifier: plantstore.NotifierFunc(func() {
+		svc := service.New(db, service.Config{})
+		svc.Notifier.OnDue(func() {
 			// The plant is committed by the time the dispatcher is woken.
 			if _, err := db.FindPlant(context.Background(), "alice", int64(calls.Add(1))); err != nil {
 				visible.Store(false)
 			}
-		})})
+		})
 		check := func(what string, want int32) {
 			t.Helper()
 			if got := calls.Load(); got != want {
@@ -152,7 +153,8 @@ func TestNotify(t *testing.T) {
 	// nothing to wake the dispatcher for.
 	t.Run("NoSubscriber", func(t *testing.T) {
 		var calls atomic.Int32
-		svc := service.New(MustOpenDB(t), service.Config{Notifier: plantstore.NotifierFunc(func() { calls.Add(1) })})
+		svc := service.New(MustOpenDB(t), service.Config{})
+		svc.Notifier.OnDue(func() { calls.Add(1) })
 		if _, created, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern"}); err != nil || !created {
 			t.Fatalf("create: created %v, err %v", created, err)
 		}
@@ -165,7 +167,8 @@ func TestNotify(t *testing.T) {
 	t.Run("ConcurrentIdentical", func(t *testing.T) {
 		const n = 16
 		var calls atomic.Int32
-		svc := service.New(MustOpenDB(t), service.Config{Notifier: plantstore.NotifierFunc(func() { calls.Add(1) })})
+		svc := service.New(MustOpenDB(t), service.Config{})
+		svc.Notifier.OnDue(func() { calls.Add(1) })
 		if _, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", "http://127.0.0.1:9/hooks", ""); err != nil {
 			t.Fatal(err)
 		}
