@@ -24,6 +24,10 @@ type pingTable struct {
 func (p *pingTable) busy() []plantstore.InFlight {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.busyLocked()
+}
+
+func (p *pingTable) busyLocked() []plantstore.InFlight {
 	if len(p.bySub) == 0 {
 		return nil
 	}
@@ -34,20 +38,26 @@ func (p *pingTable) busy() []plantstore.InFlight {
 	return out
 }
 
-// acquire counts a ping to sub (of owner) in flight, unless the
-// subscription's leased deliveries (leasedSub) plus its pings here reach
-// perSub, or the owner's (leasedOwner) reach perOwner: then it returns a
-// CodeWebhookBusy error whose RetryAfter is retry.
+// acquire counts a ping to sub (of owner) in flight, unless the claim
+// scheduler (Pick) would not take a delivery of sub now, with leasedSub
+// deliveries leased to sub and leasedOwner to all of owner's
+// subscriptions, and the pings here, counted against perSub and perOwner:
+// then it returns a CodeWebhookBusy error whose RetryAfter is retry.
 func (p *pingTable) acquire(sub, owner string, leasedSub, leasedOwner, perSub, perOwner int, retry time.Duration) (release func(), err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if n := leasedSub + p.bySub[sub]; n >= perSub {
-		return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
-			Message: fmt.Sprintf("webhook %s has %d attempts in flight (deliveries and pings), as many as it may have at once: retry later", sub, n)}
+	leased := []plantstore.InFlight{
+		{SubscriptionID: sub, Owner: owner, N: leasedSub},
+		{Owner: owner, N: leasedOwner - leasedSub}, // the owner's other subscriptions
 	}
-	if n := leasedOwner + p.byOwner[owner]; n >= perOwner {
+	c := plantstore.Claim{Limit: 1, PerSubscription: perSub, PerOwner: perOwner, Busy: p.busyLocked()}
+	if len(Pick(c, []plantstore.DueDelivery{{SubscriptionID: sub, Owner: owner}}, leased)) == 0 {
+		if n := leasedSub + p.bySub[sub]; n >= perSub {
+			return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
+				Message: fmt.Sprintf("webhook %s has %d attempts in flight (deliveries and pings), as many as it may have at once: retry later", sub, n)}
+		}
 		return nil, &plantstore.Error{Code: plantstore.CodeWebhookBusy, RetryAfter: retry,
-			Message: fmt.Sprintf("this owner's webhooks have %d attempts in flight (deliveries and pings), as many as one owner may have at once: retry later", n)}
+			Message: fmt.Sprintf("this owner's webhooks have %d attempts in flight (deliveries and pings), as many as one owner may have at once: retry later", leasedOwner+p.byOwner[owner])}
 	}
 	if p.bySub == nil {
 		p.bySub, p.byOwner, p.owners = map[string]int{}, map[string]int{}, map[string]string{}
