@@ -141,7 +141,7 @@ type EventService interface {
 }
 
 // EventNotifier wakes in-process waiters (the SSE handler) when events of an
-// owner were committed by this process. service.Broadcaster implements it;
+// owner were committed by this process. service.Notifier implements it;
 // the service pokes it after every commit that wrote events. A wake is a
 // hint, not the event: on waking, read FindEvents after the last Seq seen.
 // Wakes coalesce (the channel has a buffer of one), and writes by other

@@ -33,9 +33,9 @@ type Attempt struct {
 	SubscriptionID string
 }
 
-// Task is one attempt handed to a dispatcher or a pinger: a delivery claimed
-// under a lease, or a ping. It carries the facts its body is rendered from
-// (internal/eventjson), not the body.
+// Task is one attempt to send: a delivery claimed under a lease, or a ping.
+// It carries the facts its body is rendered from (internal/eventjson), not
+// the body.
 type Task struct {
 	MessageID      string // webhook-id: the same on every attempt (Event.MessageID)
 	SubscriptionID string
@@ -52,7 +52,7 @@ type Task struct {
 
 	Subscription *Subscription // as the row store read it with the lease
 	// URL and Secrets (valid at the claim) are set from Subscription by
-	// the OutboxService.
+	// the service.
 	URL     string
 	Secrets []string
 }
@@ -67,9 +67,35 @@ const (
 	BodyPing                 // a ping, of POST /webhooks/{id}/ping
 )
 
+// SendResult is what one signed request of a Task came to, as the sender
+// reports it: facts about the request only. The service decides from it
+// what becomes of the delivery (AttemptResult).
+type SendResult struct {
+	AttemptedAt time.Time // when the request was signed
+	StatusCode  int       // 0: no answer
+	// Error says why no answer came, as the owner sees it (AttemptResult's
+	// Error).
+	Error    string
+	Duration time.Duration
+	// ResponseBody is the first bytes of the answer (ResponseExcerpt).
+	ResponseBody string
+	// RetryAfter is the wait the receiver asked for in a Retry-After
+	// header, as it gave it (the service bounds it), when HasRetryAfter.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// Final says that no retry of the request can succeed: no valid
+	// signing secret, a URL no request can be made of, or an address
+	// deliveries may not reach (no connection was made).
+	Final bool
+	// Cause is the error whose kind Error names, for the server's log only:
+	// it may name the address a host resolved to or the server's name
+	// servers. nil when an answer came.
+	Cause error
+}
+
 // AttemptResult is what one delivery attempt came to.
 type AttemptResult struct {
-	AttemptedAt time.Time // OutboxService: zero means now
+	AttemptedAt time.Time // zero: the service records it as now
 	StatusCode  int
 	// Error says why no answer came, the kind of failure only ("connection
 	// refused"); addresses and name servers go to the log.
@@ -83,12 +109,12 @@ type AttemptResult struct {
 	Disable bool
 	// FailingCutoff, when not zero, disables it as Disable does
 	// (DisabledFailing) when this attempt failed and its FailingSince is
-	// before FailingCutoff. The OutboxService sets it.
+	// before FailingCutoff. The service sets it.
 	FailingCutoff time.Time
 }
 
-// Claim is what a dispatcher asks of the outbox: due deliveries, leased to
-// it, chosen fairly (the service's scheduler: service.Pick).
+// Claim is what the dispatcher asks of the outbox: due deliveries, leased
+// to it, chosen fairly (the service's scheduler: service.Pick).
 type Claim struct {
 	// Lease is how long the deliveries stay with the claimer, by the
 	// database's clock, so that replicas whose clocks differ cannot take
@@ -122,23 +148,6 @@ type InFlight struct {
 	N              int
 }
 
-// OutboxService is the dispatcher's side of the transactional outbox.
-type OutboxService interface {
-	// ClaimTasks leases at most c.Limit due deliveries, chosen fairly
-	// across owners and subscriptions within c's bounds; those of a
-	// disabled or gone subscription fail instead, so fewer may come back
-	// while more are due. Concurrent claims never return the same one.
-	ClaimTasks(ctx context.Context, c Claim) ([]*Task, error)
-	// CompleteTask records an attempt and the delivery's new state, and
-	// releases the lease.
-	CompleteTask(ctx context.Context, t *Task, r AttemptResult) error
-	// OutboxStats returns how many deliveries are pending and when the
-	// oldest of them was created (zero time when none).
-	OutboxStats(ctx context.Context) (pending int, oldest time.Time, err error)
-	// PruneOutbox is OutboxStore.PruneOutbox.
-	PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error)
-}
-
 // OutboxStore is a backend's outbox: the deliveries and their attempts.
 type OutboxStore interface {
 	// DueDeliveries reads, by the database's clock, at most
@@ -147,12 +156,12 @@ type OutboxStore interface {
 	// due). Its cost grows with the subscriptions that have pending
 	// deliveries, not with the deliveries.
 	DueDeliveries(ctx context.Context, perSubscription int) (due []DueDelivery, leased []InFlight, err error)
-	// LeaseDeliveries leases, in one transaction, the deliveries of picked
+	// ClaimDeliveries leases, in one transaction, the deliveries of picked
 	// still due and unleased whose subscription is enabled, and returns
 	// them with their Subscription set; it fails the pending deliveries of
 	// dead's gone or disabled subscriptions. Concurrent leases never
 	// return the same delivery.
-	LeaseDeliveries(ctx context.Context, picked []DueDelivery, dead []string, lease time.Duration) ([]*Task, error)
+	ClaimDeliveries(ctx context.Context, picked []DueDelivery, dead []string, lease time.Duration) ([]*Task, error)
 	// CompleteDelivery records attempt r of t, sets the delivery's state
 	// and releases its lease. A failed attempt sets the subscription's
 	// FailingSince unless set, a success clears it; r.Disable or

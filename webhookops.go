@@ -1,7 +1,6 @@
 package plantstore
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -127,45 +126,12 @@ func CheckSince(since, now time.Time) error {
 	return nil
 }
 
-// PingResult is what a ping came to.
+// PingResult is what a ping came to: its webhook-id and what its one
+// request came to (nothing is stored).
 type PingResult struct {
 	MessageID string
-	AttemptResult
+	SendResult
 }
-
-// Pinger makes one signed attempt of t at once, outside the outbox, and
-// says what came of it (the deliveries' client, with its address checks).
-// It counts against the same bounds as deliveries: leasedSub and
-// leasedOwner are the deliveries leased now to t's subscription and to all
-// its owner's subscriptions (OutboxStore.CountLeased, over every replica),
-// to which it adds the pings it has in flight; past the subscription's or
-// the owner's bound it makes none and returns a CodeWebhookBusy error with
-// RetryAfter set. webhook.Pinger implements it.
-type Pinger interface {
-	Ping(ctx context.Context, t *Task, leasedSub, leasedOwner int) (AttemptResult, error)
-}
-
-// PingerFunc is a Pinger of a function.
-type PingerFunc func(ctx context.Context, t *Task, leasedSub, leasedOwner int) (AttemptResult, error)
-
-// Ping calls f.
-func (f PingerFunc) Ping(ctx context.Context, t *Task, leasedSub, leasedOwner int) (AttemptResult, error) {
-	return f(ctx, t, leasedSub, leasedOwner)
-}
-
-// Notifier is told that deliveries may be due now: the service calls Notify
-// after a commit that wrote webhook deliveries, and after a resend or a
-// recover, so that the dispatcher claims at once instead of at its next
-// poll. Notify must not block. webhook.Wake implements it.
-type Notifier interface {
-	Notify()
-}
-
-// NotifierFunc is a Notifier of a function.
-type NotifierFunc func()
-
-// Notify calls f.
-func (f NotifierFunc) Notify() { f() }
 
 // ResponseExcerpt returns the first MaxResponseBodyStored bytes of body as
 // UTF-8 text, cut at a character boundary, with bytes that are not UTF-8 and

@@ -20,9 +20,9 @@ import (
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
 	plantstorehttp "github.com/plantstore/plantstore/internal/http"
+	"github.com/plantstore/plantstore/internal/sender"
 	"github.com/plantstore/plantstore/internal/service"
 	"github.com/plantstore/plantstore/internal/sqlite"
-	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // testServer is a real server on 127.0.0.1 over a real SQLite file, with
@@ -45,15 +45,15 @@ func startServer(tb testing.TB) *testServer {
 		tb.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	opts := webhook.Options{
-		Client:   webhook.NewClient(webhook.ClientOptions{AllowPrivate: true}),
-		Logger:   logger,
-		Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond},
-		Wake:     new(webhook.Wake),
-		InFlight: new(webhook.InFlight),
-	}
-	svc := service.New(db, service.Config{Notifier: opts.Wake, MaxSubscriptions: maxSubscriptions, Pinger: webhook.NewPinger(opts)})
-	dispatcher, err := webhook.NewDispatcher(svc.Outbox, opts)
+	svc := service.New(db, service.Config{
+		MaxSubscriptions: maxSubscriptions,
+		Sender:           sender.New(sender.Options{AllowPrivate: true}),
+		Delivery: service.DeliveryConfig{
+			Logger:   logger,
+			Schedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond},
+		},
+	})
+	dispatcher, err := svc.NewDispatcher(svc.Outbox)
 	if err != nil {
 		tb.Fatal(err)
 	}

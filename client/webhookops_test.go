@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/client"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // switchReceiver is a receiver on 127.0.0.1 whose status can change, that

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // TestWebhookTypedEvents: over real HTTP, on both backends, an untyped

@@ -23,11 +23,11 @@ import (
 	plantstorehttp "github.com/plantstore/plantstore/internal/http"
 	"github.com/plantstore/plantstore/internal/oidc"
 	plantstoreprometheus "github.com/plantstore/plantstore/internal/prometheus"
+	"github.com/plantstore/plantstore/internal/sender"
 	"github.com/plantstore/plantstore/internal/service"
 	"github.com/plantstore/plantstore/internal/slogbuf"
 	"github.com/plantstore/plantstore/internal/sqlite"
 	"github.com/plantstore/plantstore/internal/tracing"
-	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // serveCmd is `plantstore serve`.
@@ -223,15 +223,14 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 		logger.Warn("created a new, empty database", "db", c.DB)
 	}
 
-	// One clock for the services, the dispatcher and the transport.
+	// One clock for the services, the sender and the transport.
 	now := time.Now
-	hooks := c.webhookOptions(logger, registry, now)
+	sendOpts := sender.Options{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout, Now: now}
 	if tp != nil {
-		hooks.TracerProvider = tp
+		sendOpts.TracerProvider = tp
 	}
 	svc := service.New(db, service.Config{
 		Now:           now,
-		Notifier:      hooks.Wake,
 		TokenCacheTTL: c.TokenCacheTTL,
 		OnTokenCache:  plantstoreprometheus.TokenCacheObserver(registry),
 		OnEvent:       plantstoreprometheus.EventObserver(registry),
@@ -240,10 +239,10 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 
 		MaxSubscriptions:    c.WebhookMaxSubs,
 		WebhookDisableAfter: c.WebhookDisableAfter,
-		Pinger:              webhook.NewPinger(hooks),
-		CheckWebhookURL:     c.checkWebhookURL(),
+		Sender:              sender.New(sendOpts),
+		Delivery:            c.deliveryConfig(logger, registry),
 	})
-	dispatcher, err := webhook.NewDispatcher(svc.Outbox, hooks)
+	dispatcher, err := svc.NewDispatcher(svc.Outbox)
 	if err != nil {
 		return nil, err
 	}
@@ -356,17 +355,6 @@ func (c *serveCmd) backendSettings() []any {
 		"db_timeout", c.DBTimeout.String()}
 }
 
-// checkWebhookURL is the check of subscription URLs: those the dispatcher
-// would refuse to connect to are refused at the API, unless
-// --webhook-allow-private lets deliveries reach them; a host that is
-// neither an address nor a host name is refused either way.
-func (c *serveCmd) checkWebhookURL() func(string) error {
-	if c.WebhookAllowPrivate {
-		return webhook.CheckHost
-	}
-	return webhook.CheckURL
-}
-
 // metricsAddr is --metrics-addr: "" and "off" (for the environment, where
 // an empty variable is an unset one) turn the metrics listener off.
 func (c *serveCmd) metricsAddr() string {
@@ -444,22 +432,18 @@ func (c *serveCmd) jwtVerifier(ctx context.Context) (plantstorehttp.JWTVerifier,
 	return v, nil
 }
 
-// webhookOptions are the options of the webhook dispatcher and pinger,
-// with the parts they share: the wake signal, the table of pings in flight
-// and the client.
-func (c *serveCmd) webhookOptions(logger *slog.Logger, reg prometheus.Registerer, now func() time.Time) webhook.Options {
-	scale := float64(c.WebhookFirstRetry) / float64(webhook.DefaultSchedule[0])
-	schedule := make([]time.Duration, len(webhook.DefaultSchedule))
-	for i, d := range webhook.DefaultSchedule {
+// deliveryConfig configures the webhook deliveries and pings: the
+// schedule scaled to --webhook-first-retry, the in-flight bounds, the
+// attempt timeout and a lease past it.
+func (c *serveCmd) deliveryConfig(logger *slog.Logger, reg prometheus.Registerer) service.DeliveryConfig {
+	scale := float64(c.WebhookFirstRetry) / float64(service.DefaultSchedule[0])
+	schedule := make([]time.Duration, len(service.DefaultSchedule))
+	for i, d := range service.DefaultSchedule {
 		schedule[i] = time.Duration(float64(d) * scale)
 	}
-	return webhook.Options{
-		Wake:           new(webhook.Wake),
-		InFlight:       new(webhook.InFlight),
-		Client:         webhook.NewClient(webhook.ClientOptions{AllowPrivate: c.WebhookAllowPrivate, Timeout: c.WebhookTimeout}),
+	return service.DeliveryConfig{
 		Logger:         logger,
-		Now:            now,
-		Metrics:        plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes),
+		Metrics:        plantstoreprometheus.NewWebhookMetrics(reg, service.Outcomes),
 		Concurrency:    c.WebhookConcurrency,
 		MaxInFlight:    c.WebhookInFlight,
 		AttemptTimeout: c.WebhookTimeout,

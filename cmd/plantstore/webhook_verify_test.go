@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/testkit/proctest"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // The README's signature snippets in other languages: runnable files, shown

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/sender"
 	"github.com/plantstore/plantstore/internal/testkit/dnstest"
-	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // TestWebhookPingNamesTheFailureOnly: a ping that gets no answer answers
@@ -35,14 +35,11 @@ func TestWebhookPingNamesTheFailureOnly(t *testing.T) {
 	// dialled and refuses; guarded as serve does by default.
 	pinging := func(allowPrivate bool) *TestServer {
 		return MustOpenServer(t, func(ts *TestServer) {
-			opts := webhook.Options{
-				Client: webhook.NewClient(webhook.ClientOptions{AllowPrivate: allowPrivate, Resolver: resolver.Resolver, Timeout: 5 * time.Second}),
-				Logger: ts.Logger,
-			}
-			ts.Service.Pinger = webhook.NewPinger(opts)
-			if !allowPrivate {
-				ts.Service.CheckWebhookURL = webhook.CheckURL
-			}
+			ts.Service.Sender = sender.New(sender.Options{
+				AllowPrivate: allowPrivate,
+				Client:       sender.NewClient(sender.ClientOptions{AllowPrivate: allowPrivate, Resolver: resolver.Resolver, Timeout: 5 * time.Second}),
+			})
+			ts.Service.Delivery.Logger = ts.Logger
 		})
 	}
 	open, guarded := pinging(true), pinging(false)

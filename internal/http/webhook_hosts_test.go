@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/internal/sender"
 )
 
 // TestWebhookHostileHostsRefusedAtCreate: every form of a loopback or
@@ -17,18 +17,17 @@ import (
 // /webhooks with 400 40002, before anything is stored. The URL check makes
 // no lookup and no connection: the webhook client here fails the test if
 // it is used at all. With private addresses allowed (serve's
-// --webhook-allow-private wires webhook.CheckHost), loopback is accepted
-// and the hosts that do not normalise are still refused.
+// --webhook-allow-private: the sender checks hosts only), loopback is
+// accepted and the hosts that do not normalise are still refused.
 func TestWebhookHostileHostsRefusedAtCreate(t *testing.T) {
 	t.Parallel()
 	unused := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		t.Errorf("the webhook client was used: %s %s", r.Method, r.URL.Host)
 		return nil, errors.New("no network in this test")
 	})}
-	serve := func(check func(string) error) (*TestServer, string) {
+	serve := func(allowPrivate bool) (*TestServer, string) {
 		ts := MustOpenServer(t, func(ts *TestServer) {
-			ts.Service.CheckWebhookURL = check
-			ts.Service.Pinger = webhook.NewPinger(webhook.Options{Client: unused})
+			ts.Service.Sender = sender.New(sender.Options{AllowPrivate: allowPrivate, Client: unused})
 		})
 		return ts, ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	}
@@ -55,7 +54,7 @@ func TestWebhookHostileHostsRefusedAtCreate(t *testing.T) {
 		"http://256.0.0.1/hook",
 		"http://a!b/hook",
 	}
-	guarded, tok := serve(webhook.CheckURL)
+	guarded, tok := serve(false)
 	for _, u := range append(loopback, invalid...) {
 		resp := guarded.Do(t, Request{Method: "POST", Path: "/webhooks", Token: tok, Body: `{"url":"` + u + `"}`})
 		mustError(t, resp, 400, plantstore.CodeInvalidBody)
@@ -68,7 +67,7 @@ func TestWebhookHostileHostsRefusedAtCreate(t *testing.T) {
 		t.Fatalf("GET /webhooks after refusals: %s, want none stored", resp.Body)
 	}
 
-	open, tok := serve(webhook.CheckHost)
+	open, tok := serve(true)
 	for _, u := range loopback {
 		decodeWebhook(t, open.Do(t, Request{Method: "POST", Path: "/webhooks", Token: tok, Body: `{"url":"` + u + `"}`}), 201)
 	}

@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/sender"
+	"github.com/plantstore/plantstore/internal/service"
 	"github.com/plantstore/plantstore/internal/testkit/dnstest"
-	"github.com/plantstore/plantstore/internal/webhook"
 )
 
-// TestWebhookPrivateURLRefused: with the services' URL check wired as serve
-// wires it without --webhook-allow-private (webhook.CheckURL), POST and
+// TestWebhookPrivateURLRefused: with the services' sender wired as serve
+// wires it without --webhook-allow-private (its CheckURL), POST and
 // PATCH /webhooks refuse a URL whose host is an address deliveries may not
 // reach, or localhost, with 400 40002 naming the flag, and store nothing.
 // The addresses are judged, never dialled. Without the check (the flag on)
 // they are accepted.
 func TestWebhookPrivateURLRefused(t *testing.T) {
-	ts := MustOpenServer(t, func(ts *TestServer) { ts.Service.CheckWebhookURL = webhook.CheckURL })
+	ts := MustOpenServer(t, func(ts *TestServer) { ts.Service.Sender = sender.New(sender.Options{}) })
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	refused := map[string]string{
 		"http://127.0.0.1:9901/hook":         "127.0.0.1 is not globally reachable: Loopback (127.0.0.0/8, RFC 1122, Section 3.2.1.3)",
@@ -85,18 +86,17 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 	rcv := newReceiver(t)
 	rcv.answer(200, "ok")
 	resolver := dnstest.New(map[string]netip.Addr{"receiver.test": netip.MustParseAddr("127.0.0.1")})
-	opts := webhook.Options{
-		Client:       webhook.NewClient(webhook.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second}),
-		PollInterval: 20 * time.Millisecond,
-		Schedule:     []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond},
-		Jitter:       func(d time.Duration) time.Duration { return d },
-		Wake:         new(webhook.Wake),
-	}
 	ts := MustOpenServer(t, func(ts *TestServer) {
-		ts.Service.CheckWebhookURL = webhook.CheckURL
-		ts.Service.Notifier = opts.Wake
+		ts.Service.Sender = sender.New(sender.Options{
+			Client: sender.NewClient(sender.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second}),
+		})
+		ts.Service.Delivery = service.DeliveryConfig{
+			PollInterval: 20 * time.Millisecond,
+			Schedule:     []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond},
+			Jitter:       func(d time.Duration) time.Duration { return d },
+		}
 	})
-	d, err := webhook.NewDispatcher(ts.Services.Outbox, opts)
+	d, err := ts.Services.NewDispatcher(ts.Services.Outbox)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/internal/sender"
+	"github.com/plantstore/plantstore/internal/service"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // receiver is a webhook receiver on 127.0.0.1 that records what it gets and
@@ -88,20 +90,16 @@ type deliveryBody struct {
 // openDispatchingServer starts a server whose dispatcher delivers to
 // loopback addresses, one attempt a delivery (no retries).
 func openDispatchingServer(t *testing.T) *TestServer {
-	// As serve wires them: the shared parts, the pinger, the services, then
-	// the dispatcher of their outbox.
-	opts := webhook.Options{
-		Client:       webhook.NewClient(webhook.ClientOptions{AllowPrivate: true}),
-		PollInterval: 20 * time.Millisecond,
-		Schedule:     []time.Duration{},
-		Wake:         new(webhook.Wake),
-		InFlight:     new(webhook.InFlight),
-	}
+	// As serve wires them: the services with their sender, then the
+	// dispatcher of their outbox.
 	ts := MustOpenServer(t, func(ts *TestServer) {
-		ts.Service.Pinger = webhook.NewPinger(opts)
-		ts.Service.Notifier = opts.Wake
+		ts.Service.Sender = sender.New(sender.Options{AllowPrivate: true})
+		ts.Service.Delivery = service.DeliveryConfig{
+			PollInterval: 20 * time.Millisecond,
+			Schedule:     []time.Duration{},
+		}
 	})
-	d, err := webhook.NewDispatcher(ts.Services.Outbox, opts)
+	d, err := ts.Services.NewDispatcher(ts.Services.Outbox)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ func TestApply_Outbox(t *testing.T) {
 	if n, _, _ := db.OutboxStats(t.Context()); n != 2+4 {
 		t.Fatalf("%d deliveries after the batch, want 6", n)
 	}
-	tasks, err := service.New(db, service.Config{}).Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 100})
+	tasks, err := service.New(db, service.Config{}).Outbox.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

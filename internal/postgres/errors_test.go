@@ -146,8 +146,8 @@ func TestUnavailable(t *testing.T) {
 			_, err := db.ListAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: "whk_1", Limit: 10})
 			return err
 		}},
-		{"ClaimTasks", func(ctx context.Context) error {
-			_, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		{"ClaimDeliveries", func(ctx context.Context) error {
+			_, err := service.New(db, service.Config{}).Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 			return err
 		}},
 		{"OutboxStats", func(ctx context.Context) error { _, _, err := db.OutboxStats(ctx); return err }},

@@ -96,12 +96,12 @@ func (db *DB) DueDeliveries(ctx context.Context, perSub int) (due []plantstore.D
 	return due, leased, nil
 }
 
-// LeaseDeliveries leases the picked deliveries (each checked again: still
+// ClaimDeliveries leases the picked deliveries (each checked again: still
 // pending and unleased, not locked by another claim) and fails those of
 // dead subscriptions, in one round trip (one implicit transaction). Once
 // committed, the lease keeps a delivery out of every claim until it ends,
 // so two replicas never hold the same delivery.
-func (db *DB) LeaseDeliveries(ctx context.Context, picked []plantstore.DueDelivery, dead []string, lease time.Duration) ([]*plantstore.Task, error) {
+func (db *DB) ClaimDeliveries(ctx context.Context, picked []plantstore.DueDelivery, dead []string, lease time.Duration) ([]*plantstore.Task, error) {
 	var keys deliveryKeys
 	for _, d := range picked {
 		keys.messages = append(keys.messages, d.MessageID)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestLeaseByServerClock: a claim's lease ends at the server's now() plus
-// the lease, whatever the claiming process's clock says (LeaseDeliveries
+// the lease, whatever the claiming process's clock says (ClaimDeliveries
 // takes no time), and it compares due times with the server's now().
 func TestLeaseByServerClock(t *testing.T) {
 	db := openBatchDB(t)
@@ -27,7 +27,7 @@ func TestLeaseByServerClock(t *testing.T) {
 	if _, err := db.pool.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() + INTERVAL '1 hour' WHERE plant_id = 2`); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: 10 * time.Minute, Limit: 10})
+	tasks, err := service.New(db, service.Config{}).Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: 10 * time.Minute, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstoreprometheus "github.com/plantstore/plantstore/internal/prometheus"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/internal/service"
 )
 
 // values returns the gathered values of the metric name by its one label's
@@ -55,18 +55,18 @@ func TestNewRegistry(t *testing.T) {
 // start; Attempt and Queue move the metrics the dispatcher's tests read.
 func TestWebhookMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes)
-	var _ webhook.Metrics = m
+	m := plantstoreprometheus.NewWebhookMetrics(reg, service.Outcomes)
+	var _ service.DeliveryMetrics = m
 	deliveries := values(t, reg, "plantstore_webhook_deliveries_total")
-	for _, o := range webhook.Outcomes {
+	for _, o := range service.Outcomes {
 		if v, ok := deliveries[o]; !ok || v != 0 {
 			t.Errorf("deliveries{outcome=%q} = %v (%v), want 0 from the start", o, v, ok)
 		}
 	}
-	m.Attempt(webhook.OutcomeRetry, 20*time.Millisecond)
-	m.Attempt(webhook.OutcomeRetry, 30*time.Millisecond)
+	m.Attempt(service.OutcomeRetry, 20*time.Millisecond)
+	m.Attempt(service.OutcomeRetry, 30*time.Millisecond)
 	m.Queue(7, 90*time.Second)
-	if got := values(t, reg, "plantstore_webhook_deliveries_total")[webhook.OutcomeRetry]; got != 2 {
+	if got := values(t, reg, "plantstore_webhook_deliveries_total")[service.OutcomeRetry]; got != 2 {
 		t.Errorf("retry deliveries = %v, want 2", got)
 	}
 	if got := values(t, reg, "plantstore_webhook_attempt_duration_seconds")[""]; got != 2 {

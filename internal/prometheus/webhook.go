@@ -7,8 +7,8 @@ import (
 )
 
 // WebhookMetrics are the webhook dispatcher's Prometheus metrics: the
-// dispatcher's Metrics (webhook.Dispatcher.Metrics), which it is told
-// through Attempt and Queue.
+// service's DeliveryMetrics (service.DeliveryConfig.Metrics), which it is
+// told through Attempt and Queue.
 type WebhookMetrics struct {
 	deliveries *prometheus.CounterVec
 	queueDepth prometheus.Gauge
@@ -20,7 +20,7 @@ type WebhookMetrics struct {
 // plantstore_webhook_deliveries_total{outcome}, plantstore_webhook_queue_depth,
 // plantstore_webhook_oldest_pending_seconds and
 // plantstore_webhook_attempt_duration_seconds. Each of outcomes (the
-// dispatcher's, webhook.Outcomes) shows at 0 from the start.
+// dispatcher's, service.Outcomes) shows at 0 from the start.
 func NewWebhookMetrics(reg prometheus.Registerer, outcomes []string) *WebhookMetrics {
 	m := &WebhookMetrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/plantstore/plantstore"
@@ -110,70 +109,4 @@ func runPruner(ctx context.Context, retention time.Duration, logger *slog.Logger
 			logger.Info(what+": pruned", what, n, "retention", retention)
 		}
 	})
-}
-
-// Broadcaster is the in-process plantstore.EventNotifier: the plant service
-// calls Notify(owner) after every commit that wrote events of owner, and
-// every channel Subscribe returned for owner receives (without blocking the
-// writer: a channel already holding a wake is left as it is).
-type Broadcaster struct {
-	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{}
-}
-
-var _ plantstore.EventNotifier = (*Broadcaster)(nil)
-
-// NewBroadcaster returns a Broadcaster with no subscribers.
-func NewBroadcaster() *Broadcaster {
-	return &Broadcaster{subs: make(map[string]map[chan struct{}]struct{})}
-}
-
-// Subscribe implements plantstore.EventNotifier.
-func (b *Broadcaster) Subscribe(owner string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	b.mu.Lock()
-	set := b.subs[owner]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		b.subs[owner] = set
-	}
-	set[ch] = struct{}{}
-	b.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			delete(b.subs[owner], ch)
-			if len(b.subs[owner]) == 0 {
-				delete(b.subs, owner)
-			}
-		})
-	}
-}
-
-// Notify wakes every subscriber of owner. It never blocks.
-func (b *Broadcaster) Notify(owner string) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs[owner] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// Subscribers returns how many subscriptions are open (for a gauge).
-func (b *Broadcaster) Subscribers() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, set := range b.subs {
-		n += len(set)
-	}
-	return n
 }

@@ -10,32 +10,34 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// OutboxService implements plantstore.OutboxService over an OutboxStore:
-// the dispatcher's side of the transactional outbox.
+// OutboxService is the Dispatcher's side of the transactional outbox over
+// an OutboxStore (the Dispatcher's Queue).
 type OutboxService struct {
 	store        plantstore.OutboxStore
 	now          func() time.Time
 	disableAfter time.Duration // 0: no automatic disabling
 }
 
-// ClaimTasks leases due deliveries as c asks, chosen fairly (Pick), and
-// sets each task's URL and the signing secrets valid now. The choice is
-// made here, between the store's two calls: DueDeliveries reads each
-// subscription's earliest due deliveries and those leased now (the lease
-// is timed by the database's clock), Pick chooses within c's bounds, and
-// LeaseDeliveries leases the chosen ones that are still due and unleased,
-// and fails the pending deliveries of the subscriptions found gone or
-// disabled. A poll that finds nothing to take writes nothing.
-func (s *OutboxService) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+// ClaimDeliveries leases at most c.Limit due deliveries, chosen fairly
+// (Pick), and sets each task's URL and the signing secrets valid now. The
+// choice is made here, between the store's two calls: DueDeliveries reads
+// each subscription's earliest due deliveries and those leased now (the
+// lease is timed by the database's clock), Pick chooses within c's bounds,
+// and the store's ClaimDeliveries leases the chosen ones that are still due
+// and unleased, and fails the pending deliveries of the subscriptions
+// found gone or disabled (so fewer than c.Limit may come back while more
+// are due). Concurrent claims (other processes included) never return the
+// same delivery. A poll that finds nothing to take writes nothing.
+func (s *OutboxService) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
 	if c.Limit < 1 {
 		return nil, nil
 	}
 	if c.Lease <= 0 {
-		return nil, errors.New("service: claim webhook tasks: the lease must be positive")
+		return nil, errors.New("service: claim webhook deliveries: the lease must be positive")
 	}
 	due, leased, err := s.store.DueDeliveries(ctx, duePerSubscription(c))
 	if err != nil {
-		return nil, storeError("claim webhook tasks", err)
+		return nil, storeError("claim webhook deliveries", err)
 	}
 	live := make([]plantstore.DueDelivery, 0, len(due))
 	var dead []string
@@ -51,9 +53,9 @@ func (s *OutboxService) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*
 	if len(picked) == 0 && len(dead) == 0 {
 		return nil, nil
 	}
-	tasks, err := s.store.LeaseDeliveries(ctx, picked, dead, c.Lease)
+	tasks, err := s.store.ClaimDeliveries(ctx, picked, dead, c.Lease)
 	if err != nil {
-		return nil, storeError("claim webhook tasks", err)
+		return nil, storeError("claim webhook deliveries", err)
 	}
 	now := s.now()
 	for _, t := range tasks {
@@ -63,13 +65,13 @@ func (s *OutboxService) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*
 	return tasks, nil
 }
 
-// CompleteTask records an attempt; a zero r.AttemptedAt means now. With
+// CompleteDelivery records an attempt; a zero r.AttemptedAt means now. With
 // automatic disabling on, a failed attempt disables the subscription when
 // every attempt has failed for longer than the setting.
-func (s *OutboxService) CompleteTask(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
+func (s *OutboxService) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
 	switch {
 	case r.State == plantstore.DeliveryPending && r.NextAttemptAt == nil:
-		return errors.New("service: complete webhook task: pending state without a next attempt time")
+		return errors.New("service: complete webhook delivery: pending state without a next attempt time")
 	case r.State != plantstore.DeliveryPending:
 		r.NextAttemptAt = nil
 	}
@@ -82,7 +84,7 @@ func (s *OutboxService) CompleteTask(ctx context.Context, t *plantstore.Task, r 
 		r.FailingCutoff = r.AttemptedAt.Add(-s.disableAfter)
 	}
 	if err := s.store.CompleteDelivery(ctx, t, r); err != nil {
-		return storeError("complete webhook task", err)
+		return storeError("complete webhook delivery", err)
 	}
 	return nil
 }
@@ -113,7 +115,7 @@ func (s *OutboxService) OutboxStats(ctx context.Context) (int, time.Time, error)
 // The claim scheduler: which due deliveries a claim takes.
 
 // duePerSubscription is how many of each subscription's earliest due
-// deliveries ClaimTasks reads for Pick: all Pick can take of one.
+// deliveries ClaimDeliveries reads for Pick: all Pick can take of one.
 func duePerSubscription(c plantstore.Claim) int {
 	if c.PerSubscription > 0 {
 		return min(c.Limit, c.PerSubscription)
@@ -130,7 +132,7 @@ func duePerSubscription(c plantstore.Claim) int {
 // go to the earliest due. So one owner's backlog, however old, takes no
 // more than its share while another owner has a delivery due.
 //
-// ClaimTasks calls it with every subscription's earliest due deliveries
+// ClaimDeliveries calls it with every subscription's earliest due deliveries
 // (duePerSubscription of each), which is all it can pick from.
 func Pick(c plantstore.Claim, due []plantstore.DueDelivery, inFlight []plantstore.InFlight) []plantstore.DueDelivery {
 	if c.Limit < 1 || len(due) == 0 {

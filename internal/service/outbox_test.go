@@ -12,7 +12,7 @@ import (
 	"github.com/plantstore/plantstore/internal/service"
 )
 
-// The claim scheduler, service.Pick.
+// The claim scheduler (service.Pick).
 
 // due returns deliveries named "owner/sub/n", due n seconds after t0.
 func due(names ...string) []plantstore.DueDelivery {

@@ -12,11 +12,10 @@ import (
 
 // PlantService implements plantstore.PlantService over a PlantStore.
 type PlantService struct {
-	store   plantstore.PlantStore
-	now     func() time.Time
-	notify  func()
-	events  *Broadcaster // woken after every commit that wrote an event
-	onEvent func(typ string)
+	store    plantstore.PlantStore
+	now      func() time.Time
+	notifier *Notifier // told after every commit that wrote events or deliveries
+	onEvent  func(typ string)
 }
 
 // newEvent returns the event of a change of type typ of owner's plant, at
@@ -30,18 +29,12 @@ func newEvent(owner, typ string, now time.Time) (*plantstore.Event, error) {
 	return &plantstore.Event{Owner: owner, ID: id, Type: typ, CreatedAt: now}, nil
 }
 
-// written tells the dispatcher and the event waiters what a committed write
-// of an event of type typ wrote: seq 0 is no event, deliveries the outbox
-// rows (the dispatcher is woken only when there are some).
+// written tells the Notifier what a committed write of an event of type
+// typ wrote: seq 0 is no event, deliveries the outbox rows (the Dispatcher
+// is woken only when there are some).
 func (s *PlantService) written(owner, typ string, seq int64, deliveries int) {
-	if deliveries > 0 {
-		s.notify() // the dispatcher has something to deliver
-	}
-	if seq == 0 {
-		return
-	}
-	s.events.Notify(owner)
-	if s.onEvent != nil {
+	s.notifier.committed(owner, seq != 0, deliveries > 0)
+	if seq != 0 && s.onEvent != nil {
 		s.onEvent(typ)
 	}
 }

@@ -1,10 +1,14 @@
 // Package service implements the plantstore services once, over any
 // backend's row stores: validation, page limits, the replay/conflict
 // decision and its messages, events (their id, type and time: the store
-// writes the plant's facts with them) and waking the dispatcher after their
-// commit, the claim scheduler (Pick), token and subscription issuance and
+// writes the plant's facts with them), token and subscription issuance and
 // rotation, token checks with their cache, and one injected clock for every
-// timestamp. It imports only the root package; the row stores it calls
+// timestamp. It owns every webhook scheduling decision: what to claim
+// (Pick), the in-flight bounds of deliveries and pings, retries and their
+// backoff; the Dispatcher runs that loop and has a Sender (internal/sender)
+// make each request. One Notifier, told after each commit, wakes the
+// Dispatcher and the event streams. It imports the root package and two
+// small helpers (internal/outage, internal/prune); the row stores it calls
 // (plantstore.PlantStore, ...) hold nothing but storage code.
 package service
 
@@ -22,10 +26,6 @@ type Config struct {
 	// Now is the clock of every timestamp the services set (creation,
 	// revocation, rotation, attempts); nil: time.Now.
 	Now func() time.Time
-	// Notifier, if set, is told after a commit that wrote webhook
-	// deliveries (not after a create whose owner has no subscription), and
-	// after a resend or recover: it wakes the dispatcher (webhook.Wake).
-	Notifier plantstore.Notifier
 	// TokenCacheTTL is how long a verified token is trusted without a
 	// storage lookup, and so the bound on how late a revocation takes
 	// effect; zero turns the cache off (revocation is then immediate).
@@ -45,18 +45,15 @@ type Config struct {
 	// have all failed for longer than this, at its next failed attempt (0:
 	// never; a 410 still disables it).
 	WebhookDisableAfter time.Duration
-	// Pinger makes the attempt of POST /webhooks/{id}/ping (webhook.Pinger:
-	// the deliveries' client and in-flight bounds), given the deliveries
-	// leased now, which the service counts; nil: pings fail with an
-	// internal error.
-	Pinger plantstore.Pinger
-	// CheckWebhookURL, if set, refuses a subscription URL (POST /webhooks,
-	// PATCH /webhooks/{id} with a url) that deliveries could never reach,
-	// with an error whose message says why in a phrase that follows "url: "
-	// in the 400 (40002). cmd wires webhook.CheckURL, or webhook.CheckHost
-	// (hosts that are neither an address nor a name only) with
-	// --webhook-allow-private; nil: every URL ValidateWebhookURL accepts.
-	CheckWebhookURL func(url string) error
+	// Sender makes the requests of the deliveries (the Dispatcher's) and
+	// of POST /webhooks/{id}/ping, and judges subscription URLs (POST
+	// /webhooks, PATCH /webhooks/{id} with a url): one it could never reach
+	// is refused with 400 40002. nil: every URL ValidateWebhookURL accepts,
+	// pings fail with an internal error and NewDispatcher fails.
+	Sender Sender
+	// Delivery configures the deliveries and the pings (their in-flight
+	// bounds, attempt timeout, schedule).
+	Delivery DeliveryConfig
 	// OnEvent, if set, is told the type of every event written, after its
 	// commit (the events-written counter).
 	OnEvent func(typ string)
@@ -68,10 +65,16 @@ type Services struct {
 	Tokens   *TokenService
 	Webhooks *WebhookService
 	Outbox   *OutboxService
-	// Events lists the events; Notifier wakes in-process waiters (the SSE
-	// stream) after every commit that wrote events (plantstore.EventNotifier).
 	Events   *EventService
-	Notifier *Broadcaster
+	// Notifier is told after every commit that wrote events or
+	// deliveries: it wakes the Dispatcher and the event streams
+	// (plantstore.EventNotifier).
+	Notifier *Notifier
+
+	now      func() time.Time
+	sender   Sender
+	delivery DeliveryConfig // with its defaults
+	pings    *pingTable     // shared by the pings and the Dispatcher's claims
 }
 
 // Stores is what New needs of a backend: its row stores.
@@ -89,20 +92,20 @@ func New(b Stores, c Config) *Services {
 	if now == nil {
 		now = time.Now
 	}
-	notify := func() {}
-	if c.Notifier != nil {
-		notify = c.Notifier.Notify
-	}
-	events := NewBroadcaster()
+	notifier := newNotifier()
+	delivery := c.Delivery.withDefaults()
+	pings := new(pingTable)
 	return &Services{
 		Events:   &EventService{store: b, now: now},
-		Notifier: events,
-		Plants:   &PlantService{store: b, now: now, notify: notify, events: events, onEvent: c.OnEvent},
+		Notifier: notifier,
+		Plants:   &PlantService{store: b, now: now, notifier: notifier, onEvent: c.OnEvent},
 		Tokens: &TokenService{store: b, now: now, ttl: c.TokenCacheTTL, onCache: c.OnTokenCache,
 			maxPerOwner: cmp.Or(c.MaxTokensPerOwner, plantstore.DefaultMaxTokensPerOwner)},
-		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions), ping: c.Pinger, leases: b, notify: notify,
-			checkURL: c.CheckWebhookURL},
+		Webhooks: &WebhookService{store: b, now: now, max: cmp.Or(c.MaxSubscriptions, plantstore.DefaultMaxSubscriptions),
+			leases: b, notifier: notifier, sender: c.Sender, delivery: delivery, pings: pings},
 		Outbox: &OutboxService{store: b, now: now, disableAfter: c.WebhookDisableAfter},
+
+		now: now, sender: c.Sender, delivery: delivery, pings: pings,
 	}
 }
 
@@ -111,7 +114,7 @@ var (
 	_ plantstore.PlantService   = (*PlantService)(nil)
 	_ plantstore.TokenService   = (*TokenService)(nil)
 	_ plantstore.WebhookService = (*WebhookService)(nil)
-	_ plantstore.OutboxService  = (*OutboxService)(nil)
+	_ Queue                     = (*OutboxService)(nil)
 	_ plantstore.EventService   = (*EventService)(nil)
 )
 

@@ -17,7 +17,7 @@ import (
 )
 
 // These tests hold the rules that are the service's alone (notifying the
-// dispatcher, the injected clock, the token cache, CompleteTask's checks),
+// dispatcher, the injected clock, the token cache, CompleteDelivery's checks),
 // over a real SQLite file. What every backend must do through the service
 // is storetest's.
 
@@ -91,8 +91,8 @@ func checkCode(t *testing.T, what string, err error, want int32) {
 	}
 }
 
-// Notify wakes the dispatcher after a create that stored a plant (and with
-// it the webhook event), and after nothing else.
+// The Notifier wakes the dispatcher after a create that stored a plant (and
+// with it the webhook event), and after nothing else.
 func TestNotify(t *testing.T) {
 	t.Run("CreatePlant", func(t *testing.T) {
 		db := MustOpenDB(t)
@@ -100,12 +100,13 @@ func TestNotify(t *testing.T) {
 		var calls atomic.Int32
 		var visible atomic.Bool
 		visible.Store(true)
-		svc := service.New(db, service.Config{Notifier: plantstore.NotifierFunc(func() {
+		svc := service.New(db, service.Config{})
+		svc.Notifier.OnDue(func() {
 			// The plant is committed by the time the dispatcher is woken.
 			if _, err := db.FindPlant(context.Background(), "alice", int64(calls.Add(1))); err != nil {
 				visible.Store(false)
 			}
-		})})
+		})
 		check := func(what string, want int32) {
 			t.Helper()
 			if got := calls.Load(); got != want {
@@ -152,7 +153,8 @@ func TestNotify(t *testing.T) {
 	// nothing to wake the dispatcher for.
 	t.Run("NoSubscriber", func(t *testing.T) {
 		var calls atomic.Int32
-		svc := service.New(MustOpenDB(t), service.Config{Notifier: plantstore.NotifierFunc(func() { calls.Add(1) })})
+		svc := service.New(MustOpenDB(t), service.Config{})
+		svc.Notifier.OnDue(func() { calls.Add(1) })
 		if _, created, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern"}); err != nil || !created {
 			t.Fatalf("create: created %v, err %v", created, err)
 		}
@@ -165,7 +167,8 @@ func TestNotify(t *testing.T) {
 	t.Run("ConcurrentIdentical", func(t *testing.T) {
 		const n = 16
 		var calls atomic.Int32
-		svc := service.New(MustOpenDB(t), service.Config{Notifier: plantstore.NotifierFunc(func() { calls.Add(1) })})
+		svc := service.New(MustOpenDB(t), service.Config{})
+		svc.Notifier.OnDue(func() { calls.Add(1) })
 		if _, err := svc.Webhooks.CreateSubscription(t.Context(), "alice", "http://127.0.0.1:9/hooks", ""); err != nil {
 			t.Fatal(err)
 		}
@@ -417,7 +420,7 @@ func TestCompleteTask(t *testing.T) {
 		if _, _, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"}); err != nil {
 			t.Fatal(err)
 		}
-		tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := svc.Outbox.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,9 +434,9 @@ func TestCompleteTask(t *testing.T) {
 		c := &clock{now: start}
 		svc, task, sub := setup(t, c)
 		ctx := t.Context()
-		err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 500, State: plantstore.DeliveryPending})
+		err := svc.Outbox.CompleteDelivery(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 500, State: plantstore.DeliveryPending})
 		if err == nil {
-			t.Fatal("CompleteTask of a pending result without NextAttemptAt succeeded")
+			t.Fatal("CompleteDelivery of a pending result without NextAttemptAt succeeded")
 		}
 		// Nothing was written: no attempt, and the delivery is still leased.
 		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
@@ -441,9 +444,9 @@ func TestCompleteTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(attempts) != 0 {
-			t.Fatalf("%d attempts recorded by a refused CompleteTask, want 0", len(attempts))
+			t.Fatalf("%d attempts recorded by a refused CompleteDelivery, want 0", len(attempts))
 		}
-		tasks, err := svc.Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
+		tasks, err := svc.Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -458,7 +461,7 @@ func TestCompleteTask(t *testing.T) {
 		ctx := t.Context()
 		at := c.Add(time.Second)
 		next := start.Add(time.Hour)
-		if err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{StatusCode: 503, State: plantstore.DeliveryPending, NextAttemptAt: &next}); err != nil {
+		if err := svc.Outbox.CompleteDelivery(ctx, task, plantstore.AttemptResult{StatusCode: 503, State: plantstore.DeliveryPending, NextAttemptAt: &next}); err != nil {
 			t.Fatal(err)
 		}
 		attempts, _, err := svc.Webhooks.FindAttempts(ctx, plantstore.AttemptFilter{Owner: "alice", SubscriptionID: sub.ID})
@@ -476,7 +479,7 @@ func TestCompleteTask(t *testing.T) {
 		c := &clock{now: start}
 		svc, task, sub := setup(t, c)
 		ctx := t.Context()
-		if err := svc.Outbox.CompleteTask(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 204,
+		if err := svc.Outbox.CompleteDelivery(ctx, task, plantstore.AttemptResult{AttemptedAt: start, StatusCode: 204,
 			State: plantstore.DeliverySucceeded, NextAttemptAt: ptr(start.Add(time.Hour))}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,14 +13,16 @@ import (
 
 // WebhookService implements plantstore.WebhookService over a WebhookStore.
 type WebhookService struct {
-	store  plantstore.WebhookStore
-	now    func() time.Time
-	max    int // subscriptions per owner
-	ping   plantstore.Pinger
-	leases plantstore.OutboxStore // CountLeased, for a ping's bounds
-	notify func()                 // wakes the dispatcher after a resend or recover
-	// checkURL refuses URLs deliveries could never reach (Config.CheckWebhookURL); nil: none.
-	checkURL func(url string) error
+	store    plantstore.WebhookStore
+	now      func() time.Time
+	max      int                    // subscriptions per owner
+	leases   plantstore.OutboxStore // CountLeased, for a ping's bounds
+	notifier *Notifier              // wakes the Dispatcher after a resend or recover
+	// sender makes the pings and judges URLs (Config.Sender); nil: no
+	// pings, every URL accepted.
+	sender   Sender
+	delivery DeliveryConfig // a ping's bounds and timeout
+	pings    *pingTable
 
 	mu   sync.Mutex
 	last uint64 // the last id issued, as a number: ids of one process increase
@@ -65,12 +67,12 @@ func (s *WebhookService) CreateSubscription(ctx context.Context, owner, url, des
 }
 
 // reachable refuses (400 40002, in the schema's name) a URL that
-// deliveries could never reach, as checkURL says.
+// deliveries could never reach, as the sender says.
 func (s *WebhookService) reachable(schema, url string) error {
-	if s.checkURL == nil {
+	if s.sender == nil {
 		return nil
 	}
-	if err := s.checkURL(url); err != nil {
+	if err := s.sender.CheckURL(url); err != nil {
 		return &plantstore.Error{Code: plantstore.CodeInvalidBody, Err: err,
 			Message: fmt.Sprintf("invalid %s: url: %v", schema, err)}
 	}

@@ -79,7 +79,7 @@ func (s *WebhookService) ResendDelivery(ctx context.Context, owner, id, messageI
 	} else if err != nil {
 		return nil, storeError("resend webhook delivery", err)
 	}
-	s.notify()
+	s.notifier.deliveriesDue()
 	return d, nil
 }
 
@@ -102,7 +102,7 @@ func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string
 		n, err := s.store.RecoverDeliveries(ctx, owner, id, since.UTC(), now, plantstore.RecoverBatch)
 		total += int64(n)
 		if n > 0 {
-			s.notify()
+			s.notifier.deliveriesDue()
 		}
 		if err != nil {
 			return total, webhookError("recover webhook deliveries", id, err)
@@ -114,17 +114,22 @@ func (s *WebhookService) RecoverDeliveries(ctx context.Context, owner, id string
 }
 
 // PingSubscription POSTs a signed ping event to the subscription's URL at
-// once, through the Pinger, and returns what came of it; nothing is stored.
-// A disabled subscription is not pinged (CodeWebhookDisabled, as resend);
-// past the attempts in flight the Pinger allows, counting the deliveries
-// leased now (read here, OutboxStore.CountLeased), CodeWebhookBusy.
+// once, through the Sender, and returns what came of it; nothing is
+// stored. A disabled subscription is not pinged (CodeWebhookDisabled, as
+// resend). A ping counts against the bounds of deliveries
+// (DeliveryConfig.MaxInFlight and MaxInFlightPerOwner): when the
+// deliveries leased now to the subscription (resp. the owner, over every
+// replica: OutboxStore.CountLeased) plus this process's pings in flight to
+// it reach the bound, nothing is sent and the answer is CodeWebhookBusy,
+// whose RetryAfter is the attempt timeout (by then every attempt in flight
+// now has ended).
 func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string) (*plantstore.PingResult, error) {
 	sub, err := s.enabledSubscription(ctx, owner, id)
 	if err != nil {
 		return nil, err
 	}
-	if s.ping == nil {
-		return nil, errors.New("service: ping webhook: no pinger configured")
+	if s.sender == nil {
+		return nil, errors.New("service: ping webhook: no sender configured")
 	}
 	msgID, err := plantstore.NewMessageID()
 	if err != nil {
@@ -139,19 +144,22 @@ func (s *WebhookService) PingSubscription(ctx context.Context, owner, id string)
 	if err != nil {
 		return nil, storeError("count leased deliveries", err)
 	}
-	r, err := s.ping.Ping(ctx, t, leasedSub, leasedOwner)
+	c := s.delivery
+	retry := (c.AttemptTimeout + time.Second - 1).Truncate(time.Second)
+	release, err := s.pings.acquire(sub.ID, owner, leasedSub, leasedOwner, c.MaxInFlight, c.MaxInFlightPerOwner, retry)
 	if err != nil {
-		return nil, pingError(err)
+		return nil, err
 	}
-	return &plantstore.PingResult{MessageID: msgID, AttemptResult: r}, nil
-}
-
-// pingError is the service's error for a Pinger's: a domain error (busy)
-// as it is, a storage failure as Unavailable, anything else internal.
-func pingError(err error) error {
-	var domain *plantstore.Error
-	if errors.As(err, &domain) {
-		return err
+	defer release()
+	actx, cancel := context.WithTimeout(ctx, c.AttemptTimeout)
+	defer cancel()
+	r := s.sender.Send(actx, t)
+	if r.Cause != nil {
+		// The answer names the kind of failure only; the cause, which may
+		// name the address the host resolved to or the server's name
+		// servers, is for the operator.
+		c.Logger.Info("webhook: ping failed", "subscription_id", t.SubscriptionID, "message_id", t.MessageID,
+			"error", r.Error, "err", r.Cause, "duration", r.Duration)
 	}
-	return storeError("ping webhook", err)
+	return &plantstore.PingResult{MessageID: msgID, SendResult: r}, nil
 }

@@ -473,7 +473,7 @@ func TestSubscriptionCounts(t *testing.T) {
 	check("a delete", 1)
 
 	// A delivery answered 410 disables whk_2.
-	tasks, err := service.New(db, service.Config{}).Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
+	tasks, err := service.New(db, service.Config{}).Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil || len(tasks) == 0 {
 		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
 	}

@@ -58,10 +58,10 @@ const qFailDead = `UPDATE webhook_deliveries SET state = 'failed', next_attempt_
 WHERE subscription_id = ?1 AND state = 'pending'
 	AND NOT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?1 AND disabled_at IS NULL)`
 
-// LeaseDeliveries leases the picked deliveries that are still pending, due
+// ClaimDeliveries leases the picked deliveries that are still pending, due
 // and unleased, of a live subscription, and fails the pending deliveries of
 // the dead subscriptions, in one write of the group commit.
-func (db *DB) LeaseDeliveries(ctx context.Context, picked []plantstore.DueDelivery, dead []string, lease time.Duration) ([]*plantstore.Task, error) {
+func (db *DB) ClaimDeliveries(ctx context.Context, picked []plantstore.DueDelivery, dead []string, lease time.Duration) ([]*plantstore.Task, error) {
 	var tasks []*plantstore.Task
 	err := db.update(ctx, "lease webhook deliveries", func(ctx context.Context, tx *Tx) error {
 		tasks = nil

@@ -117,7 +117,7 @@ func CheckLegacyRows(t *testing.T, b plantstore.Backend) {
 	t.Helper()
 	ctx := t.Context()
 	svc := service.New(b, service.Config{})
-	tasks, err := svc.Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
+	tasks, err := svc.Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func CheckLegacyRows(t *testing.T, b plantstore.Backend) {
 	if _, err := svc.Plants.UpdatePlant(ctx, "alice", 11, plantstore.PlantUpdate{Name: ptr("Moss 2")}, ""); err != nil {
 		t.Fatal(err)
 	}
-	tasks, err = svc.Outbox.ClaimTasks(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
+	tasks, err = svc.Outbox.ClaimDeliveries(ctx, plantstore.Claim{Lease: time.Minute, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func owners(tasks []*plantstore.Task) map[string]int {
 }
 
 func testOutboxStore(t *testing.T, bs Backends) {
-	// LeaseDeliveries sets Task.Subscription to the row as it is at the claim.
+	// ClaimDeliveries sets Task.Subscription to the row as it is at the claim.
 	t.Run("ClaimFillsSubscription", func(t *testing.T) {
 		b := bs.Open(t)
 		sub := insertSubscription(t, b, "alice", fixedNow, nil)

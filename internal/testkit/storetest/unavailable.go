@@ -94,7 +94,7 @@ func testUnavailable(t *testing.T, bs Backends) {
 				return b.CompleteDelivery(ctx, leased[0], plantstore.AttemptResult{AttemptedAt: now, StatusCode: 200, State: plantstore.DeliverySucceeded})
 			}},
 			// The delivery not leased is due: the claim must write.
-			{"ClaimTasks", func() error {
+			{"ClaimDeliveries", func() error {
 				_, err := claimStore(ctx, b, plantstore.Claim{Lease: time.Minute, Limit: 10})
 				return err
 			}},

@@ -43,7 +43,7 @@ func outboxStats(t *testing.T, svc *service.Services) (int, time.Time) {
 // no bound per subscription or owner.
 func claim(t *testing.T, svc *service.Services, lease time.Duration, limit int) []*plantstore.Task {
 	t.Helper()
-	tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: lease, Limit: limit})
+	tasks, err := svc.Outbox.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: lease, Limit: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func findSubscriptions(t *testing.T, svc *service.Services, owner string) []*pla
 // complete records an attempt through the service.
 func complete(t *testing.T, svc *service.Services, task *plantstore.Task, r plantstore.AttemptResult) {
 	t.Helper()
-	if err := svc.Outbox.CompleteTask(t.Context(), task, r); err != nil {
+	if err := svc.Outbox.CompleteDelivery(t.Context(), task, r); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -480,12 +480,12 @@ func testOutbox(t *testing.T, bs Backends) {
 		if got := claim(t, svc, time.Minute, 0); len(got) != 0 {
 			t.Fatalf("claimed %d tasks with limit 0, want 0", len(got))
 		}
-		if _, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Limit: 1}); err == nil {
-			t.Fatal("ClaimTasks with no lease: no error")
+		if _, err := svc.Outbox.ClaimDeliveries(t.Context(), plantstore.Claim{Limit: 1}); err == nil {
+			t.Fatal("ClaimDeliveries with no lease: no error")
 		}
 	})
 
-	t.Run("CompleteTask", func(t *testing.T) {
+	t.Run("CompleteDelivery", func(t *testing.T) {
 		c := newClock(fixedNow)
 		b, svc := open(t, bs, service.Config{Now: c.Now})
 		ctx := t.Context()
@@ -689,9 +689,9 @@ func testOutbox(t *testing.T, bs Backends) {
 			t.Fatalf("%d pending after delete, want 0", n)
 		}
 		// The dispatcher finishing a task of the deleted subscription.
-		if err := svc.Outbox.CompleteTask(ctx, tasks[0], plantstore.AttemptResult{AttemptedAt: now, StatusCode: 200,
+		if err := svc.Outbox.CompleteDelivery(ctx, tasks[0], plantstore.AttemptResult{AttemptedAt: now, StatusCode: 200,
 			State: plantstore.DeliverySucceeded}); err != nil {
-			t.Fatalf("CompleteTask after delete: %v", err)
+			t.Fatalf("CompleteDelivery after delete: %v", err)
 		}
 		if got := claim(t, svc, time.Minute, 10); len(got) != 0 {
 			t.Fatalf("claimed %d tasks after delete, want 0", len(got))
@@ -730,7 +730,7 @@ func testOutbox(t *testing.T, bs Backends) {
 			wg.Go(func() {
 				<-start
 				for {
-					tasks, err := svc.Outbox.ClaimTasks(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 3})
+					tasks, err := svc.Outbox.ClaimDeliveries(t.Context(), plantstore.Claim{Lease: time.Hour, Limit: 3})
 					if err != nil {
 						claimErrs[w] = err
 						return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,35 +249,24 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		checkCode(t, "bob's PATCH", err, plantstore.CodeWebhookNotFound)
 	})
 
-	// A ping goes through the Pinger, given the deliveries leased now to
-	// the subscription and to its owner (the store's CountLeased), unless
-	// the subscription is disabled (409 40903, as resend); the
-	// Pinger's refusal (busy) reaches the caller as it is.
+	// A ping goes through the Sender unless the subscription is disabled
+	// (409 40903, as resend) or has as many attempts in flight as it may:
+	// the deliveries leased now to it (the store's CountLeased) count
+	// (409 40904, and the Sender is not called).
 	t.Run("Ping", func(t *testing.T) {
-		var pinged []string
-		var leased [][2]int
-		busy := false
-		_, svc := open(t, bs, service.Config{Pinger: plantstore.PingerFunc(func(ctx context.Context, task *plantstore.Task, leasedSub, leasedOwner int) (plantstore.AttemptResult, error) {
-			leased = append(leased, [2]int{leasedSub, leasedOwner})
-			if busy {
-				return plantstore.AttemptResult{}, &plantstore.Error{Code: plantstore.CodeWebhookBusy, Message: "busy", RetryAfter: time.Second}
-			}
-			pinged = append(pinged, task.SubscriptionID)
-			return plantstore.AttemptResult{StatusCode: 200, State: plantstore.DeliverySucceeded}, nil
-		})})
+		snd := new(pingSender)
+		_, svc := open(t, bs, service.Config{Sender: snd, Delivery: service.DeliveryConfig{MaxInFlight: 1}})
 		sub := createSubscription(t, svc, "alice")
 		if r, err := svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID); err != nil || r.StatusCode != 200 || !plantstore.ValidMessageID(r.MessageID) {
 			t.Fatalf("ping = %+v, %v", r, err)
 		}
-		// A delivery leased: the next ping is told of it.
+		// A delivery leased: the subscription's one attempt in flight.
 		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern"})
 		if tasks := claim(t, svc, time.Minute, 10); len(tasks) != 1 {
 			t.Fatalf("claimed %d deliveries, want 1", len(tasks))
 		}
-		busy = true
 		_, err := svc.Webhooks.PingSubscription(t.Context(), "alice", sub.ID)
 		checkCode(t, "ping past the bound", err, plantstore.CodeWebhookBusy)
-		busy = false
 		if _, _, err := svc.Webhooks.UpdateSubscription(t.Context(), "alice", sub.ID, plantstore.SubscriptionUpdate{Enabled: ptr(false)}); err != nil {
 			t.Fatal(err)
 		}
@@ -284,11 +274,8 @@ func testWebhookOps(t *testing.T, bs Backends) {
 		checkCode(t, "ping of a disabled subscription", err, plantstore.CodeWebhookDisabled)
 		_, err = svc.Webhooks.PingSubscription(t.Context(), "bob", sub.ID)
 		checkCode(t, "bob's ping", err, plantstore.CodeWebhookNotFound)
-		if len(pinged) != 1 {
-			t.Fatalf("the Pinger was called %d times, want once (never for a disabled subscription)", len(pinged))
-		}
-		if got, want := leased, [][2]int{{0, 0}, {1, 1}}; !slices.Equal(got, want) {
-			t.Fatalf("the Pinger was told of %v leased deliveries (subscription, owner), want %v", got, want)
+		if got, want := snd.sent, []string{sub.ID}; !slices.Equal(got, want) {
+			t.Fatalf("the Sender sent to %v, want %v (once: never past the bound or for a disabled subscription)", got, want)
 		}
 	})
 
@@ -388,3 +375,19 @@ func tasksByPlant(tasks []*plantstore.Task) map[int64]*plantstore.Task {
 	}
 	return m
 }
+
+// pingSender is a service.Sender whose every request is answered 200; it
+// records the subscription of each.
+type pingSender struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (s *pingSender) Send(ctx context.Context, t *plantstore.Task) plantstore.SendResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, t.SubscriptionID)
+	return plantstore.SendResult{AttemptedAt: time.Now(), StatusCode: 200}
+}
+
+func (s *pingSender) CheckURL(string) error { return nil }

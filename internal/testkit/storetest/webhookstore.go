@@ -71,10 +71,10 @@ func claimDeliveries(t *testing.T, b plantstore.Backend, limit int) []*plantstor
 }
 
 // claimStore makes claim c on the store, as the dispatcher does: through the
-// service's ClaimTasks (the store's DueDeliveries, the service's choice,
-// the store's LeaseDeliveries).
+// service's ClaimDeliveries (the store's DueDeliveries, the service's choice,
+// the store's ClaimDeliveries).
 func claimStore(ctx context.Context, b plantstore.Backend, c plantstore.Claim) ([]*plantstore.Task, error) {
-	return service.New(b, service.Config{}).Outbox.ClaimTasks(ctx, c)
+	return service.New(b, service.Config{}).Outbox.ClaimDeliveries(ctx, c)
 }
 
 // claimWith makes claim c on the store.

@@ -1,4 +1,4 @@
-package webhook_test
+package service_test
 
 import (
 	"bytes"
@@ -24,13 +24,14 @@ import (
 
 	"github.com/plantstore/plantstore"
 	plantstoreprometheus "github.com/plantstore/plantstore/internal/prometheus"
+	"github.com/plantstore/plantstore/internal/sender"
 	"github.com/plantstore/plantstore/internal/service"
 	"github.com/plantstore/plantstore/internal/testkit/dnstest"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
-// memOutbox is an in-memory plantstore.OutboxService, a test double of the
-// dispatcher's dependency (service.OutboxService implements it over the row
+// memOutbox is an in-memory service.Queue, a test double of the
+// Dispatcher's outbox (service.OutboxService implements it over the row
 // stores, which have their own conformance tests). Its tasks carry URL and
 // Secrets as the service sets them.
 type memOutbox struct {
@@ -41,7 +42,6 @@ type memOutbox struct {
 	prunes   []time.Time         // the before of each PruneOutbox call
 	prune    func(limit int) int // what PruneOutbox deletes; nil: nothing
 }
-
 type memEntry struct {
 	task       plantstore.Task
 	state      plantstore.DeliveryState
@@ -58,9 +58,9 @@ func (o *memOutbox) add(t plantstore.Task) {
 	o.entries = append(o.entries, &memEntry{task: t, state: plantstore.DeliveryPending})
 }
 
-// ClaimTasks leases due entries as the row stores do: chosen by service.Pick,
-// timed by the real clock (the database's).
-func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+// ClaimDeliveries leases due entries as the row stores do: chosen by
+// service.Pick, timed by the real clock (the database's).
+func (o *memOutbox) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.claims++
@@ -90,7 +90,7 @@ func (o *memOutbox) ClaimTasks(ctx context.Context, c plantstore.Claim) ([]*plan
 	return out, nil
 }
 
-func (o *memOutbox) CompleteTask(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
+func (o *memOutbox) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
 	if err := ctx.Err(); err != nil {
 		return err // the dispatcher must record attempts even while shutting down
 	}
@@ -128,24 +128,6 @@ func (o *memOutbox) OutboxStats(ctx context.Context) (int, time.Time, error) {
 	return n, oldest, nil
 }
 
-// CountLeased counts the entries leased now, as the row stores do.
-func (o *memOutbox) CountLeased(ctx context.Context, owner, subscriptionID string) (int, int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	now := time.Now()
-	sub, total := 0, 0
-	for _, e := range o.entries {
-		if e.state != plantstore.DeliveryPending || !e.leaseUntil.After(now) || e.task.Owner != owner {
-			continue
-		}
-		total++
-		if e.task.SubscriptionID == subscriptionID {
-			sub++
-		}
-	}
-	return sub, total, nil
-}
-
 // PruneOutbox records the call and deletes nothing, unless prune is set.
 func (o *memOutbox) PruneOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	o.mu.Lock()
@@ -181,37 +163,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// newDispatcher returns a dispatcher of outbox for 127.0.0.1 receivers with
-// tiny retry waits and no jitter, its options then changed by each of set.
-func newDispatcher(t *testing.T, outbox plantstore.OutboxService, reg prometheus.Registerer, set ...func(*webhook.Options)) *webhook.Dispatcher {
+// config is what newDispatcher builds the services and their sender of.
+type config struct {
+	service service.Config
+	sender  sender.Options
+}
+
+// newDispatcher returns the dispatcher of q for 127.0.0.1 receivers with
+// tiny retry waits and no jitter, its configuration then changed by each
+// of set (the sender's clock is the services'), and the services it
+// belongs to (whose stores it does not use).
+func newDispatcher(t *testing.T, q service.Queue, reg prometheus.Registerer, set ...func(*config)) (*service.Dispatcher, *service.Services) {
 	t.Helper()
-	d, err := webhook.NewDispatcher(outbox, options(reg, set...))
+	c := config{
+		service: service.Config{Delivery: service.DeliveryConfig{
+			PollInterval: 5 * time.Millisecond,
+			Schedule:     []time.Duration{time.Millisecond, time.Millisecond},
+			Jitter:       func(d time.Duration) time.Duration { return d },
+		}},
+		sender: sender.Options{AllowPrivate: true, Timeout: 10 * time.Second},
+	}
+	if reg != nil {
+		c.service.Delivery.Metrics = plantstoreprometheus.NewWebhookMetrics(reg, service.Outcomes) // as serve wires it
+	}
+	for _, f := range set {
+		f(&c)
+	}
+	if c.sender.Now == nil {
+		c.sender.Now = c.service.Now
+	}
+	c.service.Sender = sender.New(c.sender)
+	svc := service.New(nil, c.service)
+	d, err := svc.NewDispatcher(q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return d, svc
 }
 
-// options are the options of newDispatcher.
-func options(reg prometheus.Registerer, set ...func(*webhook.Options)) webhook.Options {
-	o := webhook.Options{
-		Client:       webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Timeout: 10 * time.Second}),
-		PollInterval: 5 * time.Millisecond,
-		Schedule:     []time.Duration{time.Millisecond, time.Millisecond},
-		Jitter:       func(d time.Duration) time.Duration { return d },
-	}
-	if reg != nil {
-		o.Metrics = plantstoreprometheus.NewWebhookMetrics(reg, webhook.Outcomes) // as serve wires it
-	}
-	for _, f := range set {
-		f(&o)
-	}
-	return o
-}
-
-// start runs d until the test ends; the returned stop cancels Run and
+// run runs d until the test ends; the returned stop cancels Run and
 // waits for it to return.
-func start(t *testing.T, d *webhook.Dispatcher) (stop func(), done <-chan struct{}) {
+func run(t *testing.T, d *service.Dispatcher) (stop func(), done <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan struct{})
@@ -304,10 +296,9 @@ func TestDispatcherDelivers(t *testing.T) {
 	current, previous := newSecret(t), newSecret(t)
 	o.add(task("msg_ok", srv.URL+"/hooks?token=x", current, previous))
 	reg := prometheus.NewRegistry()
-	wake := new(webhook.Wake)
-	d := newDispatcher(t, o, reg, func(o *webhook.Options) { o.Wake = wake })
-	stop, _ := start(t, d)
-	wake.Notify()
+	d, svc := newDispatcher(t, o, reg)
+	stop, _ := run(t, d)
+	svc.Notifier.DeliveriesDue()
 	waitFor(t, "the attempt to be recorded", func() bool { return len(o.results("msg_ok")) == 1 })
 	stop()
 
@@ -359,7 +350,7 @@ func TestDispatcherRetriesWithTheSameID(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_retry", srv.URL, newSecret(t)))
 	reg := prometheus.NewRegistry()
-	stop, _ := start(t, newDispatcher(t, o, reg))
+	stop, _ := run(t, dispatcherOf(newDispatcher(t, o, reg)))
 	waitFor(t, "three attempts", func() bool { return len(o.results("msg_retry")) == 3 })
 	stop()
 
@@ -395,7 +386,7 @@ func TestDispatcherGivesUpAfterTheLastAttempt(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_fail", srv.URL, newSecret(t)))
 	reg := prometheus.NewRegistry()
-	stop, _ := start(t, newDispatcher(t, o, reg)) // Schedule of 2 waits: 3 attempts
+	stop, _ := run(t, dispatcherOf(newDispatcher(t, o, reg))) // Schedule of 2 waits: 3 attempts
 	waitFor(t, "the delivery to fail", func() bool {
 		rs := o.results("msg_fail")
 		return len(rs) > 0 && rs[len(rs)-1].State == plantstore.DeliveryFailed
@@ -418,7 +409,7 @@ func TestDispatcherDisablesOnGone(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_gone", srv.URL, newSecret(t)))
 	reg := prometheus.NewRegistry()
-	stop, _ := start(t, newDispatcher(t, o, reg))
+	stop, _ := run(t, dispatcherOf(newDispatcher(t, o, reg)))
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_gone")) == 1 })
 	stop()
 	r := o.results("msg_gone")[0]
@@ -457,8 +448,8 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 			defer srv.Close()
 			o := newMemOutbox()
 			o.add(task("msg_ra", srv.URL, newSecret(t)))
-			d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Now = func() time.Time { return now } })
-			stop, _ := start(t, d)
+			d, _ := newDispatcher(t, o, nil, func(c *config) { c.service.Now = func() time.Time { return now } })
+			stop, _ := run(t, d)
 			waitFor(t, "the attempt", func() bool { return len(o.results("msg_ra")) >= 1 })
 			stop()
 			r := o.results("msg_ra")[0]
@@ -490,9 +481,8 @@ func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
 
 	o := newMemOutbox()
 	o.add(task("msg_slow", slow.URL, newSecret(t)))
-	wake := new(webhook.Wake)
-	d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Concurrency, o.Wake = 4, wake })
-	start(t, d)
+	d, svc := newDispatcher(t, o, nil, func(c *config) { c.service.Delivery.Concurrency = 4 })
+	run(t, d)
 	select {
 	case <-slowStarted:
 	case <-time.After(10 * time.Second):
@@ -505,7 +495,7 @@ func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
 		tk.Owner = "bob"
 		o.add(tk)
 	}
-	wake.Notify()
+	svc.Notifier.DeliveriesDue()
 	waitFor(t, "the fast deliveries", func() bool {
 		for _, id := range []string{"msg_fast1", "msg_fast2", "msg_fast3"} {
 			if rs := o.results(id); len(rs) != 1 || rs[0].State != plantstore.DeliverySucceeded {
@@ -541,7 +531,7 @@ func TestDispatcherShutdownFinishesInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	d := newDispatcher(t, o, nil)
+	d, _ := newDispatcher(t, o, nil)
 	go func() { d.Run(ctx); close(done) }()
 	select {
 	case <-started:
@@ -588,8 +578,8 @@ func TestDispatcherRefusesPrivateTargetsByDefault(t *testing.T) {
 	defer srv.Close()
 	o := newMemOutbox()
 	o.add(task("msg_ssrf", srv.URL, newSecret(t)))
-	d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Client = nil }) // the default client: private addresses refused
-	stop, _ := start(t, d)
+	d, _ := newDispatcher(t, o, nil, func(c *config) { c.sender.AllowPrivate = false }) // as serve runs by default: private addresses refused
+	stop, _ := run(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_ssrf")) >= 1 })
 	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
 	stop()
@@ -629,11 +619,11 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 	o := newMemOutbox()
 	o.add(task("msg_name", url, newSecret(t)))
 	var log lockedBuffer
-	d := newDispatcher(t, o, nil, func(o *webhook.Options) {
-		o.Client = webhook.NewClient(webhook.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second})
-		o.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+	d, _ := newDispatcher(t, o, nil, func(c *config) {
+		c.sender.Client = sender.NewClient(sender.ClientOptions{Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+		c.service.Delivery.Logger = slog.New(slog.NewJSONHandler(&log, nil))
 	})
-	stop, _ := start(t, d)
+	stop, _ := run(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_name")) >= 1 })
 	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
 	stop()
@@ -642,8 +632,8 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 	// subscription.
 	results := o.results("msg_name")
 	if r := results[0]; len(results) != 1 || r.State != plantstore.DeliveryFailed || r.NextAttemptAt != nil ||
-		r.Error != webhook.FailureForbiddenAddress+": "+webhook.AllowPrivateHint {
-		t.Errorf("results = %+v, want one, failed, with error %q", results, webhook.FailureForbiddenAddress+": "+webhook.AllowPrivateHint)
+		r.Error != sender.FailureForbiddenAddress+": "+sender.AllowPrivateHint {
+		t.Errorf("results = %+v, want one, failed, with error %q", results, sender.FailureForbiddenAddress+": "+sender.AllowPrivateHint)
 	}
 	if line := log.String(); !strings.Contains(line, `"subscription_id":"whk_msg_name"`) ||
 		!strings.Contains(line, "forbidden address: 127.0.0.1 is not globally reachable") {
@@ -659,10 +649,10 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 	// Control: with private addresses allowed, the name reaches the receiver.
 	o = newMemOutbox()
 	o.add(task("msg_allowed", url, newSecret(t)))
-	d = newDispatcher(t, o, nil, func(o *webhook.Options) {
-		o.Client = webhook.NewClient(webhook.ClientOptions{AllowPrivate: true, Resolver: resolver.Resolver, Timeout: 5 * time.Second})
+	d, _ = newDispatcher(t, o, nil, func(c *config) {
+		c.sender.Client = sender.NewClient(sender.ClientOptions{AllowPrivate: true, Resolver: resolver.Resolver, Timeout: 5 * time.Second})
 	})
-	stop, _ = start(t, d)
+	stop, _ = run(t, d)
 	waitFor(t, "the delivery", func() bool { return len(o.results("msg_allowed")) >= 1 })
 	stop()
 	if r := o.results("msg_allowed")[0]; r.State != plantstore.DeliverySucceeded {
@@ -683,8 +673,8 @@ func TestDispatcherQueueGauges(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	// statsOnly claims nothing: the queue stays as is.
-	d := newDispatcher(t, statsOnly{o}, reg, func(o *webhook.Options) { o.Now = func() time.Time { return now } })
-	start(t, d)
+	d, _ := newDispatcher(t, statsOnly{o}, reg, func(c *config) { c.service.Now = func() time.Time { return now } })
+	run(t, d)
 	waitFor(t, "the gauges", func() bool {
 		return metric(t, reg, "plantstore_webhook_queue_depth", "") == 2 &&
 			metric(t, reg, "plantstore_webhook_oldest_pending_seconds", "") == 120
@@ -693,21 +683,26 @@ func TestDispatcherQueueGauges(t *testing.T) {
 
 type statsOnly struct{ *memOutbox }
 
-func (statsOnly) ClaimTasks(context.Context, plantstore.Claim) ([]*plantstore.Task, error) {
+func (statsOnly) ClaimDeliveries(context.Context, plantstore.Claim) ([]*plantstore.Task, error) {
 	return nil, nil
 }
 
 func TestDispatcherConfig(t *testing.T) {
-	if _, err := webhook.NewDispatcher(nil, webhook.Options{}); err == nil {
+	snd := sender.New(sender.Options{})
+	if _, err := service.New(nil, service.Config{Sender: snd}).NewDispatcher(nil); err == nil {
 		t.Error("NewDispatcher without an outbox: no error")
 	}
-	if _, err := webhook.NewDispatcher(newMemOutbox(), webhook.Options{Lease: 10 * time.Second}); err == nil || !strings.Contains(err.Error(), "lease") {
+	if _, err := service.New(nil, service.Config{}).NewDispatcher(newMemOutbox()); err == nil {
+		t.Error("NewDispatcher without a sender: no error")
+	}
+	svc := service.New(nil, service.Config{Sender: snd, Delivery: service.DeliveryConfig{Lease: 10 * time.Second}})
+	if _, err := svc.NewDispatcher(newMemOutbox()); err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Errorf("NewDispatcher with a lease shorter than the attempt timeout = %v", err)
 	}
-	wake := new(webhook.Wake)
-	wake.Notify() // before Run, before the dispatcher: must not block
-	wake.Notify()
-	d, err := webhook.NewDispatcher(newMemOutbox(), webhook.Options{Wake: wake})
+	svc = service.New(nil, service.Config{Sender: snd})
+	svc.Notifier.DeliveriesDue() // before Run, before the dispatcher: must not block
+	svc.Notifier.DeliveriesDue()
+	d, err := svc.NewDispatcher(newMemOutbox())
 	if err != nil {
 		t.Fatalf("NewDispatcher with defaults = %v", err)
 	}
@@ -742,15 +737,14 @@ func TestDispatcherOwnerShare(t *testing.T) {
 			o.add(tk)
 		}
 	}
-	wake := new(webhook.Wake)
-	d := newDispatcher(t, o, nil, func(o *webhook.Options) { o.Concurrency, o.Wake = 8, wake }) // a's share: 2
-	start(t, d)
+	d, svc := newDispatcher(t, o, nil, func(c *config) { c.service.Delivery.Concurrency = 8 }) // a's share: 2
+	run(t, d)
 	waitFor(t, "a's share in flight", func() bool { return inFlight.Load() == 2 })
 	tk := task("msg_b", fast.URL, newSecret(t))
 	tk.Owner, tk.SubscriptionID = "bob", "whk_b"
 	o.add(tk)
 	began := time.Now()
-	wake.Notify()
+	svc.Notifier.DeliveriesDue()
 	waitFor(t, "bob's delivery", func() bool { return len(got()) == 1 })
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("bob's delivery took %v behind a's hanging receivers", took)
@@ -766,17 +760,17 @@ func TestDispatcherOwnerShare(t *testing.T) {
 func TestDispatcherPrunes(t *testing.T) {
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
 	o := newMemOutbox()
-	left := webhook.PruneBatch + 3
+	left := service.DeliveryPruneBatch + 3
 	o.prune = func(limit int) int {
 		n := min(left, limit)
 		left -= n
 		return n
 	}
-	d := newDispatcher(t, o, nil, func(o *webhook.Options) {
-		o.Now = func() time.Time { return now }
-		o.Retention = 30 * 24 * time.Hour
+	d, _ := newDispatcher(t, o, nil, func(c *config) {
+		c.service.Now = func() time.Time { return now }
+		c.service.Delivery.Retention = 30 * 24 * time.Hour
 	})
-	start(t, d)
+	run(t, d)
 	waitFor(t, "a pruning pass", func() bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -792,8 +786,8 @@ func TestDispatcherPrunes(t *testing.T) {
 	}
 
 	o = newMemOutbox()
-	d = newDispatcher(t, o, nil)
-	stop, _ := start(t, d)
+	d, _ = newDispatcher(t, o, nil)
+	stop, _ := run(t, d)
 	time.Sleep(50 * time.Millisecond)
 	stop()
 	if len(o.prunes) != 0 {
@@ -824,44 +818,46 @@ func hangingServer(t *testing.T) (url string, inFlight *atomic.Int32, release fu
 	return srv.URL, inFlight, release
 }
 
-// TestDispatcherPingBounds is the second medium finding of issue 21: pings
-// had no bound. A ping now counts against MaxInFlight and
-// MaxInFlightPerOwner like a delivery: past either, Ping sends nothing and
-// answers CodeWebhookBusy with RetryAfter (the attempt timeout); leased
-// deliveries count; and claims count the pings in flight.
+// TestDispatcherPingBounds: a ping counts against MaxInFlight and
+// MaxInFlightPerOwner like a delivery: past either, PingSubscription sends
+// nothing and answers CodeWebhookBusy with RetryAfter (the attempt
+// timeout); leased deliveries count; and the dispatcher's claims count the
+// pings in flight. Over a real SQLite file, as serve wires the services.
 func TestDispatcherPingBounds(t *testing.T) {
 	url, inFlight, release := hangingServer(t)
-	o := newMemOutbox()
-	// The pinger and the dispatcher share the table of pings in flight, as
-	// serve wires them.
-	opts := options(nil, func(o *webhook.Options) {
-		o.MaxInFlight, o.MaxInFlightPerOwner, o.AttemptTimeout = 2, 3, 5*time.Second
-		o.InFlight = new(webhook.InFlight)
+	svc := service.New(MustOpenDB(t), service.Config{
+		Sender: sender.New(sender.Options{AllowPrivate: true, Timeout: 5 * time.Second}),
+		Delivery: service.DeliveryConfig{
+			MaxInFlight: 2, MaxInFlightPerOwner: 3, AttemptTimeout: 5 * time.Second,
+			PollInterval: 5 * time.Millisecond,
+		},
 	})
-	pinger := webhook.NewPinger(opts)
-	d, err := webhook.NewDispatcher(o, opts)
+	d, err := svc.NewDispatcher(svc.Outbox)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := newSecret(t)
+	subs := map[string]string{} // name -> id
+	for _, name := range []string{"alice/a1", "alice/a2", "alice/a3", "bob/b1"} {
+		owner, _, _ := strings.Cut(name, "/")
+		sub, err := svc.Webhooks.CreateSubscription(t.Context(), owner, url, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[name] = sub.ID
+	}
 	var cancels []context.CancelFunc
 	t.Cleanup(func() {
 		for _, c := range cancels {
 			c()
 		}
 	})
-	ping := func(sub, owner string) <-chan error {
-		tk := task("msg_ping", url, secret)
-		tk.SubscriptionID, tk.Owner = sub, owner
+	ping := func(name string) <-chan error {
+		owner, _, _ := strings.Cut(name, "/")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancels = append(cancels, cancel)
 		done := make(chan error, 1)
 		go func() {
-			// The service counts the leased deliveries, then pings.
-			leasedSub, leasedOwner, err := o.CountLeased(ctx, owner, sub)
-			if err == nil {
-				_, err = pinger.Ping(ctx, &tk, leasedSub, leasedOwner)
-			}
+			_, err := svc.Webhooks.PingSubscription(ctx, owner, subs[name])
 			done <- err
 		}()
 		return done
@@ -870,7 +866,7 @@ func TestDispatcherPingBounds(t *testing.T) {
 		t.Helper()
 		var e *plantstore.Error
 		if !errors.As(err, &e) || e.Code != plantstore.CodeWebhookBusy || e.RetryAfter != 5*time.Second {
-			t.Fatalf("Ping past the bound: %v, want CodeWebhookBusy with RetryAfter 5s", err)
+			t.Fatalf("ping past the bound: %v, want CodeWebhookBusy with RetryAfter 5s", err)
 		}
 	}
 	immediate := func(ch <-chan error) error {
@@ -879,45 +875,45 @@ func TestDispatcherPingBounds(t *testing.T) {
 		case err := <-ch:
 			return err
 		case <-time.After(5 * time.Second):
-			t.Fatal("Ping past the bound did not answer at once")
+			t.Fatal("ping past the bound did not answer at once")
 			return nil
 		}
 	}
 
 	// The subscription's bound: two pings hang, the third is refused.
-	first := ping("whk_a1", "alice")
+	first := ping("alice/a1")
 	cancelFirst := cancels[0]
-	ping("whk_a1", "alice")
+	ping("alice/a1")
 	waitFor(t, "two pings in flight", func() bool { return inFlight.Load() == 2 })
-	wantBusy(immediate(ping("whk_a1", "alice")))
+	wantBusy(immediate(ping("alice/a1")))
 	// The owner's bound (3): one more to another subscription, then none.
-	ping("whk_a2", "alice")
+	ping("alice/a2")
 	waitFor(t, "three pings in flight", func() bool { return inFlight.Load() == 3 })
-	wantBusy(immediate(ping("whk_a3", "alice")))
+	wantBusy(immediate(ping("alice/a3")))
 	if n := inFlight.Load(); n != 3 {
 		t.Fatalf("%d requests at the receiver, want 3", n)
 	}
 	// Another owner is not counted.
-	ping("whk_b1", "bob")
+	ping("bob/b1")
 	waitFor(t, "bob's ping in flight", func() bool { return inFlight.Load() == 4 })
 
-	// Claims count the pings: whk_b1 has one ping in flight, so of its
-	// three due deliveries one is attempted.
-	for i := range 3 {
-		tk := task(fmt.Sprintf("msg_b%d", i), url, secret)
-		tk.SubscriptionID, tk.Owner = "whk_b1", "bob"
-		o.add(tk)
+	// Claims count the pings: b1 has one ping in flight, so of its three
+	// due deliveries one is attempted.
+	for id := range int64(3) {
+		if _, _, err := svc.Plants.CreatePlant(t.Context(), &plantstore.Plant{Owner: "bob", ID: id + 1, Name: "Fern"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	start(t, d)
+	run(t, d)
 	t.Cleanup(release) // before the dispatcher's stop, which waits for its attempts
 	waitFor(t, "bob's delivery in flight", func() bool { return inFlight.Load() == 5 })
-	time.Sleep(100 * time.Millisecond) // claims go on: whk_b1 must stay at 2
+	time.Sleep(100 * time.Millisecond) // claims go on: b1 must stay at 2
 	if n := inFlight.Load(); n != 5 {
 		t.Fatalf("%d requests at the receiver, want 5: a claim did not count the ping in flight", n)
 	}
-	// And a ping counts the leased delivery: whk_b1 has a ping and a
-	// delivery in flight.
-	wantBusy(immediate(ping("whk_b1", "bob")))
+	// And a ping counts the leased delivery: b1 has a ping and a delivery
+	// in flight.
+	wantBusy(immediate(ping("bob/b1")))
 
 	// A ping that ends (its client went) frees its place.
 	cancelFirst()
@@ -925,7 +921,7 @@ func TestDispatcherPingBounds(t *testing.T) {
 		t.Fatalf("the cancelled ping: %v", err)
 	}
 	waitFor(t, "the cancelled ping to leave the receiver", func() bool { return inFlight.Load() == 4 })
-	ping("whk_a1", "alice")
+	ping("alice/a1")
 	waitFor(t, "a ping in the freed place", func() bool { return inFlight.Load() == 5 })
 }
 
@@ -945,4 +941,41 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// dispatcherOf returns the dispatcher of newDispatcher's results.
+func dispatcherOf(d *service.Dispatcher, _ *service.Services) *service.Dispatcher { return d }
+
+func newSecret(t *testing.T) string {
+	t.Helper()
+	s, err := plantstore.NewWebhookSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestDefaultJitter(t *testing.T) {
+	for _, d := range []time.Duration{time.Nanosecond, 5 * time.Second, 8 * time.Hour} {
+		for range 1000 {
+			if got := service.DefaultJitter(d); got < d/2 || got >= d/2+d {
+				t.Fatalf("DefaultJitter(%v) = %v, outside [d/2, 3d/2)", d, got)
+			}
+		}
+	}
+	if got := service.DefaultJitter(0); got != 0 {
+		t.Errorf("DefaultJitter(0) = %v", got)
+	}
+}
+
+// TestDefaultScheduleSpan keeps the documented schedule honest: 11 attempts
+// over about a day.
+func TestDefaultScheduleSpan(t *testing.T) {
+	var total time.Duration
+	for _, d := range service.DefaultSchedule {
+		total += d
+	}
+	if want := 23*time.Hour + 42*time.Minute + 35*time.Second; total != want || len(service.DefaultSchedule) != 10 {
+		t.Errorf("schedule: %d waits, %v in all; the doc says 10 and %v", len(service.DefaultSchedule), total, want)
+	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package service
 
 import "time"
 
@@ -15,10 +15,11 @@ const (
 // Outcomes lists every delivery outcome.
 var Outcomes = []string{OutcomeSucceeded, OutcomeRetry, OutcomeFailed, OutcomeDisabled}
 
-// Metrics receives the dispatcher's measurements (Dispatcher.Metrics), so
-// that this package imports no metrics library: serve gives the Prometheus
-// ones of package plantstore/prometheus (NewWebhookMetrics).
-type Metrics interface {
+// DeliveryMetrics receives the Dispatcher's measurements
+// (DeliveryConfig.Metrics), so that this package imports no metrics
+// library: serve gives the Prometheus ones (internal/prometheus,
+// NewWebhookMetrics).
+type DeliveryMetrics interface {
 	// Attempt is told each delivery attempt's outcome (one of Outcomes)
 	// and its duration, until the response body was read.
 	Attempt(outcome string, took time.Duration)

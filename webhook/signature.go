@@ -1,8 +1,8 @@
-// Package webhook delivers the newPlant webhook: it signs deliveries per the
-// Standard Webhooks specification (https://www.standardwebhooks.com), sends
-// them from the transactional outbox with retries (Dispatcher) through an
-// HTTP client that refuses internal addresses (NewClient), and offers
-// receivers written in Go a verification helper (Verify).
+// Package webhook signs and verifies the plant store's webhook deliveries
+// per the Standard Webhooks specification (https://www.standardwebhooks.com):
+// Sign makes the webhook-signature header the server sends, and Verify is
+// what a receiver written in Go checks each delivery with. It depends on the
+// standard library only, so a receiver imports nothing else of the module.
 //
 // Delivery is at least once: a receiver must use the webhook-id header as its
 // idempotency key. Ordering is not guaranteed, not even per subscription:

@@ -11,7 +11,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/plantstore/plantstore"
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // The test vector of the Standard Webhooks reference libraries

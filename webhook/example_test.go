@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plantstore/plantstore/internal/webhook"
+	"github.com/plantstore/plantstore/webhook"
 )
 
 // A receiver checks each delivery with Verify before trusting it.

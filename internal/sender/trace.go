@@ -1,4 +1,4 @@
-package webhook
+package sender
 
 import (
 	"net/http"
@@ -13,16 +13,16 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// TracerName is the instrumentation scope of the attempt spans.
-const TracerName = "github.com/plantstore/plantstore/internal/webhook"
+// TracerName is the instrumentation scope of the request spans.
+const TracerName = "github.com/plantstore/plantstore/internal/sender"
 
-// startAttemptSpan starts the client span of one delivery attempt (a root
-// span: the delivery is not part of the request that caused it) and puts
-// its W3C trace context in req's traceparent header, so that a traced
-// receiver continues the trace. The header is not signed: it says nothing
-// about the event. The span names the receiver's host, never its URL, which
-// may carry credentials.
-func (s *dispatch) startAttemptSpan(req *http.Request, t *plantstore.Task) (*http.Request, trace.Span) {
+// startSpan starts the client span of one request (a root span: the
+// delivery is not part of the request that caused it) and puts its W3C
+// trace context in req's traceparent header, so that a traced receiver
+// continues the trace. The header is not signed: it says nothing about the
+// event. The span names the receiver's host, never its URL, which may
+// carry credentials.
+func (s *Sender) startSpan(req *http.Request, t *plantstore.Task) (*http.Request, trace.Span) {
 	attrs := []attribute.KeyValue{
 		semconv.HTTPRequestMethodKey.String(req.Method),
 		semconv.ServerAddress(req.URL.Hostname()),
@@ -39,13 +39,13 @@ func (s *dispatch) startAttemptSpan(req *http.Request, t *plantstore.Task) (*htt
 	return req.WithContext(ctx), span
 }
 
-// endAttemptSpan records the attempt's outcome on its span and ends it.
-func endAttemptSpan(span trace.Span, r plantstore.AttemptResult) {
+// endSpan records what came of the request on its span and ends it: an
+// error unless the receiver answered 2xx.
+func endSpan(span trace.Span, r plantstore.SendResult) {
 	if r.StatusCode != 0 {
 		span.SetAttributes(semconv.HTTPResponseStatusCode(r.StatusCode))
 	}
-	span.SetAttributes(attribute.String("plantstore.webhook.state", string(r.State)))
-	if r.State != plantstore.DeliverySucceeded {
+	if r.StatusCode < 200 || r.StatusCode > 299 {
 		msg := r.Error
 		if msg == "" {
 			msg = "status " + strconv.Itoa(r.StatusCode)
