@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/apischema"
 	"github.com/plantstore/plantstore/internal/http/oapi"
 	"github.com/plantstore/plantstore/internal/outage"
 )
@@ -219,6 +220,9 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, err
 	}
 	s.ops = ops
+	if err := apischema.Load(); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(s.Registry, ops)
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
