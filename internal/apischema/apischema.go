@@ -47,6 +47,7 @@ type contract struct {
 	bodies map[string]*Body            // by operationId
 	params map[string]map[string]*rule // by operationId, then "in:name" (header names canonical)
 	byName map[string]*Body            // by component name
+	rules  sync.Map                    // schema location -> *rule, read on first use
 }
 
 // load reads and compiles the served document once.

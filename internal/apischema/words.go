@@ -231,12 +231,16 @@ type rule struct {
 }
 
 // ruleAt reads the schema at a location of the validator, named when it
-// is a component.
+// is a component; each location once.
 func (c *contract) ruleAt(loc string) *rule {
+	if r, ok := c.rules.Load(loc); ok {
+		return r.(*rule)
+	}
 	r := c.rule(c.at(loc))
 	if _, ptr, _ := strings.Cut(loc, "#"); strings.Count(ptr, "/") == 3 && strings.HasPrefix(ptr, "/components/schemas/") {
 		r.Name = strings.TrimPrefix(ptr, "/components/schemas/")
 	}
+	c.rules.Store(loc, r)
 	return r
 }
 
