@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-faster/jx"
@@ -280,14 +281,9 @@ func (r *Reader) readArray(data []byte) ([]Line, error) {
 }
 
 // newPlant is the contract's NewPlant, whose validator explains a line the
-// generated decoder refuses, in the API's words.
-var newPlant = func() *apischema.Body {
-	b, err := apischema.Component("NewPlant")
-	if err != nil {
-		panic(err) // the served contract, embedded: its tests read it
-	}
-	return b
-}()
+// generated decoder refuses, in the API's words; compiled on the first
+// refusal, so that a command that reads only valid lines never pays for it.
+var newPlant = sync.OnceValues(func() (*apischema.Body, error) { return apischema.Component("NewPlant") })
 
 // decodeNewPlant decodes a NewPlant as the generated server decodes the
 // body of POST /plants: the generated decoder, nothing after the value,
@@ -349,7 +345,11 @@ func (r *Reader) parseJSON(text []byte) (*plantstore.Plant, error) {
 	}
 	var np oapi.NewPlant
 	if err := decodeNewPlant(text, &np); err != nil {
-		msg, xerr := newPlant.Explain(text)
+		schema, xerr := newPlant()
+		if xerr != nil {
+			return nil, xerr
+		}
+		msg, xerr := schema.Explain(text)
 		switch {
 		case errors.Is(xerr, apischema.ErrNotObject):
 			return nil, errors.New("must be a JSON object (a plant)")
