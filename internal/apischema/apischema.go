@@ -118,12 +118,12 @@ func (b *Body) Explain(data []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("apischema: %w", err)
 	}
-	return b.ExplainValue(v)
+	return b.explainValue(v)
 }
 
-// ExplainValue is Explain of a value already decoded by
+// explainValue is Explain of a value already decoded by
 // jsonschema.UnmarshalJSON (numbers as json.Number).
-func (b *Body) ExplainValue(v any) (string, error) {
+func (b *Body) explainValue(v any) (string, error) {
 	if _, ok := v.(map[string]any); !ok {
 		return "", ErrNotObject
 	}
