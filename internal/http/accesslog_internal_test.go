@@ -317,7 +317,7 @@ func BenchmarkAccessLog(b *testing.B) {
 // per request) and now (children made once).
 func BenchmarkRouteMetrics(b *testing.B) {
 	b.Run("vec", func(b *testing.B) {
-		m := newMetrics(prometheus.NewRegistry())
+		m := newMetrics(prometheus.NewRegistry(), contractOperations)
 		b.ReportAllocs()
 		for b.Loop() {
 			m.requests.WithLabelValues("/plants", "POST", strconv.Itoa(200)).Inc()
@@ -325,7 +325,7 @@ func BenchmarkRouteMetrics(b *testing.B) {
 		}
 	})
 	b.Run("table", func(b *testing.B) {
-		m := newMetrics(prometheus.NewRegistry())
+		m := newMetrics(prometheus.NewRegistry(), contractOperations)
 		rs := m.byOp["AddPlant"]
 		b.ReportAllocs()
 		for b.Loop() {

@@ -11,59 +11,6 @@ import (
 	"github.com/plantstore/plantstore/internal/http/oapi"
 )
 
-// operationScopes is the scope each operation of the contract needs; ""
-// for the operations any valid token may call (GET /me). TestOperationScopes
-// checks that every operation has an entry.
-var operationScopes = map[string]string{
-	oapi.AddPlantOperation:    plantstore.ScopePlantsWrite,
-	oapi.DeletePlantOperation: plantstore.ScopePlantsWrite,
-	oapi.GetPlantOperation:    plantstore.ScopePlantsRead,
-	oapi.ListPlantsOperation:  plantstore.ScopePlantsRead,
-	oapi.HeadPlantOperation:   plantstore.ScopePlantsRead,
-	oapi.HeadPlantsOperation:  plantstore.ScopePlantsRead,
-	oapi.UpdatePlantOperation: plantstore.ScopePlantsWrite,
-
-	oapi.CreateWebhookOperation:         plantstore.ScopeWebhooksManage,
-	oapi.ListWebhooksOperation:          plantstore.ScopeWebhooksManage,
-	oapi.GetWebhookOperation:            plantstore.ScopeWebhooksManage,
-	oapi.DeleteWebhookOperation:         plantstore.ScopeWebhooksManage,
-	oapi.RotateWebhookSecretOperation:   plantstore.ScopeWebhooksManage,
-	oapi.ListWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
-	oapi.HeadWebhooksOperation:          plantstore.ScopeWebhooksManage,
-	oapi.HeadWebhookOperation:           plantstore.ScopeWebhooksManage,
-	oapi.HeadWebhookDeliveriesOperation: plantstore.ScopeWebhooksManage,
-	oapi.UpdateWebhookOperation:         plantstore.ScopeWebhooksManage,
-	oapi.ResendWebhookDeliveryOperation: plantstore.ScopeWebhooksManage,
-	oapi.RecoverWebhookOperation:        plantstore.ScopeWebhooksManage,
-	oapi.PingWebhookOperation:           plantstore.ScopeWebhooksManage,
-
-	oapi.ListEventsOperation:       plantstore.ScopePlantsRead,
-	oapi.HeadEventsOperation:       plantstore.ScopePlantsRead,
-	oapi.StreamEventsOperation:     plantstore.ScopePlantsRead,
-	oapi.HeadEventsStreamOperation: plantstore.ScopePlantsRead,
-
-	oapi.ListTokensOperation:  plantstore.ScopeTokensManage,
-	oapi.HeadTokensOperation:  plantstore.ScopeTokensManage,
-	oapi.CreateTokenOperation: plantstore.ScopeTokensManage,
-	oapi.GetTokenOperation:    plantstore.ScopeTokensManage,
-	oapi.HeadTokenOperation:   plantstore.ScopeTokensManage,
-	oapi.RevokeTokenOperation: plantstore.ScopeTokensManage,
-	oapi.GetMeOperation:       "", // who the token is: any valid token
-	oapi.HeadMeOperation:      "",
-}
-
-// secretOperations are the operations whose answers carry a secret (a new
-// token's, a webhook subscription's signing secret): every answer to them
-// says Cache-Control: no-store. Every other answer to a request whose token
-// was accepted says Cache-Control: private (no shared cache keeps it),
-// unless it sets its own (an event stream's no-store). TestCacheControl
-// checks the table against the contract's schemas with a secret member.
-var secretOperations = map[string]bool{
-	oapi.CreateTokenOperation:         true,
-	oapi.CreateWebhookOperation:       true,
-	oapi.RotateWebhookSecretOperation: true,
-}
-
 // Cache-Control values of authenticated answers (never modified).
 var (
 	cacheNoStore = []string{"no-store"}
@@ -72,8 +19,10 @@ var (
 
 // HandleBearerAuth implements oapi.SecurityHandler: it resolves the bearer
 // token (the generated code has already matched the scheme name,
-// case-insensitively), checks the operation's scope and the rate limit of
-// the token's owner, and attaches the token to the context.
+// case-insensitively), checks the operation's scopes and the rate limit of
+// the token's owner, and attaches the token to the context. The scopes are
+// the roles of the operation's security requirement in the contract
+// (bearerAuth: [plants:read]), which the generated code passes in t.Roles.
 func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t oapi.BearerAuth) (context.Context, error) {
 	s := h.s
 	s.setRoute(ctx, op)
@@ -87,16 +36,22 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 	}
 	if info := requestInfoFrom(ctx); info != nil {
 		// From here on, errors included, the answer is the token's.
+		// Every answer to a request whose token was accepted says
+		// Cache-Control: private (no shared cache keeps it), unless it
+		// sets its own (an event stream's no-store); those of the
+		// operations whose answers carry a secret (the contract's
+		// x-cache-control: no-store) say no-store.
 		info.rec.cache = cachePrivate
-		if secretOperations[op] {
+		if s.ops[op].noStore {
 			info.rec.cache = cacheNoStore
 		}
 	}
-	scope, ok := operationScopes[op]
-	if !ok {
-		return nil, internalError(fmt.Errorf("http: operation %s has no scope", op))
+	if t.Roles == nil {
+		// The generated code gives every operation of the contract its
+		// roles, an empty list for none.
+		return nil, internalError(fmt.Errorf("http: operation %s has no security requirement", op))
 	}
-	if scope != "" && !tok.HasScope(scope) {
+	if scope := missingScope(tok, t.Roles); scope != "" {
 		// The token is known: the 403 shows its owner's bucket too
 		// (unspent).
 		if s.RateLimit > 0 {
@@ -115,6 +70,17 @@ func (h *handler) HandleBearerAuth(ctx context.Context, op oapi.OperationName, t
 		ctx = withBearerSecret(ctx, secret)
 	}
 	return plantstore.NewContextWithToken(ctx, tok), nil
+}
+
+// missingScope is the first of scopes that tok lacks, or "" when it has
+// them all.
+func missingScope(tok *plantstore.Token, scopes []string) string {
+	for _, scope := range scopes {
+		if !tok.HasScope(scope) {
+			return scope
+		}
+	}
+	return ""
 }
 
 // JWTVerifier verifies the bearer values shaped like a JWT

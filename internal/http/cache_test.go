@@ -125,12 +125,12 @@ func TestCacheControl_SecretOperations(t *testing.T) {
 	}
 	for op := range want {
 		if !got[op] {
-			t.Errorf("operation %s answers a secret but is not in secretOperations", op)
+			t.Errorf("operation %s answers a secret but does not say x-cache-control: no-store", op)
 		}
 	}
 	for op := range got {
 		if !want[op] {
-			t.Errorf("secretOperations lists %s, whose answers carry no secret", op)
+			t.Errorf("%s says x-cache-control: no-store, but its answers carry no secret", op)
 		}
 	}
 }

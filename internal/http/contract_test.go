@@ -96,8 +96,10 @@ func asSlice(v any) []any {
 }
 
 // TestContract_SeedOperation checks that POST /plants is still exactly the
-// seed's: request body, the 200 and 400 responses and bearer security. The
-// public document it was cut from is in testdata.
+// seed's: request body, the 200 and 400 responses and bearer security, to
+// which it adds only the scope it needs (plants:write) as the role of the
+// seed's own security requirement. The public document it was cut from is
+// in testdata.
 func TestContract_SeedOperation(t *testing.T) {
 	seedData, err := os.ReadFile("testdata/public-plant-store-openapi.json")
 	if err != nil {
@@ -115,8 +117,17 @@ func TestContract_SeedOperation(t *testing.T) {
 				t.Errorf("%s = %v, want %v", k, got, want)
 			}
 		}
-		if _, ok := op(ours)["security"]; ok {
-			t.Error("POST /plants overrides the global security")
+		// The seed's global requirement, with the operation's scope as
+		// its role: the same scheme, nothing else required.
+		want := []any{map[string]any{"bearerAuth": []any{plantstore.ScopePlantsWrite}}}
+		if diff := cmp.Diff([]any{map[string]any{"bearerAuth": []any{}}}, seed.get("security")); diff != "" {
+			t.Fatalf("the seed's security changed (-want +got):\n%s", diff)
+		}
+		if _, ok := op(seed)["security"]; ok {
+			t.Fatal("the seed's POST /plants has a security of its own")
+		}
+		if diff := cmp.Diff(want, op(ours)["security"]); diff != "" {
+			t.Errorf("POST /plants security (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("RequestBody", func(t *testing.T) {
@@ -207,28 +218,62 @@ func TestContract_ErrorCodes(t *testing.T) {
 	}
 }
 
-// TestContract_OperationScopes: every operation of the document has a scope.
+// TestContract_OperationScopes: every operation of the document declares
+// its scope as the role of its bearerAuth security requirement, by the rule
+// the document's introduction states (GET /me and HEAD /me keep the global
+// requirement: any valid token); the generated code gives the server the
+// same roles.
 func TestContract_OperationScopes(t *testing.T) {
 	ours := loadDocument(t, api.JSON)
-	var ops []string
-	for _, item := range ours.get("paths").(map[string]any) {
-		for _, o := range item.(map[string]any) {
-			if m, ok := o.(map[string]any); ok && m["operationId"] != nil {
-				ops = append(ops, m["operationId"].(string))
+	wantScope := func(method, path string) string {
+		switch {
+		case path == "/me":
+			return ""
+		case strings.HasPrefix(path, "/webhooks"):
+			return plantstore.ScopeWebhooksManage
+		case strings.HasPrefix(path, "/tokens"):
+			return plantstore.ScopeTokensManage
+		case method == "get" || method == "head":
+			return plantstore.ScopePlantsRead
+		}
+		return plantstore.ScopePlantsWrite
+	}
+	n := 0
+	for path, item := range ours.get("paths").(map[string]any) {
+		for method, o := range item.(map[string]any) {
+			m, ok := o.(map[string]any)
+			if !ok || m["operationId"] == nil {
+				continue
+			}
+			n++
+			id := m["operationId"].(string)
+			want := []any{map[string]any{"bearerAuth": []any{}}}
+			if scope := wantScope(method, path); scope != "" {
+				want = []any{map[string]any{"bearerAuth": []any{scope}}}
+			}
+			got, ok := m["security"]
+			if !ok {
+				got = ours.get("security")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s %s (%s) security (-want +got):\n%s", method, path, id, diff)
+			}
+			found := false
+			for name, scope := range plantstorehttp.OperationScopes {
+				if strings.EqualFold(name, id) {
+					found = true
+					if scope != wantScope(method, path) {
+						t.Errorf("%s: the generated roles say %q, want %q", id, scope, wantScope(method, path))
+					}
+				}
+			}
+			if !found {
+				t.Errorf("operation %s has no generated roles", id)
 			}
 		}
 	}
-	if len(ops) != len(plantstorehttp.OperationScopes) {
-		t.Fatalf("document has %d operations, scope table %d", len(ops), len(plantstorehttp.OperationScopes))
-	}
-	for _, id := range ops {
-		found := false
-		for name := range plantstorehttp.OperationScopes {
-			found = found || strings.EqualFold(name, id)
-		}
-		if !found {
-			t.Errorf("operation %s has no scope", id)
-		}
+	if n != len(plantstorehttp.OperationScopes) {
+		t.Fatalf("document has %d operations, the server knows %d", n, len(plantstorehttp.OperationScopes))
 	}
 }
 

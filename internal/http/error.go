@@ -17,6 +17,7 @@ import (
 	"github.com/ogen-go/ogen/validate"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/apischema"
 	"github.com/plantstore/plantstore/internal/jsonvalue"
 )
 
@@ -165,12 +166,9 @@ func paramError(op string, p *ogenerrors.DecodeParamError) *HTTPError {
 	case "header":
 		code = plantstore.CodeInvalidHeader
 	}
-	msg := describeValidation(p.Err)
-	if s := paramSchema(op, p.In.String(), p.Name); s != nil {
-		msg = s.mustBe()
-		if s.Type == "string" && s.Pattern != nil && len(s.Enum) == 0 {
-			msg = s.patternRule()
-		}
+	msg := apischema.Param(op, p.In.String(), p.Name)
+	if msg == "" {
+		msg = describeValidation(p.Err)
 	}
 	return newError(code, "invalid %s parameter %q: %s", p.In, p.Name, msg)
 }
@@ -182,11 +180,10 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 	if errors.Is(e.Err, validate.ErrBodyRequired) {
 		return newError(plantstore.CodeMalformedJSON, "request body is empty: send a JSON object")
 	}
-	bodies, err := requestBodies()
+	schema, err := apischema.ForOperation(e.OperationID())
 	if err != nil {
 		return internalError(err)
 	}
-	schema := bodies[e.OperationID()]
 	if schema == nil {
 		return internalError(fmt.Errorf("http: no request body schema for operation %q: %w", e.OperationID(), e.Err))
 	}
@@ -199,8 +196,8 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 	case errors.As(e.Err, &value):
 		return &HTTPError{Status: http.StatusBadRequest, Code: plantstore.CodeInvalidBody, Msg: "invalid " + schema.Name + ": " + value.Error()}
 	case errors.As(e.Err, &body), errors.As(e.Err, &valid):
-		// The generated decoder says little (a chain of wrapped strings);
-		// the body is read again against the contract's schema.
+		// The generated decoder says little (a chain of wrapped strings):
+		// the contract's validator says what in the body does not match.
 		var data []byte
 		if body != nil {
 			data = body.Body
@@ -209,10 +206,17 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 		}
 		msg := ""
 		if data != nil {
-			msg = schema.check(data)
+			m, err := schema.Explain(data)
+			switch {
+			case errors.Is(err, apischema.ErrNotObject):
+				m = err.Error()
+			case err != nil:
+				return internalError(err)
+			}
+			msg = m
 		}
 		if msg == "" {
-			msg = schemaFallback(schema, valid)
+			msg = schemaFallback(valid)
 		}
 		return &HTTPError{Status: http.StatusBadRequest, Code: plantstore.CodeInvalidBody, Msg: "invalid " + schema.Name + ": " + msg}
 	}
@@ -224,21 +228,17 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 	return internalError(e)
 }
 
-// schemaFallback words a refusal that the schema check did not find (the
-// generated code checks something the contract reader does not know):
-// what the generated validators say, else a sentence that names no member.
-// Tests make sure no body of theirs gets here.
-func schemaFallback(schema *bodySchema, valid *validate.Error) string {
+// schemaFallback words a refusal of the generated code that the
+// contract's validator did not find: what the generated validators say,
+// else a sentence that names no member. Tests make sure no body of theirs
+// gets here.
+func schemaFallback(valid *validate.Error) string {
 	if valid == nil {
 		return "the body does not match the schema"
 	}
 	parts := make([]string, 0, len(valid.Fields))
 	for _, f := range valid.Fields {
-		msg := describeValidation(f.Error)
-		if prop := schema.Props[f.Name]; prop != nil && msg == "is not valid" {
-			msg = prop.mustBe()
-		}
-		parts = append(parts, f.Name+": "+msg)
+		parts = append(parts, f.Name+": "+describeValidation(f.Error))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -258,6 +258,14 @@ func describeValidation(err error) string {
 		return "must have at most " + plural(long.MaxLength, "character")
 	}
 	return "is not valid"
+}
+
+// plural says "1 character", "3 characters".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // Error writes err as the contract's Error body (see toHTTPError).

@@ -484,7 +484,7 @@ func (es *eventStream) stillAuthorized() bool {
 	}
 	tok, err := es.s.authenticate(es.ctx, es.secret)
 	switch {
-	case err == nil && tok.Owner == es.owner && tok.HasScope(operationScopes[oapi.StreamEventsOperation]):
+	case err == nil && tok.Owner == es.owner && missingScope(tok, oapi.GetRolesForBearerAuth(oapi.StreamEventsOperation)) == "":
 		es.expires = tok.ExpiresAt
 		return true
 	case err == nil:

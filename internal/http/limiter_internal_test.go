@@ -58,7 +58,7 @@ func TestLimiterTable_Bounded(t *testing.T) {
 // owners (here each token is of an owner of its own).
 func TestAllow_TokenLimitersBounded(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := &Server{RateLimit: 1, RateBurst: 2, Now: func() time.Time { return now }, metrics: newMetrics(prometheus.NewRegistry())}
+	s := &Server{RateLimit: 1, RateBurst: 2, Now: func() time.Time { return now }, metrics: newMetrics(prometheus.NewRegistry(), contractOperations)}
 	tok := func(i int) *plantstore.Token {
 		return &plantstore.Token{ID: fmt.Sprintf("tok_%016x", i), Owner: fmt.Sprintf("owner%d", i)}
 	}

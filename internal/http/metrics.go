@@ -26,49 +26,9 @@ type metrics struct {
 	routes sync.Map                           // label -> *routeStats, every label seen
 }
 
-// operationRoutes is the path pattern of each operation of the contract:
-// the route label of its requests, known when the generated server calls
-// HandleBearerAuth, without routing again. TestOperationRoutes checks it
-// against the contract and the generated router.
-var operationRoutes = map[oapi.OperationName]string{
-	oapi.AddPlantOperation:    "/plants",
-	oapi.ListPlantsOperation:  "/plants",
-	oapi.GetPlantOperation:    "/plants/{id}",
-	oapi.DeletePlantOperation: "/plants/{id}",
-	oapi.HeadPlantsOperation:  "/plants",
-	oapi.HeadPlantOperation:   "/plants/{id}",
-	oapi.UpdatePlantOperation: "/plants/{id}",
-
-	oapi.CreateWebhookOperation:         "/webhooks",
-	oapi.ListWebhooksOperation:          "/webhooks",
-	oapi.GetWebhookOperation:            "/webhooks/{id}",
-	oapi.DeleteWebhookOperation:         "/webhooks/{id}",
-	oapi.RotateWebhookSecretOperation:   "/webhooks/{id}/rotate-secret",
-	oapi.ListWebhookDeliveriesOperation: "/webhooks/{id}/deliveries",
-	oapi.HeadWebhooksOperation:          "/webhooks",
-	oapi.HeadWebhookOperation:           "/webhooks/{id}",
-	oapi.HeadWebhookDeliveriesOperation: "/webhooks/{id}/deliveries",
-	oapi.UpdateWebhookOperation:         "/webhooks/{id}",
-	oapi.ResendWebhookDeliveryOperation: "/webhooks/{id}/deliveries/{delivery_id}/resend",
-	oapi.RecoverWebhookOperation:        "/webhooks/{id}/recover",
-	oapi.PingWebhookOperation:           "/webhooks/{id}/ping",
-
-	oapi.ListEventsOperation:       "/events",
-	oapi.HeadEventsOperation:       "/events",
-	oapi.StreamEventsOperation:     "/events/stream",
-	oapi.HeadEventsStreamOperation: "/events/stream",
-
-	oapi.ListTokensOperation:  "/tokens",
-	oapi.HeadTokensOperation:  "/tokens",
-	oapi.CreateTokenOperation: "/tokens",
-	oapi.GetTokenOperation:    "/tokens/{id}",
-	oapi.HeadTokenOperation:   "/tokens/{id}",
-	oapi.RevokeTokenOperation: "/tokens/{id}",
-	oapi.GetMeOperation:       "/me",
-	oapi.HeadMeOperation:      "/me",
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the metrics, with the route labels of the contract's
+// operations (ops) made beforehand.
+func newMetrics(reg prometheus.Registerer, ops map[oapi.OperationName]operation) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "plantstore_http_requests_total",
@@ -87,13 +47,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "plantstore_webhook_resends_total",
 			Help: "Webhook deliveries re-queued by hand, by operation (resend, recover).",
 		}, []string{"operation"}),
-		byOp: make(map[oapi.OperationName]*routeStats, len(operationRoutes)),
+		byOp: make(map[oapi.OperationName]*routeStats, len(ops)),
 	}
 	m.resends.WithLabelValues("resend")
 	m.resends.WithLabelValues("recover")
 	reg.MustRegister(m.requests, m.duration, m.rateLimited, m.resends)
-	for op, p := range operationRoutes {
-		m.byOp[op] = m.route(p)
+	for name, op := range ops {
+		m.byOp[name] = m.route(op.route)
 	}
 	return m
 }

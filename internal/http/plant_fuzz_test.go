@@ -114,9 +114,9 @@ func checkErrorBody(t *testing.T, w *httptest.ResponseRecorder) int32 {
 	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("status %d: Content-Type %q", w.Code, ct)
 	}
-	// A schema error names the member and its rule (internal/http/schema.go), never
-	// the words of the fallback, which would mean the contract reader and
-	// the generated decoder disagree.
+	// A schema error names the member and its rule (internal/apischema), never
+	// the words of the fallback, which would mean the contract's validator
+	// and the generated decoder disagree.
 	if strings.Contains(*e.Message, "does not match the schema") || strings.Contains(*e.Message, ": is not valid") {
 		t.Fatalf("status %d: a schema error that names no rule: %q", w.Code, *e.Message)
 	}

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/apischema"
 	"github.com/plantstore/plantstore/internal/http/oapi"
 	"github.com/plantstore/plantstore/internal/outage"
 )
@@ -134,7 +135,8 @@ type Server struct {
 	// /openapi.json (an absolute http(s) URL, see CheckPublicURL); empty:
 	// the document's relative "/", the server that served it.
 	PublicURL  string
-	openapiDoc []byte // /openapi.json with PublicURL; nil: api.JSON
+	openapiDoc []byte                           // /openapi.json with PublicURL; nil: api.JSON
+	ops        map[oapi.OperationName]operation // the contract's operations, read from it
 
 	// CORSOrigins lists the browser origins (scheme://host[:port], or "*"
 	// alone) whose pages may call the API; empty: no CORS header at all.
@@ -213,7 +215,15 @@ func (s *Server) Handler() (http.Handler, error) {
 		return nil, fmt.Errorf("http: api server: %w", err)
 	}
 	s.api = api
-	s.metrics = newMetrics(s.Registry)
+	ops, err := readOperations(api)
+	if err != nil {
+		return nil, err
+	}
+	s.ops = ops
+	if err := apischema.Load(); err != nil {
+		return nil, err
+	}
+	s.metrics = newMetrics(s.Registry, ops)
 	s.access = newAccessLog(s.logger().Handler())
 	s.authFails.out = newAuthFailureMetric(s.Registry)
 	s.streams.init(s.Registry)

@@ -4,10 +4,11 @@
 // serve --seed`, so that the three take the same lines.
 //
 // A JSON plant is taken exactly when POST /plants would take it as its body
-// (a NewPlant): the text checks of internal/jsonvalue, members matched by
-// their exact names, the contract's types and Plant.Validate's limits. CSV
-// has equivalent checks. docs/architecture.md (internal/plantlines) lists
-// them.
+// (a NewPlant), read by the same code as POST /plants: the text checks of
+// internal/jsonvalue, the generated decoder and validators of oapi.NewPlant
+// and, for a line they refuse, the contract's validator (internal/apischema)
+// saying why in the API's words. CSV has equivalent checks.
+// docs/architecture.md (internal/plantlines) lists them.
 //
 // A line that is not a valid plant is not an error of the reader: its
 // Line.Err says why, and the caller decides (the three commands store
@@ -26,11 +27,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-faster/jx"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/apischema"
+	"github.com/plantstore/plantstore/internal/http/oapi"
 	"github.com/plantstore/plantstore/internal/jsonvalue"
 )
 
@@ -262,8 +266,56 @@ func (r *Reader) readArray(data []byte) ([]Line, error) {
 	return items, nil
 }
 
+// newPlant is the contract's NewPlant, whose validator explains a line the
+// generated decoder refuses, in the API's words; compiled on the first
+// refusal, so that a command that reads only valid lines never pays for it.
+var newPlant = sync.OnceValues(func() (*apischema.Body, error) { return apischema.Component("NewPlant") })
+
+// decodeNewPlant decodes a NewPlant as the generated server decodes the
+// body of POST /plants: the generated decoder, nothing after the value,
+// then the generated validators.
+func decodeNewPlant(text []byte, np *oapi.NewPlant) error {
+	d := jx.DecodeBytes(text)
+	if err := np.Decode(d); err != nil {
+		return err
+	}
+	if err := d.Skip(); err != io.EOF {
+		return errors.New("unexpected trailing data")
+	}
+	return np.Validate()
+}
+
+// ownerMember reads the member "owner" of a plant object (export's
+// format), nil when there is none.
+func ownerMember(text []byte) (*string, error) {
+	var (
+		owner   *string
+		typeErr error
+	)
+	err := jx.DecodeBytes(text).ObjBytes(func(d *jx.Decoder, key []byte) error {
+		if string(key) != "owner" {
+			return d.Skip()
+		}
+		if d.Next() != jx.String {
+			typeErr = errors.New("owner: must be a string")
+			return d.Skip()
+		}
+		s, err := d.Str()
+		owner = &s
+		return err
+	})
+	switch {
+	case typeErr != nil:
+		return nil, typeErr
+	case err != nil: // cannot be: jsonvalue.Check found the text well-formed
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	return owner, nil
+}
+
 // parseJSON reads one plant object as the API reads a NewPlant (see the
-// package comment).
+// package comment): the same generated decoder, and the same validator to
+// say why a line is refused.
 func (r *Reader) parseJSON(text []byte) (*plantstore.Plant, error) {
 	if len(text) > MaxLineBytes {
 		return nil, fmt.Errorf("longer than %d bytes (the API's limit of a body)", MaxLineBytes)
@@ -277,80 +329,36 @@ func (r *Reader) parseJSON(text []byte) (*plantstore.Plant, error) {
 	default:
 		return nil, err // a *jsonvalue.ValueError: duplicate key "id", name: must not contain ...
 	}
-	d := jx.DecodeBytes(text)
-	if d.Next() != jx.Object {
-		return nil, errors.New("must be a JSON object (a plant)")
-	}
-	var (
-		p              plantstore.Plant
-		hasID, hasName bool
-		owner          *string
-		typeErr        string
-		str            = func(d *jx.Decoder) (string, bool) {
-			if d.Next() != jx.String {
-				_ = d.Skip()
-				return "", false
-			}
-			s, err := d.Str()
-			return s, err == nil
+	var np oapi.NewPlant
+	if err := decodeNewPlant(text, &np); err != nil {
+		schema, xerr := newPlant()
+		if xerr != nil {
+			return nil, xerr
 		}
-	)
-	err := d.ObjBytes(func(d *jx.Decoder, key []byte) error {
-		if typeErr != "" {
-			return d.Skip()
+		msg, xerr := schema.Explain(text)
+		switch {
+		case errors.Is(xerr, apischema.ErrNotObject):
+			return nil, errors.New("must be a JSON object (a plant)")
+		case xerr != nil:
+			return nil, xerr
+		case msg == "":
+			// The contract's validator finds nothing the generated
+			// decoder refused: say what the decoder says.
+			return nil, err
 		}
-		switch string(key) {
-		case "id":
-			raw, err := d.Raw()
-			if err != nil {
-				return err
-			}
-			id, err := strconv.ParseInt(raw.String(), 10, 64)
-			if raw.Type() != jx.Number || err != nil {
-				typeErr = "id: must be an integer from -9223372036854775808 to 9223372036854775807 (int64)"
-			}
-			p.ID, hasID = id, true
-		case "name":
-			s, ok := str(d)
-			if !ok {
-				typeErr = "name: must be a string"
-			}
-			p.Name, hasName = s, true
-		case "tag":
-			s, ok := str(d)
-			if !ok {
-				typeErr = "tag: must be a string (leave it out for no tag)"
-			}
-			p.Tag = &s
-		case "owner":
-			if !r.opt.Owners {
-				return d.Skip()
-			}
-			s, ok := str(d)
-			if !ok {
-				typeErr = "owner: must be a string"
-			}
-			owner = &s
-		default:
-			return d.Skip()
+		return nil, errors.New(msg)
+	}
+	p := plantstore.Plant{ID: np.ID, Name: np.Name}
+	if tag, ok := np.Tag.Get(); ok {
+		p.Tag = &tag
+	}
+	var owner *string
+	if r.opt.Owners {
+		o, err := ownerMember(text)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	switch {
-	case err != nil: // cannot be: jsonvalue.Check found the text well-formed
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	case typeErr != "":
-		return nil, errors.New(typeErr)
-	}
-	var missing []string
-	if !hasID {
-		missing = append(missing, "id: required")
-	}
-	if !hasName {
-		missing = append(missing, "name: required")
-	}
-	if missing != nil {
-		return nil, errors.New(strings.Join(missing, "; "))
+		owner = o
 	}
 	return r.finish(&p, owner)
 }

@@ -2,6 +2,7 @@ package plantlines_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -229,7 +230,8 @@ func TestLongLine(t *testing.T) {
 
 // TestSameAsAPI: over real HTTP on 127.0.0.1 and a SQLite file, every body
 // of TestJSONLine's kinds is taken by POST /plants exactly when the reader
-// takes it as a line, and then stored as the plant the reader read.
+// takes it as a line, and then stored as the plant the reader read; a body
+// refused for what it holds is refused with the same message.
 func TestSameAsAPI(t *testing.T) {
 	ctx := t.Context()
 	db := sqlite.NewDB(filepath.Join(t.TempDir(), "plantstore.db"))
@@ -286,6 +288,8 @@ func TestSameAsAPI(t *testing.T) {
 		`{"id":1,"name":"a","tag":"` + strings.Repeat("t", 65) + `"}`,
 		`{"id":1,"name":"a","x":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`,
 		`{"id":1,"name":"a","x":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`,
+		`{"id":"1","name":"","tag":null}`,
+		`{"name":7,"tag":["a"]}`,
 	} {
 		id := int64(i + 1)
 		body = strings.Replace(body, `"id":1,`, `"id":`+strconv.FormatInt(id, 10)+",", 1)
@@ -306,6 +310,21 @@ func TestSameAsAPI(t *testing.T) {
 			continue
 		}
 		if res.StatusCode != http.StatusOK {
+			// A line refused for what it holds (400 40002) is refused
+			// with the API's words; only a line that is not an object
+			// says so in the reader's own ("a plant", not "the body").
+			var e struct {
+				Error   int32
+				Message string
+			}
+			if err := json.Unmarshal(answer, &e); err != nil {
+				t.Fatalf("%q: %s: %v", body, answer, err)
+			}
+			if e.Error == plantstore.CodeInvalidBody && lines[0].Err.Error() != "must be a JSON object (a plant)" {
+				if got, want := lines[0].Err.Error(), strings.TrimPrefix(e.Message, "invalid NewPlant: "); got != want {
+					t.Errorf("%q: reader says %q, API %q", body, got, e.Message)
+				}
+			}
 			continue
 		}
 		stored, err := svc.Plants.FindPlantByID(ctx, "alice", lines[0].Plant.ID)

@@ -34,38 +34,98 @@ func findAuthorization(h http.Header, prefix string) (string, bool) {
 
 // operationRolesBearerAuth is a private map storing roles per operation.
 var operationRolesBearerAuth = map[string][]string{
-	AddPlantOperation:              []string{},
-	CreateTokenOperation:           []string{},
-	CreateWebhookOperation:         []string{},
-	DeletePlantOperation:           []string{},
-	DeleteWebhookOperation:         []string{},
-	GetMeOperation:                 []string{},
-	GetPlantOperation:              []string{},
-	GetTokenOperation:              []string{},
-	GetWebhookOperation:            []string{},
-	HeadEventsOperation:            []string{},
-	HeadEventsStreamOperation:      []string{},
-	HeadMeOperation:                []string{},
-	HeadPlantOperation:             []string{},
-	HeadPlantsOperation:            []string{},
-	HeadTokenOperation:             []string{},
-	HeadTokensOperation:            []string{},
-	HeadWebhookOperation:           []string{},
-	HeadWebhookDeliveriesOperation: []string{},
-	HeadWebhooksOperation:          []string{},
-	ListEventsOperation:            []string{},
-	ListPlantsOperation:            []string{},
-	ListTokensOperation:            []string{},
-	ListWebhookDeliveriesOperation: []string{},
-	ListWebhooksOperation:          []string{},
-	PingWebhookOperation:           []string{},
-	RecoverWebhookOperation:        []string{},
-	ResendWebhookDeliveryOperation: []string{},
-	RevokeTokenOperation:           []string{},
-	RotateWebhookSecretOperation:   []string{},
-	StreamEventsOperation:          []string{},
-	UpdatePlantOperation:           []string{},
-	UpdateWebhookOperation:         []string{},
+	AddPlantOperation: []string{
+		"plants:write",
+	},
+	CreateTokenOperation: []string{
+		"tokens:manage",
+	},
+	CreateWebhookOperation: []string{
+		"webhooks:manage",
+	},
+	DeletePlantOperation: []string{
+		"plants:write",
+	},
+	DeleteWebhookOperation: []string{
+		"webhooks:manage",
+	},
+	GetMeOperation: []string{},
+	GetPlantOperation: []string{
+		"plants:read",
+	},
+	GetTokenOperation: []string{
+		"tokens:manage",
+	},
+	GetWebhookOperation: []string{
+		"webhooks:manage",
+	},
+	HeadEventsOperation: []string{
+		"plants:read",
+	},
+	HeadEventsStreamOperation: []string{
+		"plants:read",
+	},
+	HeadMeOperation: []string{},
+	HeadPlantOperation: []string{
+		"plants:read",
+	},
+	HeadPlantsOperation: []string{
+		"plants:read",
+	},
+	HeadTokenOperation: []string{
+		"tokens:manage",
+	},
+	HeadTokensOperation: []string{
+		"tokens:manage",
+	},
+	HeadWebhookOperation: []string{
+		"webhooks:manage",
+	},
+	HeadWebhookDeliveriesOperation: []string{
+		"webhooks:manage",
+	},
+	HeadWebhooksOperation: []string{
+		"webhooks:manage",
+	},
+	ListEventsOperation: []string{
+		"plants:read",
+	},
+	ListPlantsOperation: []string{
+		"plants:read",
+	},
+	ListTokensOperation: []string{
+		"tokens:manage",
+	},
+	ListWebhookDeliveriesOperation: []string{
+		"webhooks:manage",
+	},
+	ListWebhooksOperation: []string{
+		"webhooks:manage",
+	},
+	PingWebhookOperation: []string{
+		"webhooks:manage",
+	},
+	RecoverWebhookOperation: []string{
+		"webhooks:manage",
+	},
+	ResendWebhookDeliveryOperation: []string{
+		"webhooks:manage",
+	},
+	RevokeTokenOperation: []string{
+		"tokens:manage",
+	},
+	RotateWebhookSecretOperation: []string{
+		"webhooks:manage",
+	},
+	StreamEventsOperation: []string{
+		"plants:read",
+	},
+	UpdatePlantOperation: []string{
+		"plants:write",
+	},
+	UpdateWebhookOperation: []string{
+		"webhooks:manage",
+	},
 }
 
 // GetRolesForBearerAuth returns the required roles for the given operation.
