@@ -1,32 +1,21 @@
 // Package pgtest gives tests a throwaway PostgreSQL.
 //
-// NewDatabase returns the URL of a fresh, empty database on a cluster that the
-// whole test binary shares: started on first use from the initdb and postgres
-// of Debian's postgresql package, or, when PLANTSTORE_TEST_POSTGRES_URL is
-// set, created on that server instead. StartCluster gives a test a cluster of
-// its own that it can stop and start again. A package that uses NewDatabase
-// calls Run from its TestMain, so the shared cluster is stopped and its
-// directory removed when the tests end:
+// NewDatabase returns the URL of a fresh, empty database on a cluster the
+// whole test binary shares (Debian's initdb and postgres, started on first
+// use), or on PLANTSTORE_TEST_POSTGRES_URL's server when set. StartCluster
+// gives a test a cluster of its own to stop and start. A package that uses
+// NewDatabase calls Run from its TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 //
-// PostgreSQL runs as a child of the test binary (postgres itself, not
-// pg_ctl, which would detach it) started by internal/testkit/proctest, so
-// that it, its backends and its directory go with the binary even when
-// the binary panics or is killed.
-//
-// StartPgBouncer puts a PgBouncer in transaction pooling mode in front of a
-// server, for the tests of plantstore through a pooler.
-//
-// Where PostgreSQL is absent (no binaries and no PLANTSTORE_TEST_POSTGRES_URL)
-// the tests skip with a message, unless PLANTSTORE_TEST_REQUIRE_POSTGRES is
-// set (CI sets it), which turns the skip into a failure.
-//
-// Test clusters trade durability for speed (fsync, synchronous_commit and
-// full_page_writes off): they hold nothing worth keeping, and the crash tests
-// of plantstore kill plantstore, not PostgreSQL. Servers listen only on
-// 127.0.0.1 and on a Unix socket in their temporary directory, with trust
-// authentication for the "postgres" user.
+// postgres runs as a child of the test binary (not through pg_ctl, which
+// would detach it), started by internal/testkit/proctest, so it and its
+// directory go with the binary even when the binary panics or is killed.
+// StartPgBouncer puts a PgBouncer in transaction mode in front of a server.
+// Without PostgreSQL the tests skip, or fail when
+// PLANTSTORE_TEST_REQUIRE_POSTGRES is set (CI). Test clusters run with
+// fsync off, listen on 127.0.0.1 and a Unix socket only, and trust the
+// "postgres" user.
 package pgtest
 
 import (

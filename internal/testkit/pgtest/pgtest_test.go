@@ -162,7 +162,7 @@ func TestClusterSettings(t *testing.T) {
 // TestPgBouncer: the test pooler serves a database of its server, in
 // transaction pooling mode with the stock ignore_startup_parameters: a
 // client that sends statement_timeout in its startup packet is refused
-// (FATAL 08P01), as plantstore's connections were before issue 24.
+// (FATAL 08P01), as a connection that sets its timeouts at startup would be.
 func TestPgBouncer(t *testing.T) {
 	db := pgtest.NewDatabase(t)
 	b := pgtest.StartPgBouncer(t, db, pgtest.PgBouncerOptions{PoolSize: 1})
