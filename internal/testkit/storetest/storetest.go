@@ -60,10 +60,12 @@
 // the row, written only while the row has the expected content (else
 // ErrChanged).
 // These are the subtests PlantStore, BulkInsert, UpdatePlantStore,
-// TokenStore, WebhookStore, OutboxStore and Unavailable/RowStore; each runs
-// before the service cases of its area, so a broken contract shows there
-// first. UpdatePlant runs PATCH's and If-Match's rules through the service,
-// concurrent writers of one version included (one wins, the others 412).
+// TokenStore, WebhookStore, OutboxStore and Unavailable/RowStore, apart
+// from the service cases of their areas, so a broken contract is named as
+// such. The areas run in parallel: each case opens backends of its own,
+// and Open must allow that. UpdatePlant runs PATCH's and If-Match's rules
+// through the service, concurrent writers of one version included (one
+// wins, the others 412).
 //
 // A backend plugs in with one test:
 //
