@@ -17,6 +17,7 @@ import (
 // --token-cache-ttl of the revocation, and by the heartbeat after a JWT's
 // expiry.
 func TestEventStreamTokenEnds(t *testing.T) {
+	t.Parallel()
 	const heartbeat, cacheTTL = time.Second, 2 * time.Second // the flag's least, the default
 	const slack = 2 * time.Second                            // a busy machine's
 	iss := newJWTIssuer(t)

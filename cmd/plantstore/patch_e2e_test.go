@@ -17,6 +17,7 @@ import (
 // subscription to plant.updated gets no delivery for it (issue 21: each
 // such PATCH without If-Match wrote an event and its deliveries).
 func TestPatchNoChange(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
 			db := tempDBPath(t)
