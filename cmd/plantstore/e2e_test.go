@@ -342,8 +342,14 @@ func TestServeSIGTERM(t *testing.T) {
 // PostgreSQL database.
 func TestKill9(t *testing.T) {
 	t.Parallel()
-	t.Run("SQLite", func(t *testing.T) { testKill9(t, tempDBPath(t)) })
-	t.Run("PostgreSQL", func(t *testing.T) { testKill9(t, pgtest.NewDatabase(t)) })
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		testKill9(t, tempDBPath(t))
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		t.Parallel()
+		testKill9(t, pgtest.NewDatabase(t))
+	})
 }
 
 // testKill9 is TestKill9 on the database db (a file path or a postgres:// URL).

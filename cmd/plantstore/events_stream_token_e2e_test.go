@@ -23,6 +23,7 @@ func TestEventStreamTokenEnds(t *testing.T) {
 	iss := newJWTIssuer(t)
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			t.Run("Revoked", func(t *testing.T) {
 				db := tempDBPath(t)
 				if backend == "PostgreSQL" {

@@ -65,6 +65,7 @@ func TestWebhookPingBounds(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)
