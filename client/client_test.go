@@ -137,6 +137,7 @@ func apiError(t *testing.T, err error) *client.Error {
 }
 
 func TestCreateGetDelete(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, ts.token(t, "alice"))
 	ctx := context.Background()
@@ -181,6 +182,7 @@ func TestCreateGetDelete(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	c := ts.client(t, ts.token(t, "alice"))
@@ -219,6 +221,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ url, token string }{
 		{"http://127.0.0.1:1", ""},
 		{"127.0.0.1:8080", "t"},
@@ -240,6 +243,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestListPlantsAndPlants(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	counter := &countingTransport{}
@@ -347,6 +351,7 @@ func TestListPlantsAndPlants(t *testing.T) {
 }
 
 func TestLinkHeader(t *testing.T) {
+	t.Parallel()
 	// A stub server answers crafted Link headers; the client must follow
 	// rel="next" whatever the order of links and parameters.
 	links := map[string]string{

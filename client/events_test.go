@@ -26,6 +26,7 @@ func plantChanges(t *testing.T, c *client.Client, from, n int64) {
 }
 
 func TestListEventsAndEvents(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	c := ts.client(t, ts.token(t, "alice"))
@@ -136,6 +137,7 @@ func (p *cutProxy) cut() {
 }
 
 func TestTailEvents(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	id, token := ts.tokenWithID(t, "alice")
 	c := ts.client(t, token)

@@ -13,6 +13,7 @@ import (
 // TestHead: every HEAD operation answers the GET's headers over real HTTP,
 // and a missing resource is an *Error with the status (a HEAD has no body).
 func TestHead(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, ts.webhookToken(t, "alice"))
 	ctx := context.Background()

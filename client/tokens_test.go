@@ -19,6 +19,7 @@ import (
 // TestTokens: create (the secret once), use, get, list (pages and the
 // iterator), revoke, and Me, over a real server.
 func TestTokens(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	adminID, adminSecret := ts.tokenWithID(t, "alice", plantstore.KnownScopes...)
@@ -123,6 +124,7 @@ func TestTokens(t *testing.T) {
 
 // TestTokenErrors: the typed errors of the token operations.
 func TestTokenErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	reader := ts.client(t, ts.token(t, "alice", plantstore.ScopePlantsRead, plantstore.ScopeTokensManage))

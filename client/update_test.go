@@ -14,6 +14,7 @@ import (
 )
 
 func TestUpdatePlant(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, ts.token(t, "alice"))
 	ctx := context.Background()
@@ -81,6 +82,7 @@ func TestUpdatePlant(t *testing.T) {
 // TestConditionalRequests: If-Match on update and delete (412 as a typed
 // error, nothing changed), If-None-Match on get (ErrNotModified).
 func TestConditionalRequests(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, ts.token(t, "alice"))
 	ctx := context.Background()
@@ -135,6 +137,7 @@ func TestConditionalRequests(t *testing.T) {
 // TestPlantsErrorMidway: the iterator yields the first pages, then the
 // error of a later page (the token was revoked meanwhile), then stops.
 func TestPlantsErrorMidway(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	id, secret := ts.tokenWithID(t, "alice")
 	c := ts.client(t, secret)
@@ -169,6 +172,7 @@ func TestPlantsErrorMidway(t *testing.T) {
 // A stub server on 127.0.0.1 answers them (a real server cannot be made to
 // fail on demand).
 func TestSharedErrorAnswers(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		status int
 		body   string

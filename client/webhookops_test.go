@@ -108,6 +108,7 @@ func waitFailed(t *testing.T, c *client.Client, id string, not ...string) string
 }
 
 func TestWebhookOperations(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	c := ts.client(t, ts.webhookToken(t, "alice"))

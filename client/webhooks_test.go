@@ -61,6 +61,7 @@ func waitDeliveries(t *testing.T, c *client.Client, id string, done func([]clien
 }
 
 func TestWebhooks(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	c := ts.client(t, ts.webhookToken(t, "alice"))
@@ -144,6 +145,7 @@ func TestWebhooks(t *testing.T) {
 }
 
 func TestWebhookErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	c := ts.client(t, ts.webhookToken(t, "alice"))
@@ -199,6 +201,7 @@ func TestWebhookErrors(t *testing.T) {
 }
 
 func TestListWebhooksAndWebhooks(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ctx := context.Background()
 	counter := &countingTransport{}

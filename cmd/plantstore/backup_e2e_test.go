@@ -60,6 +60,7 @@ func mustBinary(t *testing.T, stdin io.Reader, args ...string) ([]byte, string) 
 // the same token: every plant acknowledged before the backup began is
 // there, and the server works.
 func TestBackupRestoreDrill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := tempDBPath(t)
 	srv := startServer(t, db, "--rate-limit", "0")
@@ -163,6 +164,7 @@ func seededDB(t *testing.T) (string, string) {
 // TestRestoreRefusesInUse: restore never replaces a database a server has
 // open, even with --force, and leaves it untouched.
 func TestRestoreRefusesInUse(t *testing.T) {
+	t.Parallel()
 	db, _ := seededDB(t)
 	archive := filepath.Join(t.TempDir(), "b.tar")
 	mustBinary(t, nil, "backup", "--db", db, "--to", archive)
@@ -200,6 +202,7 @@ func TestRestoreRefusesInUse(t *testing.T) {
 // and -shm (which SQLite would otherwise apply to the restored file), and
 // a server then serves the restored data.
 func TestRestoreStaleWAL(t *testing.T) {
+	t.Parallel()
 	db, token := seededDB(t)
 	archive := filepath.Join(t.TempDir(), "b.tar")
 	mustBinary(t, nil, "backup", "--db", db, "--to", archive)
@@ -242,6 +245,7 @@ func TestRestoreStaleWAL(t *testing.T) {
 // TestRestoreCorruptArchive: a damaged archive is refused and leaves the
 // target as it was (absent, or the existing database with --force).
 func TestRestoreCorruptArchive(t *testing.T) {
+	t.Parallel()
 	db, _ := seededDB(t)
 	archive := filepath.Join(t.TempDir(), "b.tar")
 	mustBinary(t, nil, "backup", "--db", db, "--to", archive)
@@ -372,6 +376,7 @@ func dirNames(t *testing.T, dir string) []string {
 // TestBackupStdoutRoundTrip: backup --to - | restore --from -, through
 // real pipes, with the manifest checked.
 func TestBackupStdoutRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, token := seededDB(t)
 	srv := startServer(t, db) // the backup runs while it serves
 	archive, stderr := mustBinary(t, nil, "backup", "--db", db, "--to", "-")
@@ -402,6 +407,7 @@ func TestBackupStdoutRoundTrip(t *testing.T) {
 // an existing --to is refused without --force and replaced with it; a
 // missing database is an error naming it.
 func TestBackupUsage(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := execBinary(t, nil, "backup", "--db", "postgres://u@127.0.0.1:1/x", "--to", filepath.Join(t.TempDir(), "b"))
 	if code != 2 || !strings.Contains(stderr, "pg_dump --format=custom") {
 		t.Fatalf("backup of PostgreSQL: exit %d:\n%s", code, stderr)

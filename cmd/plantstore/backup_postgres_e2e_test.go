@@ -44,6 +44,7 @@ func pgBackupCommands(t *testing.T) []string {
 // throwaway cluster, restores into a new database and serves it: the
 // plants and the tokens are there, and the server works.
 func TestPostgresBackupDocumented(t *testing.T) {
+	t.Parallel()
 	cmds := pgBackupCommands(t)
 	if len(cmds) != 2 || !strings.HasPrefix(cmds[0], "pg_dump ") || !strings.HasPrefix(cmds[1], "pg_restore ") {
 		t.Fatalf("documented commands %q: want a pg_dump line, then a pg_restore line", cmds)

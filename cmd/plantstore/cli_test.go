@@ -29,6 +29,7 @@ import (
 // TestTokenCreateCreate: token create --create makes a missing database
 // (migrated) and the token; without it the error names --create.
 func TestTokenCreateCreate(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "new", "plantstore.db")
 	r := runCLI(t, nil, "token", "create", "--owner", "alice", "--db", db)
 	if r.err == nil || !strings.Contains(r.err.Error(), "--create") {
@@ -56,6 +57,7 @@ func TestTokenCreateCreate(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := runCLI(t, nil, args...)
 		if got := cliexit.Status(r.err); got != 0 {
@@ -84,6 +86,7 @@ func TestVersion(t *testing.T) {
 
 // TestBareHelp: plantstore alone prints the help on stdout and exits 0.
 func TestBareHelp(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, nil)
 	if got := cliexit.Status(r.err); got != 0 {
 		t.Fatalf("exit %d (%v), want 0", got, r.err)
@@ -103,6 +106,7 @@ func TestBareHelp(t *testing.T) {
 // TestUsageExit2: every usage error exits 2, whether the parser or a
 // command finds it.
 func TestUsageExit2(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"PLANTSTORE_TOKEN": "t"}
 	for _, tt := range []struct {
 		name string
@@ -149,6 +153,7 @@ func TestUsageExit2(t *testing.T) {
 
 // TestServerHostPort: --server takes host:port for http://host:port.
 func TestServerHostPort(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	hostPort := strings.TrimPrefix(ps.url, "http://")
 	mustSucceed(t, runCLI(t, nil, "plants", "create", "1", "Fern", "--server", hostPort, "--token", ps.token))
@@ -161,6 +166,7 @@ func TestServerHostPort(t *testing.T) {
 // TestIgnoredFlagWarnings: a setting given but without effect is named in a
 // warning; with none such there is no warning.
 func TestIgnoredFlagWarnings(t *testing.T) {
+	t.Parallel()
 	t.Run("BootstrapTokenWithTokens", func(t *testing.T) {
 		db := tempDBPath(t)
 		mustRun(t, "token", "create", "--owner", "alice", "--db", db)
@@ -238,6 +244,7 @@ func readRejects(t *testing.T, path string) []rejectJSON {
 // failed line with its reason and text, in input order (more than the 5 the
 // report lists); with invalid lines nothing is sent, and it lists those.
 func TestPlantsImportRejects(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	mustSucceed(t, ps.plants(t, "create", "100", "Original"))
 
@@ -300,6 +307,7 @@ func TestPlantsImportRejects(t *testing.T) {
 
 // TestPlantsImportStdinCSV: on stdin the format is sniffed: CSV here.
 func TestPlantsImportStdinCSV(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	for _, tt := range []struct{ name, input string }{
 		{"CSV", "id,name,tag\n1,Aloe,succulent\n2,Basil,\n"},
@@ -325,6 +333,7 @@ func TestPlantsImportStdinCSV(t *testing.T) {
 // import stops at the first failed connection with a message naming the
 // server, instead of failing (after retries) every line.
 func TestPlantsImportUnreachable(t *testing.T) {
+	t.Parallel()
 	var lines strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&lines, `{"id":%d,"name":"P%d"}`+"\n", i+1, i)
@@ -348,6 +357,7 @@ func TestPlantsImportUnreachable(t *testing.T) {
 // 130. A proxy in front of the server lets 3 creates through and holds the
 // next 2 until the import says it was interrupted.
 func TestPlantsImportInterrupt(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	target, err := url.Parse(ps.url)
 	if err != nil {
@@ -430,6 +440,7 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 // input (stdin a terminal, or a pipe nobody closes) ends it with 130 and
 // sends nothing.
 func TestPlantsImportInterruptStdin(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	// The Go runtime catches SIGINT from its first instruction (SigCgt), but
 	// until main's signal.NotifyContext runs, after every package's init,

@@ -88,6 +88,7 @@ func flagTable(app *kong.Application) string {
 // TestConfigurationDoc: docs/configuration.md has the table of every flag
 // of every command, generated from the parser's model, so it cannot drift.
 func TestConfigurationDoc(t *testing.T) {
+	t.Parallel()
 	app := model(t)
 	want := flagTable(app)
 	data, err := os.ReadFile(configDoc)
@@ -128,6 +129,7 @@ func TestConfigurationDoc(t *testing.T) {
 // TestHelpListsEveryCommand: `plantstore --help` names every command of
 // the model, and each command's --help shows its flags' env vars.
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, nil, "--help")
 	var code cliexit.Code
 	if !errors.As(r.err, &code) || code != 0 {
@@ -156,6 +158,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 // TestInvalidConfig: a bad setting stops the start with a message naming
 // it, whether it came from a flag or the environment.
 func TestInvalidConfig(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		env  map[string]string
@@ -218,6 +221,7 @@ func TestInvalidConfig(t *testing.T) {
 
 // TestDBTimeout: --db-timeout bounds one storage call on both backends.
 func TestDBTimeout(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		db   string
@@ -240,6 +244,7 @@ func TestDBTimeout(t *testing.T) {
 }
 
 func TestHealthcheck(t *testing.T) {
+	t.Parallel()
 	status := http.StatusOK
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" {
@@ -301,6 +306,7 @@ func runBinaryErr(args ...string) (string, error) {
 // they are, on the multi-host forms too (which net/url refuses), and the
 // rest is kept as written.
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ in, want string }{
 		{"postgres://u:secret@db:5432/app?sslmode=require", "postgres://u:xxxxx@db:5432/app?sslmode=require"},
 		{"postgres://u:secret@h1:5432,h2:5433,h3:5434/app?target_session_attrs=read-write",

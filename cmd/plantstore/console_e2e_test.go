@@ -15,6 +15,7 @@ import (
 // --cors-origins allows any origin and --public-url is set (the console is
 // same-origin only); --console=false turns it off (404).
 func TestServeConsole(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "plantstore.db")
 	s := startServer(t, db, "--create-db", "--no-bootstrap-admin", "--cors-origins", "*", "--public-url", "https://plants.example.com")
 	get := func(path string) (int, http.Header, string) {

@@ -26,6 +26,7 @@ import (
 // server on PostgreSQL then answers the old tokens, lists every plant and
 // delivers the pending webhooks, signed with the old secret.
 func TestCopyToPostgres(t *testing.T) {
+	t.Parallel()
 	const bulk = 100_000
 	db := tempDBPath(t)
 	since := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
@@ -142,6 +143,7 @@ func regexpLine(out, pattern string) bool {
 // that says to resume; what it wrote stays, and --resume writes only the
 // rest. So does `plantstore import`, run again.
 func TestCopyInterrupted(t *testing.T) {
+	t.Parallel()
 	const n = 100_000
 	src := missingDBPath(t)
 	runBinary(t, "migrate", "--db", src)

@@ -30,6 +30,7 @@ import (
 // units; plantstore.env sets only known variables and a multi-host URL
 // that needs a read-write server.
 func TestHADeploy(t *testing.T) {
+	t.Parallel()
 	t.Run("Patroni", func(t *testing.T) {
 		data, err := os.ReadFile("../../deploy/ha/patroni.yml")
 		if err != nil {

@@ -35,6 +35,7 @@ func envNames(t *testing.T) map[string]bool {
 }
 
 func TestComposeFile(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../compose.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +134,7 @@ func TestComposeFile(t *testing.T) {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +198,7 @@ func TestDockerfile(t *testing.T) {
 }
 
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../deploy/plantstore.service")
 	if err != nil {
 		t.Fatal(err)
@@ -236,6 +239,7 @@ func TestSystemdUnit(t *testing.T) {
 // TestObservabilityDoc: every plantstore_* metric a running server exposes
 // is named in docs/observability.md.
 func TestObservabilityDoc(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/observability.md")
 	if err != nil {
 		t.Fatal(err)

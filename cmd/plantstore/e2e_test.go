@@ -182,6 +182,7 @@ func bootstrapSecret(t *testing.T, stderr string) string {
 }
 
 func TestServeBootstrap(t *testing.T) {
+	t.Parallel()
 	t.Run("OK", func(t *testing.T) {
 		db := tempDBPath(t)
 		s := startServer(t, db)
@@ -323,6 +324,7 @@ func TestServeBootstrap(t *testing.T) {
 }
 
 func TestServeSIGTERM(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, tempDBPath(t), "--no-bootstrap-admin")
 	if err := s.stop(t); err != nil {
 		t.Fatalf("exit after SIGTERM: %v, want status 0\nstderr:\n%s", err, s.stderr)
@@ -340,8 +342,15 @@ func TestServeSIGTERM(t *testing.T) {
 // checks that every plant that got a 200 is there: on a SQLite file and on a
 // PostgreSQL database.
 func TestKill9(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) { testKill9(t, tempDBPath(t)) })
-	t.Run("PostgreSQL", func(t *testing.T) { testKill9(t, pgtest.NewDatabase(t)) })
+	t.Parallel()
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		testKill9(t, tempDBPath(t))
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		t.Parallel()
+		testKill9(t, pgtest.NewDatabase(t))
+	})
 }
 
 // testKill9 is TestKill9 on the database db (a file path or a postgres:// URL).

@@ -83,6 +83,7 @@ func (p *switchProxy) point(url string) {
 // tail across a server killed with SIGKILL and restarted: every event once,
 // in order; Ctrl-C ends it with 130.
 func TestEventsCLI(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0", "--event-stream-heartbeat", "1s")
 	token := strings.TrimSpace(runBinary(t, "token", "create", "--owner", "alice", "--db", db))

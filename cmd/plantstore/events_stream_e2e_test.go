@@ -228,6 +228,7 @@ func checkExactlyOnce(t *testing.T, received []sseEvent, acked []int64) {
 // connections it gets every event exactly once, in order, among them every
 // acknowledged create's.
 func TestEventStreamKill9(t *testing.T) {
+	t.Parallel()
 	const secret = "event-stream-kill9-token-0123456789abcdef"
 	db := tempDBPath(t)
 	s := startServer(t, db, "--bootstrap-token", secret, "--rate-limit", "0")
@@ -274,6 +275,7 @@ func TestEventStreamKill9(t *testing.T) {
 // mid-stream and reconnects to A with Last-Event-ID while the creates move
 // to B: every event exactly once, in order.
 func TestEventStreamReplicas(t *testing.T) {
+	t.Parallel()
 	const secret = "event-stream-replicas-token-0123456789abcdef"
 	db := pgtest.NewDatabase(t)
 	args := []string{"--bootstrap-token", secret, "--rate-limit", "0", "--event-stream-poll", "100ms"}
@@ -309,6 +311,7 @@ func TestEventStreamReplicas(t *testing.T) {
 // clients see their stream end and reconnect elsewhere) instead of holding
 // the shutdown for --shutdown-timeout; the process exits 0.
 func TestEventStreamSIGTERM(t *testing.T) {
+	t.Parallel()
 	const secret = "event-stream-sigterm-token-0123456789abcdef"
 	s := startServer(t, tempDBPath(t), "--bootstrap-token", secret, "--shutdown-timeout", "60s")
 	if status, _, body := do(t, testClient, "POST", s.url+"/plants", secret, `{"id":1,"name":"Fern"}`); status != http.StatusOK {

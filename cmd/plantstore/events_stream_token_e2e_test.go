@@ -15,11 +15,13 @@ import (
 // --event-stream-heartbeat plus --token-cache-ttl of the revocation, and by
 // the heartbeat after a JWT's expiry.
 func TestEventStreamTokenEnds(t *testing.T) {
+	t.Parallel()
 	const heartbeat, cacheTTL = time.Second, 2 * time.Second // the flag's least, the default
 	const slack = 2 * time.Second                            // a busy machine's
 	iss := newJWTIssuer(t)
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			t.Run("Revoked", func(t *testing.T) {
 				db := tempDBPath(t)
 				if backend == "PostgreSQL" {

@@ -19,8 +19,10 @@ import (
 // a signed PlantEvent envelope for each change of the types it names, the
 // same events GET /events lists.
 func TestWebhookTypedEvents(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)
@@ -157,6 +159,7 @@ func subscribeTyped(t *testing.T, s *server, token, url, typesJSON string, wantT
 // TestEventRetention: events older than --event-retention are deleted in
 // the background, and the next event keeps counting after them.
 func TestEventRetention(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0", "--event-retention", "2s")
 	tok := webhookToken(t, db, "alice")

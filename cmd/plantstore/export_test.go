@@ -24,6 +24,7 @@ func migrated(t *testing.T) string {
 // without one), export writes every owner's plants by owner and id, and
 // the lines move a database's plants to another backend unchanged.
 func TestExportImport(t *testing.T) {
+	t.Parallel()
 	db := migrated(t)
 	in := writeFile(t, "in.jsonl", "\ufeff"+`{"owner":"bob","id":2,"name":"Ivy","tag":"climbing"}`+"\n\n"+
 		`{"id":1,"name":"<Fern> & co"}`+"\n"+
@@ -72,6 +73,7 @@ func TestExportImport(t *testing.T) {
 // invalid UTF-8, a key twice, a lone surrogate, "ID" for id are refused as
 // the API refuses them.
 func TestImportBadLine(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, line, msg string }{
 		{"NoOwner", `{"id":3,"name":"x"}`, `line 3: no "owner" (give one on the line, or --owner)`},
 		{"UpperOwner", `{"Owner":"a","id":3,"name":"x"}`, `line 3: no "owner"`},
@@ -106,6 +108,7 @@ func TestImportBadLine(t *testing.T) {
 // non-empty target it is refused unless --resume; a missing source is not
 // created.
 func TestCopyRefusals(t *testing.T) {
+	t.Parallel()
 	db := migrated(t)
 	mustRun(t, "import", "--db", db, "--from", writeFile(t, "p.jsonl", `{"owner":"a","id":1,"name":"x"}`+"\n"))
 	if r := runCLI(t, nil, "copy", "--from", db, "--to", filepath.Join(filepath.Dir(db), ".", filepath.Base(db))); cliexit.Status(r.err) != 2 {

@@ -47,6 +47,7 @@ func (i *jwtIssuer) signUntil(t *testing.T, sub string, exp time.Time) string {
 // owner admin (it sees none of admin's plants and cannot rotate admin's
 // webhook secret); with --jwt-shared-owners it is.
 func TestJWTOwners(t *testing.T) {
+	t.Parallel()
 	iss := newJWTIssuer(t)
 	for _, tt := range []struct {
 		name   string
@@ -88,6 +89,7 @@ func TestJWTOwners(t *testing.T) {
 // TestJWTOwnerFlags: the owner flags need JWTs on, exclude each other, and a
 // prefix that leaves too little room for the claim stops the start.
 func TestJWTOwnerFlags(t *testing.T) {
+	t.Parallel()
 	iss := newJWTIssuer(t)
 	for _, tt := range []struct {
 		name string

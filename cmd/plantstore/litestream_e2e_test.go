@@ -46,6 +46,7 @@ func litestreamBinary(t *testing.T) string {
 // it. Every plant acknowledged longer than litestreamRPO before the kill
 // must be there.
 func TestLitestream(t *testing.T) {
+	t.Parallel()
 	ls := litestreamBinary(t)
 	const (
 		// Litestream copies the WAL to its shadow WAL every monitor

@@ -13,6 +13,7 @@ import (
 // altered, in the wrong scheme) with debug logging on; a supplied one
 // (--bootstrap-token) never appears.
 func TestBootstrapTokenNotLogged(t *testing.T) {
+	t.Parallel()
 	use := func(t *testing.T, s *server, secret string) {
 		for _, tok := range []string{secret, secret + "x", secret[:len(secret)-1] + "0", strings.TrimPrefix(secret, plantstore.TokenPrefix)} {
 			do(t, testClient, "POST", s.url+"/plants", tok, `{"id":1,"name":"Fern"}`)

@@ -99,6 +99,7 @@ func storedToken(t *testing.T, path, secret string) *plantstore.Token {
 }
 
 func TestTokenCreate(t *testing.T) {
+	t.Parallel()
 	t.Run("OK", func(t *testing.T) {
 		path := tempDBPath(t)
 		r := mustRun(t, "token", "create", "--owner", "alice", "--db", path)
@@ -247,6 +248,7 @@ func listJSON(t *testing.T, path string) []listedToken {
 }
 
 func TestTokenListRevoke(t *testing.T) {
+	t.Parallel()
 	path := tempDBPath(t)
 
 	t.Run("Empty", func(t *testing.T) {
@@ -380,6 +382,7 @@ func TestTokenListRevoke(t *testing.T) {
 }
 
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	t.Run("OK", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "sub", "dir", "plantstore.db")
 		r := mustRun(t, "migrate", "--db", path)
@@ -476,6 +479,7 @@ func openRaw(t *testing.T, path string) *sql.DB {
 }
 
 func TestServeErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		args    []string
@@ -522,6 +526,7 @@ func TestServeErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		args     []string
@@ -550,6 +555,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -576,6 +582,7 @@ func TestUsageErrors(t *testing.T) {
 // TestPostgresUnreachable: every command fails clearly on a PostgreSQL URL
 // nobody answers, prints nothing on stdout and never shows the password.
 func TestPostgresUnreachable(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"migrate"},
 		{"token", "create", "--owner", "alice"},
@@ -604,6 +611,7 @@ func TestPostgresUnreachable(t *testing.T) {
 // the "plantstore serving" log line, uses the service and stops it by
 // cancelling the context, as SIGTERM does in main.
 func TestRunServe(t *testing.T) {
+	t.Parallel()
 	path := tempDBPath(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -681,6 +689,7 @@ func TestRunServe(t *testing.T) {
 // file, as an operator does when `serve` is starting (STYLE.md 10: several
 // processes starting at once are safe).
 func TestConcurrentFirstUse(t *testing.T) {
+	t.Parallel()
 	const rounds = 5
 	for round := range rounds {
 		path := tempDBPath(t)

@@ -17,6 +17,7 @@ import (
 // by default; --metrics-addr= or off turns it off; an address that is taken
 // stops the start with an error naming the setting.
 func TestServeMetricsAddr(t *testing.T) {
+	t.Parallel()
 	t.Run("Default", func(t *testing.T) {
 		for _, cmd := range cliflags.Commands(model(t)) {
 			if cmd.Command != "plantstore serve" {

@@ -57,6 +57,7 @@ func runBinaryOut(t *testing.T, args ...string) (stdout, stderr string) {
 // logs and messages show the URL with every host and the password masked,
 // in the user information or in a password parameter.
 func TestMultiHostURL(t *testing.T) {
+	t.Parallel()
 	const password = "multi-host-secret-7f3a"
 	src := multiHost(t, pgtest.NewDatabase(t), password, false)
 	dst := multiHost(t, pgtest.NewDatabase(t), password, true)

@@ -79,6 +79,7 @@ func (c *collector) got() ([]collectedSpan, []string) {
 // SIGTERM under service.name plantstore; with --cors-origins an allowed
 // origin's preflight is answered.
 func TestServeTracingAndCORS(t *testing.T) {
+	t.Parallel()
 	col := newCollector(t)
 	db := filepath.Join(t.TempDir(), "plantstore.db")
 	s := startServer(t, db, "--create-db", "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0",
@@ -148,6 +149,7 @@ func TestServeTracingAndCORS(t *testing.T) {
 
 // The CORS and tracing settings are checked before anything starts.
 func TestServeTracingAndCORSSettings(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args    []string
 		wantErr string

@@ -16,6 +16,7 @@ import (
 // probes log the outage once when it starts and once when it ends, with
 // the count of failed attempts, not once per attempt.
 func TestPostgresOutageLogged(t *testing.T) {
+	t.Parallel()
 	const secret = "outage-logged-token-0123456789abcdef"
 	cluster := pgtest.StartCluster(t)
 	db := cluster.CreateDatabase(t, "")

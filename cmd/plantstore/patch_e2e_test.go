@@ -16,8 +16,10 @@ import (
 // without If-Match as with it: GET /events lists no plant.updated, and a
 // subscription to plant.updated gets no delivery for it.
 func TestPatchNoChange(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)

@@ -98,6 +98,7 @@ func mustSucceed(t *testing.T, r result) result {
 func strPtr(s string) *string { return &s }
 
 func TestPlantsCommands(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 
 	r := mustSucceed(t, ps.plants(t, "create", "7", "Monstera", "--tag", "indoor"))
@@ -176,6 +177,7 @@ func TestPlantsCommands(t *testing.T) {
 }
 
 func TestPlantsUsage(t *testing.T) {
+	t.Parallel()
 	var code cliexit.Code
 	r := runCLI(t, nil, "plants", "list")
 	if !errors.As(r.err, &code) || code != 2 || !strings.Contains(r.stderr, "--token") {
@@ -269,6 +271,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestPlantsImport(t *testing.T) {
+	t.Parallel()
 	wantStored := []client.Plant{
 		{ID: 1, Name: "Aloe", Tag: strPtr("succulent")},
 		{ID: 2, Name: "Basil"},
@@ -352,6 +355,7 @@ func TestPlantsImport(t *testing.T) {
 // names every invalid line (the first 5 of them), the command exits 1 with
 // a message saying so, and nothing is stored.
 func TestPlantsImportInvalid(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, file, content string
 		wantLines           []string
@@ -413,6 +417,7 @@ func TestPlantsImportInvalid(t *testing.T) {
 }
 
 func TestPlantsImportTokenRefused(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	path := writeFile(t, "p.jsonl", importJSONL)
 	r := runCLI(t, map[string]string{"PLANTSTORE_SERVER": ps.url, "PLANTSTORE_TOKEN": "pst_wrong"}, "plants", "import", path)

@@ -194,6 +194,7 @@ func newClient(t *testing.T, n int, timeout time.Duration) *http.Client {
 // of one id resolve the same on both, each sees the other's writes, and a
 // revoked token is refused by both at once (there is no token cache).
 func TestTwoReplicas(t *testing.T) {
+	t.Parallel()
 	const adminSecret = "two-replicas-admin-token-0123456789abcdef"
 	db := pgtest.NewDatabase(t)
 
@@ -413,6 +414,7 @@ func TestTwoReplicas(t *testing.T) {
 // requests during the outage get 503 with an Error body (none hangs), and the
 // replica resumes by itself once PostgreSQL is back, without a restart.
 func TestPostgresRestartRecovery(t *testing.T) {
+	t.Parallel()
 	const secret = "restart-recovery-token-0123456789abcdef"
 	cluster := pgtest.StartCluster(t)
 	db := cluster.CreateDatabase(t, "")

@@ -23,6 +23,7 @@ import (
 // writes again, /readyz is 200 again with no client write (its probe write
 // succeeds), writes succeed, and no write answered 503 was stored.
 func TestPostgresReadOnly(t *testing.T) {
+	t.Parallel()
 	const secret = "read-only-database-token-0123456789abcdef"
 	db := pgtest.NewDatabase(t)
 	// --log-level debug: failing /readyz probes are logged as an outage,

@@ -12,6 +12,7 @@ import (
 // default (servers "/"), and --public-url (or PLANTSTORE_PUBLIC_URL) puts
 // the deployment's URL there.
 func TestServePublicURL(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		args []string

@@ -37,6 +37,7 @@ var tokenCreateRE = regexp.MustCompile(`(?m)^(?:export (\w+)=\$\()?\./plantstore
 // (plants, events) and $HOOKS (webhooks, and the plants and events their
 // deliveries are about), checked against a real server.
 func TestREADMETokens(t *testing.T) {
+	t.Parallel()
 	text := readme(t)
 	matches := tokenCreateRE.FindAllStringSubmatch(text, -1)
 	if len(matches) < 5 {
@@ -168,6 +169,7 @@ func readmeCurls(text string) []readmeCurl {
 // examples share (404 for a delivery id, 409, 412) are the examples'
 // business.
 func TestREADMECurl(t *testing.T) {
+	t.Parallel()
 	curlPath, err := exec.LookPath("curl")
 	if err != nil {
 		skipUnlessCI(t, "curl not installed: the README's curl examples not run")

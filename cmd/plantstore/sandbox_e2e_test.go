@@ -21,6 +21,7 @@ import (
 // directory stays empty), prints a bootstrap token that may use every
 // operation (plants and webhooks), and loses everything at exit.
 func TestServeMemory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	s := startServerIn(t, dir, addr, "--db", "memory:", "--webhook-allow-private", "--rate-limit", "0")
@@ -82,6 +83,7 @@ func TestServeMemory(t *testing.T) {
 // admin before serving; a bad line stops the start naming it; --seed needs
 // memory:.
 func TestServeMemorySeed(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, file, content string }{
 		{"JSONL", "seed.jsonl", `{"id":1,"name":"Fern","tag":"green"}` + "\n\n" + `{"id":2,"name":"Moss"}` + "\n" + `{"id":3,"name":"Aloe"}` + "\n"},
 		{"CSV", "seed.csv", "id,name,tag\n1,Fern,green\n2,Moss,\n3,Aloe,\n"},
@@ -159,6 +161,7 @@ func exitCodeOf(err error) int {
 // TestMemoryOtherCommands: the commands other than serve refuse memory:
 // (they could not reach serve's database) with a usage error.
 func TestMemoryOtherCommands(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"migrate"},
 		{"token", "create", "--owner", "alice"},

@@ -25,6 +25,7 @@ import (
 // status answered (the log is buffered: nothing is lost at exit); and the
 // process exits 0 within the grace period.
 func TestSIGTERMUnderLoad(t *testing.T) {
+	t.Parallel()
 	const (
 		clients      = 64
 		maxRequests  = 3000 // all clients together

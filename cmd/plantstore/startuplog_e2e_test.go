@@ -14,6 +14,7 @@ import (
 // in use and the settings that apply to it, and none of another backend's
 // (no "durability" on PostgreSQL, no pool settings on SQLite).
 func TestStartupLogSettings(t *testing.T) {
+	t.Parallel()
 	sqliteOnly := []string{"durability", "sqlite_wal_autocheckpoint"}
 	postgresOnly := []string{"db_max_conns", "db_statement_timeout"}
 	for _, tt := range []struct {

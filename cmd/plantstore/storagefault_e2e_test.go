@@ -31,6 +31,7 @@ import (
 // new, empty database with a new admin token, with or without --create-db
 // (the old WAL is still there).
 func TestStorageFault_FileMoved(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		fault func(path string) error
@@ -81,6 +82,7 @@ func TestStorageFault_FileMoved(t *testing.T) {
 // created by serve on a first run (the quick start), but not once a
 // database was opened there, and never by the token commands.
 func TestStorageFault_MissingPath(t *testing.T) {
+	t.Parallel()
 	t.Run("Serve", func(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "volume", "plantstore.db")
 		stderr := refusedStart(t, db)
@@ -179,6 +181,7 @@ func TestStorageFault_MissingPath(t *testing.T) {
 // there is room again both recover without a restart; every acknowledged
 // plant is stored.
 func TestStorageFault_DiskFull(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, "8m")
 	db := filepath.Join(dir, "plantstore.db")
 	s := startServer(t, db, "--create-db", "--rate-limit", "0", "--db-timeout", "2s")
@@ -219,6 +222,7 @@ func TestStorageFault_DiskFull(t *testing.T) {
 // /readyz are 503 50301; what was acknowledged before is there after the
 // file system is mounted again.
 func TestStorageFault_ReadOnly(t *testing.T) {
+	t.Parallel()
 	img, dir := mountExt4(t)
 	db := filepath.Join(dir, "plantstore.db")
 	s := startServer(t, db, "--create-db", "--rate-limit", "0", "--db-timeout", "2s")
@@ -248,6 +252,7 @@ func TestStorageFault_ReadOnly(t *testing.T) {
 // TestStorageFault_IOError: every I/O of the file system fails (ext4 shut
 // down, EIO, as after a lost disk). Writes and /readyz are 503 50301.
 func TestStorageFault_IOError(t *testing.T) {
+	t.Parallel()
 	_, dir := mountExt4(t)
 	db := filepath.Join(dir, "plantstore.db")
 	s := startServer(t, db, "--create-db", "--rate-limit", "0", "--db-timeout", "2s")
@@ -275,6 +280,7 @@ func TestStorageFault_IOError(t *testing.T) {
 // second, /readyz says 503; when the file system thaws the write is
 // answered 200 and /readyz 200 again.
 func TestStorageFault_Stalled(t *testing.T) {
+	t.Parallel()
 	_, dir := mountExt4(t)
 	db := filepath.Join(dir, "plantstore.db")
 	s := startServer(t, db, "--create-db", "--rate-limit", "0", "--db-timeout", "1s")

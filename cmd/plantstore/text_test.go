@@ -40,6 +40,7 @@ func checkPrintable(t *testing.T, what, out string) {
 // not reach the terminal raw); JSON output stays JSON, the string as
 // stored.
 func TestTablesEscapeStoredStrings(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0", "--event-stream-heartbeat", "1s")
 	tok := webhookToken(t, db, "alice")

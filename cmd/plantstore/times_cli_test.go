@@ -13,6 +13,7 @@ import (
 // (exit 2, nothing printed or stored; 2,500,000h was stored as expired in
 // 1727) and takes 100 years exactly, stored as given.
 func TestTokenCreateTTLBound(t *testing.T) {
+	t.Parallel()
 	path := tempDBPath(t)
 	mustRun(t, "migrate", "--db", path)
 	for _, ttl := range []string{"2500000h", "876601h"} {
@@ -40,6 +41,7 @@ func TestTokenCreateTTLBound(t *testing.T) {
 // lease stays in the range the row stores keep; serve stops at once naming
 // the setting.
 func TestServeTimeFlagBounds(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ flag, value string }{
 		{"--webhook-first-retry", "400h"}, // the last retry would come in 263 years
 		{"--webhook-first-retry", "61m"},

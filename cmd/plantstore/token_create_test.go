@@ -15,6 +15,7 @@ import (
 // …)": the id token revoke takes, the scopes as stored, and "never" or the
 // expiry in RFC 3339 (UTC); never the secret.
 func TestTokenCreateStderr(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		args   []string
@@ -65,6 +66,7 @@ func TestTokenCreateStderr(t *testing.T) {
 // TestTokenCreateHelpListsScopes: the help of token create (and of serve's
 // bootstrap flag) names every scope a token can carry.
 func TestTokenCreateHelpListsScopes(t *testing.T) {
+	t.Parallel()
 	r := runCLI(t, nil, "token", "create", "--help") // exits 0 through a cliexit.Code error
 	for _, scope := range plantstore.KnownScopes {
 		if !strings.Contains(r.stdout, scope) {
@@ -83,6 +85,7 @@ func TestTokenCreateHelpListsScopes(t *testing.T) {
 // supplied with --bootstrap-token, carries every scope: it reads and writes
 // plants and manages webhooks.
 func TestServeBootstrapScopes(t *testing.T) {
+	t.Parallel()
 	want := slices.Sorted(slices.Values(plantstore.KnownScopes))
 	for _, tt := range []struct {
 		name string

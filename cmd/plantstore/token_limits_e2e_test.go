@@ -12,6 +12,7 @@ import (
 // and --token-retention deletes an expired token in the background (the
 // newest token stays).
 func TestTokenLimits(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	admin := strings.TrimSpace(runBinary(t, "token", "create", "--owner", "alice", "--db", db,
 		"--scope", "plants:read", "--scope", "tokens:manage"))

@@ -18,6 +18,7 @@ import (
 // there is no database, and none is created), stores nothing, and prints
 // nothing.
 func TestTokenCreate_ErrOwner(t *testing.T) {
+	t.Parallel()
 	existing := tempDBPath(t)
 	mustRun(t, "migrate", "--db", existing)
 	for _, tt := range []struct {
@@ -70,6 +71,7 @@ func TestTokenCreate_ErrOwner(t *testing.T) {
 // TestTokenList_QuotesBadOwner: an owner name stored before owners were
 // checked is quoted in the table, so it cannot forge or hide rows.
 func TestTokenList_QuotesBadOwner(t *testing.T) {
+	t.Parallel()
 	path := tempDBPath(t)
 	mustRun(t, "token", "create", "--owner", "alice", "--db", path)
 	forged := "eve\ntok_0000000000000000  admin  plants:read,plants:write"

@@ -33,6 +33,7 @@ func decodeResult(t *testing.T, r result, v any) {
 // server: create (the secret once), list (a page with its cursor, --all,
 // table), show, revoke; and the API's refusals as errors.
 func TestTokensCLI(t *testing.T) {
+	t.Parallel()
 	ps := openPlantsServer(t)
 	// Owner carol: alice has the server's token already.
 	admin, adminSecret, err := ps.svc.Tokens.CreateToken(context.Background(), plantstore.TokenRequest{Owner: "carol", Scopes: plantstore.KnownScopes})
@@ -138,6 +139,7 @@ func TestTokensCLI(t *testing.T) {
 
 // TestTokensCLIUsage: flags the command checks before sending anything.
 func TestTokensCLIUsage(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"PLANTSTORE_TOKEN": "t", "PLANTSTORE_SERVER": "http://127.0.0.1:1"}
 	for _, args := range [][]string{
 		{"tokens"},
@@ -160,6 +162,7 @@ func TestTokensCLIUsage(t *testing.T) {
 // TestTokensCLITableEscapes: strings a server sends are printed in the
 // table so that control characters cannot add, hide or rewrite rows.
 func TestTokensCLITableEscapes(t *testing.T) {
+	t.Parallel()
 	url := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`[{"id":"tok_0123456789abcdef","scopes":["plants:read\ntok_forged  all  active"],` +

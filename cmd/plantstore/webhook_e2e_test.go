@@ -93,6 +93,7 @@ func webhookToken(t *testing.T, db, owner string) string {
 // subscription, verified by the standard-webhooks library; a replay sends
 // nothing; another owner's subscription gets nothing.
 func TestWebhookDelivery(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0")
 	alice, bob := webhookToken(t, db, "alice"), webhookToken(t, db, "bob")
@@ -159,6 +160,7 @@ func TestWebhookDelivery(t *testing.T) {
 // TestWebhookForbiddenAtDelivery in http/, with a resolver that maps a test
 // name to 127.0.0.1.)
 func TestWebhookSSRF(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0")
 	tok := webhookToken(t, db, "alice")
@@ -223,8 +225,10 @@ func TestWebhookSSRF(t *testing.T) {
 // kill -9, restart, receivers up: every acknowledged plant reaches every
 // subscriber (at least once).
 func TestWebhookCrash(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)
@@ -297,6 +301,7 @@ func TestWebhookCrash(t *testing.T) {
 // TestWebhookTwoReplicas: two replicas on one PostgreSQL database deliver
 // each event once, never the same delivery twice in parallel.
 func TestWebhookTwoReplicas(t *testing.T) {
+	t.Parallel()
 	db := pgtest.NewDatabase(t)
 	args := []string{"--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0"}
 	a := startServer(t, db, args...)
@@ -359,8 +364,10 @@ func getWebhook(t *testing.T, s *server, token, id string) webhookJSON {
 // with a Link to the next page, and refuses a bad limit or after with 400
 // 40003.
 func TestWebhookLimits(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)
@@ -428,6 +435,7 @@ func TestWebhookLimits(t *testing.T) {
 // (reason failing), one whose receiver answers 410 at once (reason gone);
 // GET shows both.
 func TestWebhookDisabled(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0",
 		"--webhook-first-retry", "100ms", "--webhook-disable-after", "1s")
@@ -473,6 +481,7 @@ func TestWebhookDisabled(t *testing.T) {
 // TestWebhookRetention: delivery history older than --webhook-retention
 // is deleted off the request path.
 func TestWebhookRetention(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0", "--webhook-retention", "2s")
 	tok := webhookToken(t, db, "alice")
@@ -527,8 +536,10 @@ func hangingReceiver(t *testing.T, accepted *atomic.Int32) string {
 // after, still arrives within 3 s, while A holds no more than its share of
 // the dispatcher's workers (a quarter of 32).
 func TestWebhookFairness(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)

@@ -62,8 +62,10 @@ func (r *holdingReceiver) release() {
 // timeout) at once and nothing sent; the deliveries leased in the database
 // count; a disabled subscription's ping is 409 40903.
 func TestWebhookPingBounds(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			db := tempDBPath(t)
 			if backend == "PostgreSQL" {
 				db = pgtest.NewDatabase(t)

@@ -38,6 +38,7 @@ var verifySnippets = []struct {
 // no signature, a timestamp past the 5 minutes. Each file is in the README
 // verbatim. In CI (CI set) a missing node or python3 fails the test.
 func TestWebhookVerifySnippets(t *testing.T) {
+	t.Parallel()
 	text := readme(t)
 	for _, sn := range verifySnippets {
 		src, err := os.ReadFile(sn.file)

@@ -16,6 +16,7 @@ import (
 // with a receiver on 127.0.0.1 that answers 410 first (the delivery fails,
 // the subscription is disabled), then 200.
 func TestWebhookOpsCLI(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0")
 	token := webhookToken(t, db, "alice")

@@ -64,6 +64,7 @@ func (r binaryRun) decode(t *testing.T, v any) {
 // TestWebhooksCLI runs every `plantstore webhooks` command of the built
 // binary against a running server, with a receiver on 127.0.0.1.
 func TestWebhooksCLI(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--webhook-allow-private", "--rate-limit", "0")
 	token := webhookToken(t, db, "alice")
@@ -176,6 +177,7 @@ func TestWebhooksCLI(t *testing.T) {
 // TestPlantsUpdateCLI runs `plantstore plants update` (and the If-Match of
 // `plants delete`) of the built binary against a running server.
 func TestPlantsUpdateCLI(t *testing.T) {
+	t.Parallel()
 	db := tempDBPath(t)
 	s := startServer(t, db, "--no-bootstrap-admin", "--rate-limit", "0")
 	token := strings.TrimSpace(runBinary(t, "token", "create", "--owner", "alice", "--db", db))

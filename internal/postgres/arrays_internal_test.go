@@ -9,6 +9,7 @@ import (
 // TestMessageIDsOf checks that a run's message ids are its events'
 // (Event.MessageID), with "" for a create without an event.
 func TestMessageIDsOf(t *testing.T) {
+	t.Parallel()
 	run := []*writeOp{
 		{event: &plantstore.Event{ID: "evt_0123abcd"}},
 		{},

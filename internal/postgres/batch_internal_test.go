@@ -23,7 +23,11 @@ import (
 
 // TestMain stops the shared test cluster when the tests are done (the
 // external tests of this package share this binary).
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Run(m)
+	dropTemplate()
+	os.Exit(code)
+}
 
 var fixedNow = time.Date(2025, 3, 1, 12, 0, 0, 123456000, time.UTC)
 
@@ -42,7 +46,7 @@ func OpenMigrated(t testing.TB, db *DB) *DB {
 	return db
 }
 
-func openBatchDB(t *testing.T) *DB { return OpenMigrated(t, NewDB(pgtest.NewDatabase(t))) }
+func openBatchDB(t *testing.T) *DB { return OpenMigrated(t, NewDB(NewMigratedDatabase(t))) }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -77,6 +81,7 @@ func mustInsert(t *testing.T, db *DB, p *plantstore.Plant) {
 // (the service tells replay from conflict), and a delete of an unknown key
 // is ErrNotFound; nothing needs running alone.
 func TestApply_OneTransaction(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	ops := []*writeOp{
 		create(t, "alice", 1, "Fern", ptr("green")),
@@ -115,6 +120,7 @@ func TestApply_OneTransaction(t *testing.T) {
 // for its writes), a create whose key is taken finds the row that has it,
 // and the other ops keep their outcomes.
 func TestApply_TakenKeys(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	mustInsert(t, db, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow})
 	mustInsert(t, db, &plantstore.Plant{Owner: "alice", ID: 4, Name: "Rose", CreatedAt: fixedNow})
@@ -148,6 +154,7 @@ func TestApply_TakenKeys(t *testing.T) {
 // deleted again and again: it moves every insert of "ghost" onto a key
 // that exists.
 func TestCommit_Contended(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	_, err := db.pool.Exec(t.Context(), `
 CREATE TABLE ghost_tries (n INT NOT NULL);
@@ -186,6 +193,7 @@ INSERT INTO plants (owner, id, name, created_at) VALUES ('haunt', 1, 'x', now())
 // whole transaction; the batch then runs each op alone, so only the bad one
 // fails, and the others keep their outcomes.
 func TestCommit_FailingWriteAlone(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	ops := []*writeOp{
 		create(t, "alice", 1, "Fern", nil),
@@ -214,6 +222,7 @@ func TestCommit_FailingWriteAlone(t *testing.T) {
 // ids and payloads: none for a key taken or an owner without subscriptions,
 // none to a disabled subscription.
 func TestApply_Outbox(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	for _, sub := range []*plantstore.Subscription{
 		{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9/1", Secret: "whsec_1", CreatedAt: fixedNow},
@@ -268,6 +277,7 @@ func TestApply_Outbox(t *testing.T) {
 // TestWrite_LeftBeforeTurn: a write whose caller left before its batch
 // began is not applied.
 func TestWrite_LeftBeforeTurn(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -283,6 +293,7 @@ func TestWrite_LeftBeforeTurn(t *testing.T) {
 // TestGroupCommit_Batches: writes queued while both committers are busy
 // share a transaction, and each gets its own outcome.
 func TestGroupCommit_Batches(t *testing.T) {
+	t.Parallel()
 	sizes := make(chan int, 100)
 	db := NewDB(pgtest.NewDatabase(t))
 	db.OnCommit = func(n int, _ time.Duration) { sizes <- n }
@@ -365,6 +376,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // deletes in which each key appears once, and a later op on a key goes to
 // a later run.
 func TestRuns(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		ops  []*writeOp // in key order
@@ -443,6 +455,7 @@ func state(t *testing.T, db *DB, owner string) string {
 // queue order: each op's result, the outbox rows and the rows left are
 // those of a second database where each op ran as a batch of its own.
 func TestCommit_SameKeySerial(t *testing.T) {
+	t.Parallel()
 	batched, serial := openBatchDB(t), openBatchDB(t)
 	for _, tt := range []struct {
 		name   string
@@ -507,6 +520,7 @@ func TestCommit_SameKeySerial(t *testing.T) {
 // others commit with their serial outcomes and outbox rows, each written
 // once.
 func TestCommit_ErrorInTheMiddle(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	_, err := db.pool.Exec(t.Context(), `
 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -554,6 +568,7 @@ CREATE TRIGGER refuse BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION refu
 // transaction's insert of its key, which then committed, returns that
 // transaction's row.
 func TestCommit_TakenConcurrently(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	other, err := db.pool.Begin(t.Context())
 	if err != nil {

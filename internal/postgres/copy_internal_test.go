@@ -11,6 +11,7 @@ import (
 // backend's once migrated (storetest.CheckSchema), but for webhook_owners
 // and token_owners, the rows a create locks (made by the create itself).
 func TestTables_Schema(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	types := map[string]portable.ColumnType{
 		"text": portable.TypeText, "bigint": portable.TypeInt, "integer": portable.TypeInt,

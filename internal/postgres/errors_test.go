@@ -29,6 +29,7 @@ func newToken(t *testing.T) *plantstore.Token {
 // BulkInsertPlants skips the keys that exist, in the table or earlier in
 // the same call, and counts only the rows it stored.
 func TestBulkInsertPlants_SkipsExisting(t *testing.T) {
+	t.Parallel()
 	db := MustOpenDB(t)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
@@ -60,6 +61,7 @@ func TestBulkInsertPlants_SkipsExisting(t *testing.T) {
 
 // A batch of 50,000 rows, half of them new, in one call.
 func TestBulkInsertPlants_Large(t *testing.T) {
+	t.Parallel()
 	const n = 50_000
 	db := MustOpenDB(t)
 	rows := func(from, to int64) []*plantstore.Plant {
@@ -94,6 +96,7 @@ func TestBulkInsertPlants_Large(t *testing.T) {
 
 // A unique violation (SQLSTATE 23505) is plantstore.ErrExists.
 func TestErrExists(t *testing.T) {
+	t.Parallel()
 	db := MustOpenDB(t)
 	ctx := t.Context()
 	tok := newToken(t)
@@ -122,6 +125,7 @@ func TestErrExists(t *testing.T) {
 // OpTimeout (and a second for the slack); started again, the store serves
 // again without being reopened.
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	db, c := openStoppable(t)
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
 	calls := []struct {
@@ -177,6 +181,7 @@ func TestUnavailable(t *testing.T) {
 // holds) fails with ErrUnavailable about then: the wait in the group commit
 // counts.
 func TestUnavailable_OpTimeout(t *testing.T) {
+	t.Parallel()
 	db, _ := openStoppable(t)
 	conn, err := pgx.Connect(t.Context(), db.URL)
 	if err != nil {
@@ -200,6 +205,7 @@ func TestUnavailable_OpTimeout(t *testing.T) {
 
 // After Close, writes fail with ErrUnavailable.
 func TestUnavailable_Closed(t *testing.T) {
+	t.Parallel()
 	db := MustOpenDB(t)
 	db.Close()
 	p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
@@ -210,6 +216,7 @@ func TestUnavailable_Closed(t *testing.T) {
 
 // Times are stored as instants, to the microsecond, and read back in UTC.
 func TestTimesUTC(t *testing.T) {
+	t.Parallel()
 	db := MustOpenDB(t)
 	zone := time.FixedZone("UTC+05:30", 5*3600+1800)
 	tok := newToken(t)

@@ -16,6 +16,7 @@ import (
 // event data, types as text) read back after migration 8 as facts that
 // render the same bytes (storetest.CheckLegacyRows).
 func TestMigrateEventFacts(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	db := NewDB(pgtest.NewDatabase(t))
 	if err := db.Open(ctx); err != nil {
@@ -61,6 +62,7 @@ func TestMigrateEventFacts(t *testing.T) {
 // TestMigrateAttemptErrors: attempts' errors written under version 9 name
 // the kind of failure only after migration 10 (no address, no name server).
 func TestMigrateAttemptErrors(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	db := NewDB(pgtest.NewDatabase(t))
 	if err := db.Open(ctx); err != nil {

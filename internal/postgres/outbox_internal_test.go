@@ -15,6 +15,7 @@ import (
 // the lease, whatever the claiming process's clock says (ClaimDeliveries
 // takes no time), and it compares due times with the server's now().
 func TestLeaseByServerClock(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	ctx := t.Context()
 	sub := &plantstore.Subscription{ID: "whk_1", Owner: "alice", URL: "http://127.0.0.1:9/", Secret: "whsec_1", CreatedAt: fixedNow}
@@ -47,6 +48,7 @@ func TestLeaseByServerClock(t *testing.T) {
 // disabled the reason gone, and every owner with a subscription its lock
 // row; down and up again keep the rows.
 func TestMigrateWebhookLimits(t *testing.T) {
+	t.Parallel()
 	db := NewDB(pgtest.NewDatabase(t))
 	if err := db.Open(t.Context()); err != nil {
 		t.Fatal(err)

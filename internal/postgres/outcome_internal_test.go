@@ -67,6 +67,7 @@ func openProxied(t *testing.T) (*DB, *faultProxy, *pgx.Conn) {
 // and outbox rows are there once or not at all. The client's retry of
 // each create then answers it: with the row (committed) or by writing it.
 func TestCommitOutcome_ConnectionLost(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name      string
 		fault     faultFunc
@@ -130,6 +131,7 @@ func TestCommitOutcome_ConnectionLost(t *testing.T) {
 // connection breaks once the server committed fail with ErrUnavailable
 // (503, not an internal error), and are not run again.
 func TestCommitOutcome_OtherWrites(t *testing.T) {
+	t.Parallel()
 	db, proxy, direct := openProxied(t)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
@@ -176,6 +178,7 @@ func TestCommitOutcome_OtherWrites(t *testing.T) {
 // commit after it returned, which waits for the standby too: 503 while
 // the standby is missing, the row once it is back.
 func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
+	t.Parallel()
 	c := pgtest.StartCluster(t)
 	url := c.CreateDatabase(t, "")
 	db := NewDB(url)
@@ -256,6 +259,7 @@ func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
 // once, not one by one as each fails; a second such error on a
 // connection made before that drop drops nothing more.
 func TestDropConns(t *testing.T) {
+	t.Parallel()
 	var drops atomic.Int32
 	db := NewDB(pgtest.NewDatabase(t))
 	db.Config.MaxConns = 4

@@ -18,6 +18,7 @@ import (
 // the pooler's next client: they travel inside each transaction (SET
 // LOCAL), not in the startup packet or a session SET.
 func TestSettingsInsideTransactions(t *testing.T) {
+	t.Parallel()
 	bouncer := pgtest.StartPgBouncer(t, pgtest.NewDatabase(t), pgtest.PgBouncerOptions{PoolSize: 1})
 	url := bouncer.Via(t, pgtest.NewDatabase(t))
 	db := NewDB(url)
@@ -79,6 +80,7 @@ func TestSettingsInsideTransactions(t *testing.T) {
 // pooler's conformance run (TestConformancePgBouncer) would fail without
 // it.
 func TestPreparedStatementsNeedNoPooler(t *testing.T) {
+	t.Parallel()
 	bouncer := pgtest.StartPgBouncer(t, pgtest.NewDatabase(t), pgtest.PgBouncerOptions{PoolSize: 1})
 	db := OpenMigrated(t, NewDB(bouncer.Via(t, pgtest.NewDatabase(t))))
 	ctx := t.Context()

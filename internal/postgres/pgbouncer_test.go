@@ -18,12 +18,20 @@ import (
 // server connection that other clients share (four per database), and
 // nothing in the startup packet makes PgBouncer refuse the connections.
 // Storage is made unavailable by stopping the cluster behind a PgBouncer
-// of its own, which stays up.
+// of its own, which stays up. Migrate runs every migration on an empty
+// database through the pooler; the suite's other databases are copies of
+// the migrated template, on which Migrate only checks the version.
 func TestConformancePgBouncer(t *testing.T) {
+	t.Parallel()
 	bouncer := pgtest.StartPgBouncer(t, pgtest.NewDatabase(t), pgtest.PgBouncerOptions{PoolSize: 4})
+	t.Run("Migrate", func(t *testing.T) {
+		db := postgres.NewDB(bouncer.Via(t, pgtest.NewDatabase(t)))
+		db.Config.TransactionPooler = true
+		postgres.OpenMigrated(t, db)
+	})
 	storetest.Run(t, storetest.Backends{
 		Open: func(t *testing.T) portable.Database {
-			db := postgres.NewDB(bouncer.Via(t, pgtest.NewDatabase(t)))
+			db := postgres.NewDB(bouncer.Via(t, postgres.NewMigratedDatabase(t)))
 			db.Config.TransactionPooler = true
 			return postgres.OpenMigrated(t, db)
 		},

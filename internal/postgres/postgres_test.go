@@ -9,10 +9,10 @@ import (
 )
 
 // MustOpenDB opens a migrated store on a fresh database of the shared test
-// cluster, closed when t ends.
+// cluster (a copy of the migrated template), closed when t ends.
 func MustOpenDB(t *testing.T) *postgres.DB {
 	t.Helper()
-	return postgres.OpenMigrated(t, postgres.NewDB(pgtest.NewDatabase(t)))
+	return postgres.OpenMigrated(t, postgres.NewDB(postgres.NewMigratedDatabase(t)))
 }
 
 // openStoppable opens a migrated store on a cluster of its own, which the

@@ -24,6 +24,7 @@ import (
 // nothing; the caller's cancellation and the statement's own errors are
 // neither.
 func TestUnavailable_Codes(t *testing.T) {
+	t.Parallel()
 	pgErr := func(code string) error {
 		return fmt.Errorf("wrapped: %w", &pgconn.PgError{Severity: "ERROR", Code: code, Message: "test"})
 	}
@@ -74,6 +75,7 @@ func TestUnavailable_Codes(t *testing.T) {
 // no other write (its probe clears the failure) and leaves nothing behind,
 // and writes succeed; a write that succeeds clears the failure too.
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	db.OpTimeout = 5 * time.Second
 	admin := adminConn(t, db.URL)
@@ -156,6 +158,7 @@ func TestReadOnly(t *testing.T) {
 // A write given up by its caller (its context canceled) records no
 // failure of the storage.
 func TestReadOnly_CallerCanceled(t *testing.T) {
+	t.Parallel()
 	db := openBatchDB(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -12,6 +12,7 @@ import (
 // per backend (MustOpenDB); storage is made unavailable by stopping a
 // cluster of its own (stoppable).
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, storetest.Backends{Open: openConformance, Unavailable: stoppable})
 }
 

@@ -17,6 +17,7 @@ import (
 // its number of writes, linked to the caller's span; a delete of a missing
 // row is an answer, not a failed batch.
 func TestBatchSpans(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	db := postgres.NewDB(pgtest.NewDatabase(t))

@@ -31,6 +31,7 @@ func openMemoryDB(t *testing.T, opTimeout time.Duration) *DB {
 // (serve --db memory:). Its storage is made unavailable by another
 // connection to the same memory database holding the write lock.
 func TestConformanceMemory(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, storetest.Backends{
 		Open:       func(t *testing.T) portable.Database { return openMemoryDB(t, 0) },
 		NoSnapshot: true,

@@ -19,6 +19,7 @@ import (
 // transaction) past the backend's timeout; a full disk and the error
 // classes are tested in unavailable_internal_test.go.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, storetest.Backends{
 		Open: func(t *testing.T) portable.Database {
 			return openDB(t)

@@ -550,8 +550,25 @@ func testFindPlants(t *testing.T, bs Backends) {
 	// following; one more and more is true. No limit gives DefaultPageSize.
 	t.Run("MaxPage", func(t *testing.T) {
 		svc := openServices(t, bs)
-		for id := range int64(plantstore.MaxPageSize) {
-			mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: id, Name: "x"})
+		// Eight writers at once (their creates share commits), each
+		// taking every eighth id: the pages are in id order, not in the
+		// order of the creates.
+		const writers = 8
+		var wg sync.WaitGroup
+		for w := range int64(writers) {
+			wg.Go(func() {
+				for id := w; id < plantstore.MaxPageSize; id += writers {
+					p := &plantstore.Plant{Owner: "alice", ID: id, Name: "x"}
+					if _, created, err := svc.Plants.CreatePlant(t.Context(), p); err != nil || !created {
+						t.Errorf("CreatePlant(%+v): created = %v, %v; want created", p, created, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
 		}
 		check := func(t *testing.T, limit, wantLen int, wantMore bool) {
 			t.Helper()

@@ -3,9 +3,9 @@
 // that the service behaves the same on each. Cases run at two levels:
 // through the service (service.New over the backend), for what a client
 // sees, and on the row stores directly, for the contracts the service relies
-// on but cannot show; each area's row-store subtest runs before its service
-// cases, so a broken contract shows there first. docs/architecture.md
-// ("Tests") lists what each level covers.
+// on but cannot show. Every case opens a backend of its own, so the areas
+// run in parallel. docs/architecture.md ("Tests") lists what each level
+// covers.
 //
 // A backend plugs in with one test:
 //
@@ -57,40 +57,52 @@ func Run(t *testing.T, b Backends) {
 		}
 	})
 
-	// Each area's row-level contracts first, then what the service makes
-	// of them.
-	t.Run("PlantStore", func(t *testing.T) { testPlantStore(t, b) })
-	t.Run("BulkInsert", func(t *testing.T) { testBulkInsert(t, b) })
-	t.Run("CreatePlant", func(t *testing.T) { testCreatePlant(t, b) })
-	t.Run("FindPlantByID", func(t *testing.T) { testFindPlantByID(t, b) })
-	t.Run("FindPlants", func(t *testing.T) { testFindPlants(t, b) })
-	t.Run("DeletePlant", func(t *testing.T) { testDeletePlant(t, b) })
-	t.Run("UpdatePlantStore", func(t *testing.T) { testUpdatePlantStore(t, b) })
-	t.Run("UpdatePlant", func(t *testing.T) { testUpdatePlant(t, b) })
-	t.Run("ImportPlants", func(t *testing.T) { testImportPlants(t, b) })
-	t.Run("Events", func(t *testing.T) { testEvents(t, b) })
+	// The areas run in parallel (each case opens backends of its own), and
+	// each area's row-level contracts have a subtest of their own, apart
+	// from what the service makes of them, so a broken contract is named
+	// as such.
+	for _, area := range []struct {
+		name string
+		run  func(*testing.T, Backends)
+	}{
+		{"PlantStore", testPlantStore},
+		{"BulkInsert", testBulkInsert},
+		{"CreatePlant", testCreatePlant},
+		{"FindPlantByID", testFindPlantByID},
+		{"FindPlants", testFindPlants},
+		{"DeletePlant", testDeletePlant},
+		{"UpdatePlantStore", testUpdatePlantStore},
+		{"UpdatePlant", testUpdatePlant},
+		{"ImportPlants", testImportPlants},
+		{"Events", testEvents},
 
-	t.Run("TokenStore", func(t *testing.T) { testTokenStore(t, b) })
-	t.Run("CreateToken", func(t *testing.T) { testCreateToken(t, b) })
-	t.Run("Authenticate", func(t *testing.T) { testAuthenticate(t, b) })
-	t.Run("FindTokens", func(t *testing.T) { testFindTokens(t, b) })
-	t.Run("RevokeToken", func(t *testing.T) { testRevokeToken(t, b) })
-	t.Run("CreateFirstToken", func(t *testing.T) { testCreateFirstToken(t, b) })
-	t.Run("OwnerTokenStore", func(t *testing.T) { testOwnerTokenStore(t, b) })
-	t.Run("MintToken", func(t *testing.T) { testMintToken(t, b) })
-	t.Run("OwnerTokens", func(t *testing.T) { testOwnerTokens(t, b) })
-	t.Run("TokenLimitStore", func(t *testing.T) { testTokenLimitStore(t, b) })
-	t.Run("TokenLimits", func(t *testing.T) { testTokenLimits(t, b) })
+		{"TokenStore", testTokenStore},
+		{"CreateToken", testCreateToken},
+		{"Authenticate", testAuthenticate},
+		{"FindTokens", testFindTokens},
+		{"RevokeToken", testRevokeToken},
+		{"CreateFirstToken", testCreateFirstToken},
+		{"OwnerTokenStore", testOwnerTokenStore},
+		{"MintToken", testMintToken},
+		{"OwnerTokens", testOwnerTokens},
+		{"TokenLimitStore", testTokenLimitStore},
+		{"TokenLimits", testTokenLimits},
 
-	t.Run("WebhookStore", func(t *testing.T) { testWebhookStore(t, b) })
-	t.Run("OutboxStore", func(t *testing.T) { testOutboxStore(t, b) })
-	t.Run("Subscriptions", func(t *testing.T) { testSubscriptions(t, b) })
-	t.Run("Outbox", func(t *testing.T) { testOutbox(t, b) })
-	t.Run("WebhookOps", func(t *testing.T) { testWebhookOps(t, b) })
+		{"WebhookStore", testWebhookStore},
+		{"OutboxStore", testOutboxStore},
+		{"Subscriptions", testSubscriptions},
+		{"Outbox", testOutbox},
+		{"WebhookOps", testWebhookOps},
 
-	t.Run("TableStore", func(t *testing.T) { testTableStore(t, b) })
+		{"TableStore", testTableStore},
 
-	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
+		{"Unavailable", testUnavailable},
+	} {
+		t.Run(area.name, func(t *testing.T) {
+			t.Parallel()
+			area.run(t, b)
+		})
+	}
 }
 
 // open returns a new backend and the services over it, with the real clock
