@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,4 +195,37 @@ func orNothing(s []string) string {
 		return "nothing"
 	}
 	return strings.Join(s, ", ")
+}
+
+// TestPackageDocs keeps every package's doc comment short (at most 20
+// lines): what the package is for and how to start using it; the rest
+// belongs in docs/.
+func TestPackageDocs(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{.Dir}} {{join .GoFiles ","}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const maxLines = 20
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		for _, name := range strings.Split(f[2], ",") {
+			file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(f[1], name), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if file.Doc == nil {
+				continue
+			}
+			if n := len(file.Doc.List); n > maxLines {
+				t.Errorf("%s (%s): package doc of %d lines, want at most %d (move the rest to docs/)", f[0], name, n, maxLines)
+			}
+		}
+	}
 }
