@@ -31,8 +31,11 @@ type Backend interface {
 	SchemaStatus(ctx context.Context) (current, known int64, err error)
 	// Ping reports whether the storage can serve now (GET /readyz):
 	// ErrUnavailable, wrapping the cause, when it cannot. Every backend
-	// checks that the storage answers; SQLite also that its file is still
-	// the one it opened and that its writes succeed and do not stall.
+	// checks that the storage answers and that its writes succeed;
+	// PostgreSQL answers from its last writes when they are recent (a
+	// commit: ready; a failure of the storage: not ready), SQLite also
+	// checks that its file is still the one it opened and that its writes
+	// do not stall.
 	Ping(ctx context.Context) error
 	// Close commits the writes already queued, then releases the
 	// resources. Writes that arrive later fail.

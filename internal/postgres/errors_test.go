@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/postgres"
 	"github.com/plantstore/plantstore/internal/service"
 )
 
@@ -120,7 +121,8 @@ func TestErrExists(t *testing.T) {
 
 // With its cluster stopped, every call fails with ErrUnavailable within
 // OpTimeout (and a second for the slack); started again, the store serves
-// again without being reopened.
+// again without being reopened (Ping once the failed writes are no longer
+// fresh: it answers from them until then).
 func TestUnavailable(t *testing.T) {
 	db, c := openStoppable(t)
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
@@ -166,6 +168,7 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 	c.Start(t)
+	postgres.AgeWrites(db)
 	for _, tt := range calls {
 		if err := tt.call(t.Context()); err != nil && !errors.Is(err, plantstore.ErrNotFound) {
 			t.Errorf("%s after restart: %v", tt.name, err)
