@@ -21,8 +21,9 @@ type Backend interface {
 	Migrate(ctx context.Context) (applied int, err error)
 	// SchemaStatus returns the database's schema version and the newest known.
 	SchemaStatus(ctx context.Context) (current, known int64, err error)
-	// Ping reports whether the storage can serve now (GET /readyz), else
-	// ErrUnavailable wrapping the cause.
+	// Ping reports whether the storage can serve writes now (GET /readyz),
+	// else ErrUnavailable wrapping the cause. PostgreSQL answers from its
+	// recent writes when there are any (docs/observability.md).
 	Ping(ctx context.Context) error
 	// Close commits the writes already queued, then releases the resources.
 	Close() error

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,7 +50,9 @@ import (
 // plant.created per plant; an event stream opened before the first round
 // on each owner carried on through both, every event once and in order;
 // every acknowledged create's webhook arrived at a loopback receiver; and
-// /readyz followed (503 during the kill's outage, 200 after each round).
+// /readyz followed the writes (503 during the kill's outage, 200 after each
+// round, and 200 within readyLag of a replica's first create answered 200
+// after each 503).
 // The write gaps are logged (docs/scaling.md quotes them). Patroni's
 // timings are CI's (ttl 10 s, loop_wait 1 s, retry_timeout 4 s), or
 // PLANTSTORE_TEST_PATRONI_TIMING=TTL,LOOP_WAIT,RETRY_TIMEOUT (seconds), to
@@ -129,7 +132,7 @@ func TestPostgresFailover(t *testing.T) {
 	t.Logf("kill: writes answered again %v after the SIGKILL; longest time without a 200: %v (replica A, direct: %v; B, through PgBouncer: %v)",
 		back.Sub(killStart).Round(10*time.Millisecond), load.window(kill, end1, -1).Round(10*time.Millisecond),
 		load.window(kill, end1, 0).Round(10*time.Millisecond), load.window(kill, end1, 1).Round(10*time.Millisecond))
-	ready.check(t, "kill", kill, end1, true)
+	ready.check(t, load, "kill", kill, end1, true)
 
 	// The killed node rejoins (pg_rewind), and the cluster is whole again.
 	rejoin := time.Now()
@@ -142,7 +145,10 @@ func TestPostgresFailover(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	switched := time.Now()
 	out := c.Switchover(t, leader, standby)
-	load.waitWrite(t, switched, 30*time.Second)
+	// Writes are back once a create sent after patronictl returned is
+	// answered: one sent before may have been answered by the old primary
+	// before it stepped down, with the switch still to come.
+	load.waitWrite(t, time.Now(), 30*time.Second)
 	time.Sleep(3 * time.Second)
 	end2 := time.Now()
 	load.check(t, "switchover", switched, end2)
@@ -150,7 +156,7 @@ func TestPostgresFailover(t *testing.T) {
 		leader.Name, standby.Name, load.window(switched, end2, -1).Round(10*time.Millisecond),
 		load.window(switched, end2, 0).Round(10*time.Millisecond), load.window(switched, end2, 1).Round(10*time.Millisecond),
 		switchedLine(out))
-	ready.check(t, "switchover", switched, end2, false)
+	ready.check(t, load, "switchover", switched, end2, false)
 
 	acked := load.stop(60 * time.Second)
 	load.check(t, "the whole run", began, time.Now())
@@ -406,7 +412,9 @@ func (l *haLoad) summary(from, to time.Time) string {
 	return fmt.Sprint(counts)
 }
 
-// readyWatch polls the replicas' /readyz every 200 ms.
+// readyWatch polls each replica's /readyz every 200 ms, each replica on a
+// goroutine of its own (a probe that waits for the database delays only
+// its replica's next poll).
 type readyWatch struct {
 	mu   sync.Mutex
 	seen []readyAnswer
@@ -421,12 +429,11 @@ type readyAnswer struct {
 func watchReady(t *testing.T, replicas []*server) *readyWatch {
 	w := &readyWatch{}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 10 * time.Second}
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			for i, s := range replicas {
+	for i, s := range replicas {
+		wg.Go(func() {
+			for ctx.Err() == nil {
 				res, err := client.Get(s.url + "/readyz")
 				status := 0
 				if err == nil {
@@ -437,38 +444,134 @@ func watchReady(t *testing.T, replicas []*server) *readyWatch {
 				w.mu.Lock()
 				w.seen = append(w.seen, readyAnswer{time.Now(), i, status})
 				w.mu.Unlock()
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+		})
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
 	return w
 }
 
+// readyLag bounds how long a replica's /readyz may answer 503 once a create
+// on it was answered 200: readiness follows the writes.
+const readyLag = 2 * time.Second
+
 // check fails t unless each replica's /readyz answered 200 last, by to,
-// and (when outage) 503 at some point after from.
-func (w *readyWatch) check(t *testing.T, round string, from, to time.Time, outage bool) {
+// and (when outage) 503 at some point after from; and unless, each time
+// it answered 503 in [from, to], its next 200 came within readyLag of the
+// answer to the replica's first create sent after that 503 and answered
+// 200 (the polls come every 200 ms or so). It logs the figures per
+// replica.
+func (w *readyWatch) check(t *testing.T, load *haLoad, round string, from, to time.Time, outage bool) {
 	t.Helper()
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	seen := slices.Clone(w.seen)
+	w.mu.Unlock()
+	load.mu.Lock()
+	results := slices.Clone(load.results)
+	load.mu.Unlock()
 	for replica := range 2 {
+		name := "AB"[replica]
+		var answers []readyAnswer
+		for _, a := range seen {
+			if a.replica == replica && !a.at.Before(from) && !a.at.After(to) {
+				answers = append(answers, a)
+			}
+		}
 		var last int
 		down := false
-		for _, a := range w.seen {
-			if a.replica != replica || a.at.Before(from) || a.at.After(to) {
-				continue
-			}
+		for _, a := range answers {
 			last = a.status
 			down = down || a.status == http.StatusServiceUnavailable
 		}
 		if last != http.StatusOK {
-			t.Errorf("%s: replica %c's /readyz answered %d last, want 200 once writes work again", round, "AB"[replica], last)
+			t.Errorf("%s: replica %c's /readyz answered %d last, want 200 once writes work again", round, name, last)
 		}
 		if outage && !down {
-			t.Errorf("%s: replica %c's /readyz never answered 503 during the outage", round, "AB"[replica])
+			t.Errorf("%s: replica %c's /readyz never answered 503 during the outage", round, name)
+		}
+		// Writes back: the create answered 200 that ends the replica's
+		// longest time without one in [from, to] (counting from its last
+		// one before from); then /readyz's first 200 at or after it.
+		var gap time.Duration
+		var back, prev time.Time
+		for _, r := range results {
+			if r.replica != replica || r.status != http.StatusOK || r.end.After(to) {
+				continue
+			}
+			if r.end.Before(from) {
+				if r.end.After(prev) {
+					prev = r.end
+				}
+				continue
+			}
+			if !prev.IsZero() && r.end.Sub(prev) > gap {
+				gap, back = r.end.Sub(prev), r.end
+			}
+			prev = r.end
+		}
+		var readyBack time.Time
+		for _, a := range answers {
+			if a.status == http.StatusOK && !a.at.Before(back) {
+				readyBack = a.at
+				break
+			}
+		}
+		if back.IsZero() || readyBack.IsZero() {
+			t.Errorf("%s: replica %c: no create answered 200 in the round, or no /readyz 200 after it", round, name)
+		} else {
+			t.Logf("%s: replica %c: writes back at +%v (after %v without a 200), /readyz 200 at +%v: %v later",
+				round, name, back.Sub(from).Round(time.Millisecond), gap.Round(time.Millisecond),
+				readyBack.Sub(from).Round(time.Millisecond), readyBack.Sub(back).Round(time.Millisecond))
+			if lag := readyBack.Sub(back); lag > readyLag {
+				t.Errorf("%s: replica %c's /readyz answered 200 %v after its writes came back, more than %v",
+					round, name, lag.Round(time.Millisecond), readyLag)
+			}
+		}
+		// Each run of answers other than 200, up to the next 200 (or to),
+		// against the replica's first create sent after the run began and
+		// answered 200: the time from that answer to /readyz's 200 (less
+		// than 0 when /readyz came back first).
+		worst := time.Duration(math.MinInt64)
+		var worstWrite time.Time
+		var runs []string
+		for i := 0; i < len(answers); i++ {
+			if answers[i].status == http.StatusOK {
+				continue
+			}
+			notReady := answers[i].at
+			readyAt := to
+			for i < len(answers) && answers[i].status != http.StatusOK {
+				i++
+			}
+			if i < len(answers) {
+				readyAt = answers[i].at
+			}
+			var wrote time.Time
+			for _, r := range results {
+				if r.replica == replica && r.status == http.StatusOK && r.start.After(notReady) &&
+					(wrote.IsZero() || r.end.Before(wrote)) {
+					wrote = r.end
+				}
+			}
+			run := fmt.Sprintf("+%v..+%v", notReady.Sub(from).Round(time.Millisecond), readyAt.Sub(from).Round(time.Millisecond))
+			if wrote.IsZero() {
+				run += " (no create sent after its start answered 200 yet)"
+			} else {
+				run += fmt.Sprintf(" (first create after it answered 200 at +%v)", wrote.Sub(from).Round(time.Millisecond))
+			}
+			runs = append(runs, run)
+			if !wrote.IsZero() && readyAt.Sub(wrote) > worst {
+				worst, worstWrite = readyAt.Sub(wrote), wrote
+			}
+		}
+		t.Logf("%s: replica %c's /readyz: %d runs of 503: %s", round, name, len(runs), strings.Join(runs, "; "))
+		if worst > readyLag {
+			t.Errorf("%s: replica %c's /readyz answered 200 %v after a create on it was answered 200 (at +%v), more than %v",
+				round, name, worst.Round(time.Millisecond), worstWrite.Sub(from).Round(time.Millisecond), readyLag)
 		}
 	}
 }

@@ -39,8 +39,12 @@ func TestPostgresOutageLogged(t *testing.T) {
 	}
 
 	cluster.Stop(t)
-	// Longer than the queue gauges' interval (5 s), so each loop fails at
-	// least once; /readyz is probed as an orchestrator does.
+	// /readyz follows the writes: 503 from the first write that fails (the
+	// pruners write every second), or from its own check once no write has
+	// come for a second; then 503 throughout. Longer than the queue
+	// gauges' interval (5 s), so each loop fails at least once; /readyz is
+	// probed as an orchestrator does.
+	waitFor(t, 5*time.Second, "GET /readyz 503 with PostgreSQL stopped", func() bool { return probe() == http.StatusServiceUnavailable })
 	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
 		if status := probe(); status != http.StatusServiceUnavailable {
 			t.Fatalf("GET /readyz with PostgreSQL stopped: %d, want 503", status)

@@ -181,7 +181,8 @@ func (db *DB) commit(batch []*writeOp) {
 		return cmp.Or(cmp.Compare(a.plant.Owner, b.plant.Owner), cmp.Compare(a.plant.ID, b.plant.ID))
 	})
 	ctx, cancel := batchContext(ops)
-	err := db.wrote(db.apply(ctx, ops))
+	start := db.ready.now()
+	err := db.wrote(start, db.apply(ctx, ops))
 	cancel()
 	for _, op := range ops {
 		switch {
@@ -226,7 +227,8 @@ func (db *DB) alone(op *writeOp) {
 	}
 	one := []*writeOp{op}
 	tries := 0
-	err := db.wrote(retry(ctx, func() error {
+	start := db.ready.now()
+	err := db.wrote(start, retry(ctx, func() error {
 		for {
 			op.reset()
 			if err := db.apply(ctx, one); err != nil || !op.unresolved {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/postgres"
 	"github.com/plantstore/plantstore/internal/service"
 )
 
@@ -123,7 +124,8 @@ func TestErrExists(t *testing.T) {
 
 // With its cluster stopped, every call fails with ErrUnavailable within
 // OpTimeout (and a second for the slack); started again, the store serves
-// again without being reopened.
+// again without being reopened (Ping once the failed writes are no longer
+// fresh: it answers from them until then).
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
 	db, c := openStoppable(t)
@@ -170,6 +172,7 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 	c.Start(t)
+	postgres.AgeWrites(db)
 	for _, tt := range calls {
 		if err := tt.call(t.Context()); err != nil && !errors.Is(err, plantstore.ErrNotFound) {
 			t.Errorf("%s after restart: %v", tt.name, err)

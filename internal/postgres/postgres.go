@@ -102,9 +102,8 @@ type DB struct {
 	// nanoseconds; see failover.go).
 	dropped atomic.Int64
 
-	// failed is the error of the last write that failed for the storage
-	// (see writeFault); nil once a write succeeds, or Ping's probe write.
-	failed atomic.Pointer[error]
+	// ready keeps the outcome of the last writes for Ping (ready.go).
+	ready readiness
 }
 
 var _ plantstore.Backend = (*DB)(nil)
@@ -179,26 +178,33 @@ func (db *DB) Close() error {
 	return nil
 }
 
-// Ping reports whether the database can serve reads and writes now: a
-// round trip on a pooled connection and, when the last write failed for
-// the storage (see writeFault), a probe write (probeWrite), all within
-// OpTimeout. It fails with plantstore.ErrUnavailable when the server does
-// not answer, or when the last write failed and the probe fails too; a
-// probe that succeeds clears the failure.
+// Ping reports whether the database can serve reads and writes now, from
+// the outcome of the last writes when one came within readyFresh (see
+// ready.go): ready when one succeeded, plantstore.ErrUnavailable when one
+// failed for the storage (writeFault). Otherwise it checks, within
+// OpTimeout: a probe write (probeWrite) when the last write failed, whose
+// outcome it records as a write's, else a round trip on a pooled
+// connection.
 func (db *DB) Ping(ctx context.Context) error {
+	state, last := db.ready.state()
+	switch state {
+	case stateOK:
+		return nil
+	case stateFailing:
+		return wrap("ping", fmt.Errorf("%w (%w)", errWriteFailed, last))
+	}
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	if err := db.pool.Ping(ctx); err != nil {
-		return wrap("ping", err)
+	if state == stateIdle {
+		return wrap("ping", db.pool.Ping(ctx))
 	}
-	last := db.failed.Load()
-	if last == nil {
-		return nil
+	start := db.ready.now()
+	if err := db.wrote(start, db.probeWrite(ctx)); err != nil {
+		if state, _ := db.ready.state(); state == stateOK {
+			return nil // a write committed while the probe waited
+		}
+		return wrap("ping", fmt.Errorf("%w (%w); a probe write failed too: %w", errWriteFailed, last, redact(err)))
 	}
-	if err := db.probeWrite(ctx); err != nil {
-		return wrap("ping", fmt.Errorf("%w (%w); a probe write failed too: %w", errWriteFailed, *last, redact(err)))
-	}
-	db.failed.CompareAndSwap(last, nil) // unless a write failed since
 	return nil
 }
 
@@ -229,22 +235,21 @@ func (db *DB) probeWrite(ctx context.Context) error {
 	})
 }
 
-// wrote records the outcome of a write for Ping and returns err: a fault
-// of the storage (writeFault) is latched; a write that succeeded clears
-// it (one atomic load when nothing is latched); any other error (the
-// statement's, a timeout, the caller's cancellation) leaves it as it is.
-// Every write records its outcome: the group commit per transaction, and
-// exec, inTx and sendBatch; reads do not (a read that succeeds says
-// nothing of the writes).
-func (db *DB) wrote(err error) error {
+// wrote records the outcome of a write that started at start for Ping
+// (ready.go) and returns err: a write that succeeded makes the store
+// ready, a fault of the storage (writeFault) not ready, unless a write
+// succeeded since start; any other error (the statement's, a timeout,
+// the caller's cancellation) says nothing of the storage. Every write
+// records its outcome: the group commit per transaction, and exec, inTx,
+// writeOne and sendBatch; reads do not (a read that succeeds says nothing
+// of the writes).
+func (db *DB) wrote(start time.Time, err error) error {
 	switch {
 	case err == nil:
-		if db.failed.Load() != nil {
-			db.failed.Store(nil)
-		}
+		db.ready.succeeded()
 	case writeFault(err):
 		err = redact(err)
-		db.failed.Store(&err)
+		db.ready.failed(start, err)
 	}
 	return err
 }
@@ -331,7 +336,8 @@ func (db *DB) inTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(ctx context.
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
 	opts := pgx.TxOptions{BeginQuery: db.beginSQL(iso)}
-	return db.wrote(retry(ctx, func() error {
+	start := db.ready.now()
+	return db.wrote(start, retry(ctx, func() error {
 		return db.onConn(ctx, true, func(c *pgx.Conn) error {
 			return pgx.BeginTxFunc(ctx, c, opts, func(tx pgx.Tx) error { return fn(ctx, tx) })
 		})
@@ -344,6 +350,7 @@ func (db *DB) inTx(ctx context.Context, iso pgx.TxIsoLevel, fn func(ctx context.
 func (db *DB) exec(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
+	start := db.ready.now()
 	err = retry(ctx, func() error {
 		b := &pgx.Batch{}
 		b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
@@ -352,7 +359,7 @@ func (db *DB) exec(ctx context.Context, sql string, args ...any) (tag pgconn.Com
 		})
 		return db.send(ctx, b)
 	})
-	return tag, db.wrote(err)
+	return tag, db.wrote(start, err)
 }
 
 // queryOne returns the first row of a read run alone within OpTimeout,
@@ -378,6 +385,7 @@ func queryOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql str
 func writeOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql string, args ...any) (v T, err error) {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
+	start := db.ready.now()
 	err = retry(ctx, func() error {
 		b := &pgx.Batch{}
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) (err error) {
@@ -389,7 +397,7 @@ func writeOne[T any](ctx context.Context, db *DB, scan pgx.RowToFunc[T], sql str
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = plantstore.ErrNotFound
 	}
-	return v, db.wrote(err)
+	return v, db.wrote(start, err)
 }
 
 // queryAll returns every row of a read run within OpTimeout (an empty

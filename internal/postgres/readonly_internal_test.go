@@ -70,14 +70,17 @@ func TestUnavailable_Codes(t *testing.T) {
 // demoted to a standby after a failover; here default_transaction_read_only
 // set on the database and its sessions ended, so that the pool reconnects
 // with it). Every kind of write fails with ErrUnavailable (SQLSTATE 25006),
-// reads still serve, and Ping fails: the last write failed and its probe
-// write fails too. Once the database takes writes again, Ping succeeds with
-// no other write (its probe clears the failure) and leaves nothing behind,
-// and writes succeed; a write that succeeds clears the failure too.
+// reads still serve, and Ping fails at once: the last write failed; once
+// no write came for readyFresh (the test's clock), Ping probes with a
+// write, which fails too. Once the database takes writes again, Ping
+// succeeds with no other write (its probe clears the failure) and leaves
+// nothing behind, and writes succeed; a write that succeeds clears the
+// failure too.
 func TestReadOnly(t *testing.T) {
 	t.Parallel()
 	db := openBatchDB(t)
 	db.OpTimeout = 5 * time.Second
+	clock := newTestClock().set(&db.ready)
 	admin := adminConn(t, db.URL)
 	ctx := t.Context()
 	fern := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}
@@ -106,26 +109,33 @@ func TestReadOnly(t *testing.T) {
 		if !errors.Is(err, plantstore.ErrUnavailable) || pgCode(err) != codeReadOnlyTransaction {
 			t.Fatalf("%s on a read-only database: err = %v, want ErrUnavailable with SQLSTATE 25006", w.name, err)
 		}
-		if db.failed.Load() == nil {
+		if db.ready.err() == nil {
 			t.Fatalf("%s failed for the storage, but no failure is recorded", w.name)
 		}
 	}
 	if got, err := db.FindPlant(ctx, "alice", 1); err != nil || !got.SameContent(fern) {
 		t.Fatalf("FindPlant on a read-only database: %+v, %v; want %+v", got, err, fern)
 	}
-	for range 2 { // a read that succeeds clears nothing; nor does the failed probe
+	// A read that succeeds clears nothing.
+	if err := db.Ping(ctx); !errors.Is(err, plantstore.ErrUnavailable) || !errors.Is(err, errWriteFailed) ||
+		pgCode(err) != codeReadOnlyTransaction || strings.Contains(err.Error(), "probe write") {
+		t.Fatalf("Ping right after the failed writes: err = %v, want ErrUnavailable: the last write failed (no probe)", err)
+	}
+	for range 2 { // nor does the failed probe
+		clock.Advance(readyFresh)
 		err := db.Ping(ctx)
 		if !errors.Is(err, plantstore.ErrUnavailable) || !errors.Is(err, errWriteFailed) ||
 			pgCode(err) != codeReadOnlyTransaction || !strings.Contains(err.Error(), "probe write failed") {
-			t.Fatalf("Ping on a read-only database: err = %v, want ErrUnavailable: the last write failed, and the probe", err)
+			t.Fatalf("Ping on an idle read-only database: err = %v, want ErrUnavailable: the last write failed, and the probe", err)
 		}
 	}
 
 	setReadOnly(t, db, admin, false)
+	clock.Advance(readyFresh)
 	if err := db.Ping(ctx); err != nil {
 		t.Fatalf("Ping once the database takes writes again: %v", err)
 	}
-	if db.failed.Load() != nil {
+	if db.ready.err() != nil {
 		t.Fatal("the probe write of Ping succeeded, but the failure is still recorded")
 	}
 	var probes int
@@ -150,8 +160,11 @@ func TestReadOnly(t *testing.T) {
 	if err := errOnly(db.DeletePlant(ctx, "alice", 2, nil)); err != nil {
 		t.Fatalf("DeletePlant once the database takes writes again: %v", err)
 	}
-	if db.failed.Load() != nil {
+	if db.ready.err() != nil {
 		t.Fatal("a write succeeded, but the failure is still recorded")
+	}
+	if err := db.Ping(ctx); err != nil {
+		t.Fatalf("Ping right after a write succeeded: %v", err)
 	}
 }
 
@@ -169,8 +182,8 @@ func TestReadOnly_CallerCanceled(t *testing.T) {
 	if _, err := db.BulkInsertPlants(ctx, []*plantstore.Plant{p}); err == nil {
 		t.Fatal("BulkInsertPlants with a canceled context succeeded")
 	}
-	if last := db.failed.Load(); last != nil {
-		t.Fatalf("a canceled write recorded a failure: %v", *last)
+	if last := db.ready.err(); last != nil {
+		t.Fatalf("a canceled write recorded a failure: %v", last)
 	}
 	if err := db.Ping(t.Context()); err != nil {
 		t.Fatal(err)

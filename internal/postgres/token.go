@@ -144,9 +144,10 @@ func (db *DB) FindOwnerToken(ctx context.Context, owner, id string) (*plantstore
 // RevokeOwnerToken sets owner's token id's revocation time to at, unless it
 // has one, and returns the token.
 func (db *DB) RevokeOwnerToken(ctx context.Context, owner, id string, at time.Time) (*plantstore.Token, error) {
+	start := db.ready.now()
 	t, err := queryOne(ctx, db, scanToken, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, $1)
 	WHERE owner = $2 AND id = $3 RETURNING `+tokenReturning, at, owner, id)
-	if err = db.wrote(err); err != nil {
+	if err = db.wrote(start, err); err != nil {
 		return nil, wrap("revoke owner token", err)
 	}
 	return t, nil

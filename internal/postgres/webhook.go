@@ -58,7 +58,8 @@ func (db *DB) InsertSubscription(ctx context.Context, s *plantstore.Subscription
 func (db *DB) sendBatch(ctx context.Context, build func() *pgx.Batch) error {
 	ctx, cancel := db.opContext(ctx)
 	defer cancel()
-	return db.wrote(retry(ctx, func() error { return db.send(ctx, build()) }))
+	start := db.ready.now()
+	return db.wrote(start, retry(ctx, func() error { return db.send(ctx, build()) }))
 }
 
 // readBatch is sendBatch for a batch that only reads: its outcome is not
