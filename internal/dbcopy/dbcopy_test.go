@@ -293,8 +293,10 @@ func TestCopy_WhileServing(t *testing.T) {
 			}
 		})
 	}
-	for created.Load() < 50 && !t.Failed() {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); created.Load() < 50 && !t.Failed(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d plants created after 20 s, want 50 before the copy", created.Load())
+		}
 	}
 	results, err := dbcopy.Copy(ctx, src, dst, dbcopy.Options{ChunkRows: 500})
 	close(stop)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/plantstore/plantstore/internal/groupcommit"
@@ -18,6 +19,11 @@ type op struct {
 // Concurrent writes are batched, each is applied once and answered with
 // its own result.
 func TestQueue_Batches(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testBatches)
+}
+
+func testBatches(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	release := make(chan struct{})
@@ -48,7 +54,7 @@ func TestQueue_Batches(t *testing.T) {
 		})
 	}
 	// Let every write queue behind the first batch, then let them through.
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait()
 	close(release)
 	wg.Wait()
 	total := 0
@@ -75,6 +81,11 @@ func TestQueue_Batches(t *testing.T) {
 
 // A write whose caller left before its batch began is not applied.
 func TestQueue_SkipsAbandoned(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testSkipsAbandoned)
+}
+
+func testSkipsAbandoned(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var applied []int
 	q := groupcommit.New(groupcommit.Config[*op]{Apply: func(batch []*op) {
@@ -93,7 +104,7 @@ func TestQueue_SkipsAbandoned(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	second := make(chan error, 1)
 	go func() { second <- q.Do(ctx, &op{n: 1}) }()
-	time.Sleep(20 * time.Millisecond) // op 1 is queued behind the running batch
+	synctest.Wait() // op 1 is queued behind the running batch
 	cancel()
 	close(release)
 	if err := <-first; err != nil {
@@ -109,6 +120,11 @@ func TestQueue_SkipsAbandoned(t *testing.T) {
 
 // Close applies what was queued; later writes get ErrClosed.
 func TestQueue_Close(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testClose)
+}
+
+func testClose(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	n := 0
@@ -126,10 +142,15 @@ func TestQueue_Close(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait() // every write is queued or in the blocked batch
 	closed := make(chan struct{})
 	go func() { q.Close(); close(closed) }()
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait()
+	select {
+	case <-closed:
+		t.Fatal("Close returned before the queued writes were applied")
+	default:
+	}
 	close(release)
 	<-closed
 	wg.Wait()
@@ -144,6 +165,11 @@ func TestQueue_Close(t *testing.T) {
 // A write whose deadline passed while it waited behind a batch is not
 // applied and gets context.DeadlineExceeded.
 func TestQueue_Deadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testDeadline)
+}
+
+func testDeadline(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var applied []int
 	q := groupcommit.New(groupcommit.Config[*op]{Apply: func(batch []*op) {
@@ -161,7 +187,8 @@ func TestQueue_Deadline(t *testing.T) {
 	<-started
 	late := make(chan error, 1)
 	go func() { late <- q.DoBy(context.Background(), time.Now().Add(20*time.Millisecond), &op{n: 1}) }()
-	time.Sleep(50 * time.Millisecond) // op 1's deadline passes while op 0's batch runs
+	synctest.Wait()                   // op 1 is queued behind op 0's batch
+	time.Sleep(50 * time.Millisecond) // its deadline passes (the bubble's clock) while that batch runs
 	close(release)
 	if err := <-first; err != nil {
 		t.Fatal(err)

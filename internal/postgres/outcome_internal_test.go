@@ -197,7 +197,21 @@ func TestCommitOutcome_SyncStandbyWarning(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(200 * time.Millisecond) // the backends read the reloaded settings
+		// The postmaster signals every backend with the reload; once this
+		// one has read the settings, the others read them at their next
+		// statement.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			var got string
+			if err := admin.QueryRow(ctx, `SELECT current_setting('synchronous_standby_names')`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got == names {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("synchronous_standby_names = %q 10 s after the reload, want %q", got, names)
+			}
+		}
 	}
 	// cancelWaits cancels every wait for the standby until done is closed.
 	cancelWaits := func(done chan struct{}) {

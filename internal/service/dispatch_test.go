@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,7 +39,8 @@ type memOutbox struct {
 	mu       sync.Mutex
 	entries  []*memEntry
 	disabled map[string]bool
-	claims   int
+	claims   int                 // ClaimDeliveries calls
+	claimed  int                 // tasks they returned
 	prunes   []time.Time         // the before of each PruneOutbox call
 	prune    func(limit int) int // what PruneOutbox deletes; nil: nothing
 }
@@ -87,8 +89,29 @@ func (o *memOutbox) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]
 		t.Attempts = len(e.results)
 		out = append(out, &t)
 	}
+	o.claimed += len(out)
 	return out, nil
 }
+
+// counts returns how many claims were made and how many tasks they
+// returned.
+func (o *memOutbox) counts() (claims, claimed int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.claims, o.claimed
+}
+
+// waitClaims waits for n more claims. A claim that returns fewer tasks
+// than it asked for is followed by the next one a poll interval (5 ms)
+// later at the earliest, so n >= 2 more claims also cover a retry that the
+// schedule (1 ms) makes due after the last attempt.
+func waitClaims(t *testing.T, n int, claims func() int) {
+	t.Helper()
+	want := claims() + n
+	waitFor(t, fmt.Sprintf("%d more claims", n), func() bool { return claims() >= want })
+}
+
+func (o *memOutbox) claimCount() int { n, _ := o.counts(); return n }
 
 func (o *memOutbox) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
 	if err := ctx.Err(); err != nil {
@@ -291,6 +314,7 @@ func recorder(t *testing.T, statuses ...int) (*httptest.Server, func() []receive
 }
 
 func TestDispatcherDelivers(t *testing.T) {
+	t.Parallel()
 	srv, got := recorder(t, http.StatusNoContent)
 	o := newMemOutbox()
 	current, previous := newSecret(t), newSecret(t)
@@ -346,6 +370,7 @@ func TestDispatcherDelivers(t *testing.T) {
 }
 
 func TestDispatcherRetriesWithTheSameID(t *testing.T) {
+	t.Parallel()
 	srv, got := recorder(t, 500, 500, 200)
 	o := newMemOutbox()
 	o.add(task("msg_retry", srv.URL, newSecret(t)))
@@ -382,6 +407,7 @@ func TestDispatcherRetriesWithTheSameID(t *testing.T) {
 }
 
 func TestDispatcherGivesUpAfterTheLastAttempt(t *testing.T) {
+	t.Parallel()
 	srv, got := recorder(t, 503)
 	o := newMemOutbox()
 	o.add(task("msg_fail", srv.URL, newSecret(t)))
@@ -405,6 +431,7 @@ func TestDispatcherGivesUpAfterTheLastAttempt(t *testing.T) {
 }
 
 func TestDispatcherDisablesOnGone(t *testing.T) {
+	t.Parallel()
 	srv, got := recorder(t, http.StatusGone)
 	o := newMemOutbox()
 	o.add(task("msg_gone", srv.URL, newSecret(t)))
@@ -428,6 +455,7 @@ func TestDispatcherDisablesOnGone(t *testing.T) {
 }
 
 func TestDispatcherHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC) // a fixed clock
 	tests := []struct {
 		name, retryAfter string
@@ -441,6 +469,7 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Retry-After", tt.retryAfter)
 				w.WriteHeader(http.StatusTooManyRequests)
@@ -464,6 +493,7 @@ func TestDispatcherHonoursRetryAfter(t *testing.T) {
 }
 
 func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	slowStarted := make(chan struct{})
 	var slowDone atomic.Bool
@@ -515,40 +545,43 @@ func TestDispatcherSlowReceiverDoesNotBlockOthers(t *testing.T) {
 	}
 }
 
+// TestDispatcherShutdownFinishesInFlight: once its context ends, Run
+// claims no more but waits for the attempt in flight, which is not
+// cancelled, and records it. In a synctest bubble, with a receiver in
+// memory: synctest.Wait proves that Run is still waiting.
 func TestDispatcherShutdownFinishesInFlight(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testDispatcherShutdownFinishesInFlight)
+}
+
+func testDispatcherShutdownFinishesInFlight(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	client := handlerClient(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		select {
 		case <-release:
-		case <-time.After(10 * time.Second):
+		case <-r.Context().Done():
+			w.WriteHeader(http.StatusServiceUnavailable) // the attempt was cancelled
 		}
-	}))
-	defer srv.Close()
+	})
 	o := newMemOutbox()
-	o.add(task("msg_inflight", srv.URL, newSecret(t)))
+	o.add(task("msg_inflight", "http://127.0.0.1/hook", newSecret(t)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	d, _ := newDispatcher(t, o, nil)
+	d, _ := newDispatcher(t, o, nil, func(c *config) { c.sender.Client = client })
 	go func() { d.Run(ctx); close(done) }()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("receiver never called")
-	}
+	<-started
 	cancel()
 	// Run waits for the attempt, which waits for release.
-	time.Sleep(20 * time.Millisecond)
+	synctest.Wait()
 	select {
 	case <-done:
 		t.Fatal("Run returned with an attempt in flight")
 	default:
 	}
-	o.mu.Lock()
-	claims := o.claims
-	o.mu.Unlock()
+	claims := o.claimCount()
 	close(release)
 	select {
 	case <-done:
@@ -559,14 +592,30 @@ func TestDispatcherShutdownFinishesInFlight(t *testing.T) {
 	if len(rs) != 1 || rs[0].State != plantstore.DeliverySucceeded {
 		t.Errorf("in-flight attempt recorded as %+v, want one succeeded", rs)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.claims != claims {
-		t.Errorf("claimed %d more times after cancel", o.claims-claims)
+	if n := o.claimCount(); n != claims {
+		t.Errorf("claimed %d more times after cancel", n-claims)
 	}
 }
 
+// handlerClient returns an HTTP client that has h answer each request in
+// memory, without a connection: what h waits on is durably blocking in a
+// synctest bubble.
+func handlerClient(h http.HandlerFunc) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		sr := r.Clone(r.Context())
+		sr.RequestURI = r.URL.RequestURI()
+		h(rec, sr)
+		return rec.Result(), nil
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 func TestDispatcherRefusesPrivateTargetsByDefault(t *testing.T) {
+	t.Parallel()
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -581,8 +630,11 @@ func TestDispatcherRefusesPrivateTargetsByDefault(t *testing.T) {
 	d, _ := newDispatcher(t, o, nil, func(c *config) { c.sender.AllowPrivate = false }) // as serve runs by default: private addresses refused
 	stop, _ := run(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_ssrf")) >= 1 })
-	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
+	waitClaims(t, 3, o.claimCount) // a retry (1 ms later) would be claimed
 	stop()
+	if _, n := o.counts(); n != 1 {
+		t.Errorf("claimed %d tasks, want 1: the refused delivery was retried", n)
+	}
 	results := o.results("msg_ssrf")
 	r := results[0]
 	// Refused before connecting, and not retried: every retry would be
@@ -604,6 +656,7 @@ func TestDispatcherRefusesPrivateTargetsByDefault(t *testing.T) {
 // receiver sees no connection. The same client with AllowPrivate reaches
 // the receiver through that name, so the refusal is the address check's.
 func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
+	t.Parallel()
 	var conns atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -625,8 +678,11 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 	})
 	stop, _ := run(t, d)
 	waitFor(t, "the attempt", func() bool { return len(o.results("msg_name")) >= 1 })
-	time.Sleep(50 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
+	waitClaims(t, 3, o.claimCount) // a retry (1 ms later) would be claimed
 	stop()
+	if _, n := o.counts(); n != 1 {
+		t.Errorf("claimed %d tasks, want 1: the refused delivery was retried", n)
+	}
 	// The attempt's error (what the API shows) names the kind only; the
 	// address the name resolved to is in the server's log, with the
 	// subscription.
@@ -664,6 +720,7 @@ func TestDispatcherRefusesNameResolvingToPrivate(t *testing.T) {
 }
 
 func TestDispatcherQueueGauges(t *testing.T) {
+	t.Parallel()
 	o := newMemOutbox()
 	now := time.Now()
 	for i, id := range []string{"msg_a", "msg_b"} {
@@ -688,6 +745,7 @@ func (statsOnly) ClaimDeliveries(context.Context, plantstore.Claim) ([]*plantsto
 }
 
 func TestDispatcherConfig(t *testing.T) {
+	t.Parallel()
 	snd := sender.New(sender.Options{})
 	if _, err := service.New(nil, service.Config{Sender: snd}).NewDispatcher(nil); err == nil {
 		t.Error("NewDispatcher without an outbox: no error")
@@ -716,6 +774,7 @@ func TestDispatcherConfig(t *testing.T) {
 // most MaxInFlight per subscription; another owner's delivery goes out at
 // once.
 func TestDispatcherOwnerShare(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var inFlight, most atomic.Int32
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -749,50 +808,63 @@ func TestDispatcherOwnerShare(t *testing.T) {
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("bob's delivery took %v behind a's hanging receivers", took)
 	}
-	time.Sleep(100 * time.Millisecond) // claims go on: a must stay at its share
+	waitClaims(t, 3, o.claimCount) // claims go on: a must stay at its share
+	if _, n := o.counts(); n != 3 {
+		t.Errorf("claimed %d tasks, want 3: a's share of 2 and bob's", n)
+	}
 	if n := most.Load(); n != 2 {
 		t.Errorf("a had %d attempts in flight at most, want 2 (a quarter of 8 workers)", n)
 	}
 }
 
 // TestDispatcherPrunes: with a retention, a pass at start deletes batches
-// of history older than it until one comes back short; none without.
+// of history older than it until one comes back short, and the next pass
+// comes an interval later; none without. In synctest bubbles, whose clock
+// passes the interval at once.
 func TestDispatcherPrunes(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 3, 12, 0, 0, 0, time.UTC)
-	o := newMemOutbox()
-	left := service.DeliveryPruneBatch + 3
-	o.prune = func(limit int) int {
-		n := min(left, limit)
-		left -= n
-		return n
-	}
-	d, _ := newDispatcher(t, o, nil, func(c *config) {
-		c.service.Now = func() time.Time { return now }
-		c.service.Delivery.Retention = 30 * 24 * time.Hour
-	})
-	run(t, d)
-	waitFor(t, "a pruning pass", func() bool {
+	before := now.Add(-30 * 24 * time.Hour)
+	prunes := func(o *memOutbox) []time.Time {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return len(o.prunes) >= 2
+		return slices.Clone(o.prunes)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		o := newMemOutbox()
+		left := service.DeliveryPruneBatch + 3
+		o.prune = func(limit int) int {
+			n := min(left, limit)
+			left -= n
+			return n
+		}
+		d, _ := newDispatcher(t, o, nil, func(c *config) {
+			c.service.Now = func() time.Time { return now }
+			c.service.Delivery.Retention = 30 * 24 * time.Hour
+			c.service.Delivery.PollInterval = time.Hour // no claims to run through meanwhile
+		})
+		run(t, d)
+		time.Sleep(service.DeliveryPruneInterval) // the next pass is an interval after the first ended
+		synctest.Wait()
+		if diff := cmp.Diff([]time.Time{before, before}, prunes(o)); diff != "" {
+			t.Fatalf("PruneOutbox calls in the first interval, by before (-want +got):\n%s", diff)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if diff := cmp.Diff([]time.Time{before, before, before}, prunes(o)); diff != "" {
+			t.Fatalf("PruneOutbox calls after the second pass, by before (-want +got):\n%s", diff)
+		}
 	})
-	time.Sleep(100 * time.Millisecond) // the next pass is a minute away
-	o.mu.Lock()
-	prunes := slices.Clone(o.prunes)
-	o.mu.Unlock()
-	before := now.Add(-30 * 24 * time.Hour)
-	if diff := cmp.Diff([]time.Time{before, before}, prunes); diff != "" {
-		t.Fatalf("PruneOutbox calls, by before (-want +got):\n%s", diff)
-	}
-
-	o = newMemOutbox()
-	d, _ = newDispatcher(t, o, nil)
-	stop, _ := run(t, d)
-	time.Sleep(50 * time.Millisecond)
-	stop()
-	if len(o.prunes) != 0 {
-		t.Fatalf("%d PruneOutbox calls with no retention", len(o.prunes))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		o := newMemOutbox()
+		d, _ := newDispatcher(t, o, nil, func(c *config) { c.service.Delivery.PollInterval = time.Hour })
+		stop, _ := run(t, d)
+		time.Sleep(2 * service.DeliveryPruneInterval)
+		stop()
+		if n := len(prunes(o)); n != 0 {
+			t.Fatalf("%d PruneOutbox calls with no retention", n)
+		}
+	})
 }
 
 // hangingServer is a receiver on 127.0.0.1 that holds every request until
@@ -824,6 +896,7 @@ func hangingServer(t *testing.T) (url string, inFlight *atomic.Int32, release fu
 // timeout); leased deliveries count; and the dispatcher's claims count the
 // pings in flight. Over a real SQLite file, as serve wires the services.
 func TestDispatcherPingBounds(t *testing.T) {
+	t.Parallel()
 	url, inFlight, release := hangingServer(t)
 	svc := service.New(MustOpenDB(t), service.Config{
 		Sender: sender.New(sender.Options{AllowPrivate: true, Timeout: 5 * time.Second}),
@@ -832,7 +905,8 @@ func TestDispatcherPingBounds(t *testing.T) {
 			PollInterval: 5 * time.Millisecond,
 		},
 	})
-	d, err := svc.NewDispatcher(svc.Outbox)
+	q := &countingQueue{Queue: svc.Outbox}
+	d, err := svc.NewDispatcher(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -907,7 +981,10 @@ func TestDispatcherPingBounds(t *testing.T) {
 	run(t, d)
 	t.Cleanup(release) // before the dispatcher's stop, which waits for its attempts
 	waitFor(t, "bob's delivery in flight", func() bool { return inFlight.Load() == 5 })
-	time.Sleep(100 * time.Millisecond) // claims go on: b1 must stay at 2
+	waitClaims(t, 3, func() int { return int(q.claims.Load()) }) // claims go on: b1 must stay at 2
+	if n := q.claimed.Load(); n != 1 {
+		t.Fatalf("claimed %d deliveries, want 1: a claim did not count the ping in flight", n)
+	}
 	if n := inFlight.Load(); n != 5 {
 		t.Fatalf("%d requests at the receiver, want 5: a claim did not count the ping in flight", n)
 	}
@@ -923,6 +1000,20 @@ func TestDispatcherPingBounds(t *testing.T) {
 	waitFor(t, "the cancelled ping to leave the receiver", func() bool { return inFlight.Load() == 4 })
 	ping("alice/a1")
 	waitFor(t, "a ping in the freed place", func() bool { return inFlight.Load() == 5 })
+}
+
+// countingQueue counts the claims made of its Queue and the tasks they
+// returned.
+type countingQueue struct {
+	service.Queue
+	claims, claimed atomic.Int64
+}
+
+func (q *countingQueue) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+	tasks, err := q.Queue.ClaimDeliveries(ctx, c)
+	q.claims.Add(1)
+	q.claimed.Add(int64(len(tasks)))
+	return tasks, err
 }
 
 // lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
@@ -956,6 +1047,7 @@ func newSecret(t *testing.T) string {
 }
 
 func TestDefaultJitter(t *testing.T) {
+	t.Parallel()
 	for _, d := range []time.Duration{time.Nanosecond, 5 * time.Second, 8 * time.Hour} {
 		for range 1000 {
 			if got := service.DefaultJitter(d); got < d/2 || got >= d/2+d {
@@ -971,6 +1063,7 @@ func TestDefaultJitter(t *testing.T) {
 // TestDefaultScheduleSpan keeps the documented schedule honest: 11 attempts
 // over about a day.
 func TestDefaultScheduleSpan(t *testing.T) {
+	t.Parallel()
 	var total time.Duration
 	for _, d := range service.DefaultSchedule {
 		total += d

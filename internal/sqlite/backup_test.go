@@ -63,14 +63,16 @@ func TestBackupFile(t *testing.T) {
 			}
 		})
 	}
-	for {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
 		mu.Lock()
 		n := len(before)
 		mu.Unlock()
 		if n >= 100 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes committed after 20 s, want 100 before the backup", n)
+		}
 	}
 	snap := filepath.Join(dir, "snapshot.db")
 	began.Store(true)
