@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -373,13 +374,19 @@ func TestJWT_Refused(t *testing.T) {
 func TestJWT_KeyRotation(t *testing.T) {
 	old, next := oidctest.NewECKey(t, "2026-01"), oidctest.NewECKey(t, "2026-02")
 	iss := oidctest.NewIssuer(t, old)
-	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, KeyRefreshInterval: time.Millisecond}))
+	// The verifier's clock moves only when the test says: a refresh
+	// interval passes without waiting for it.
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	refreshed := func() { mu.Lock(); defer mu.Unlock(); now = now.Add(oidc.DefaultKeyRefreshInterval) }
+	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, Now: clock}))
 	mustPlants(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 	if got := iss.JWKSFetches(); got != 1 {
 		t.Fatalf("JWKS fetched %d times, want 1 (cached)", got)
 	}
 	iss.Publish(old, next)
-	time.Sleep(2 * time.Millisecond)
+	refreshed()
 	mustPlants(t, ts.Get(t, next.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 	if got := iss.JWKSFetches(); got != 2 {
 		t.Fatalf("JWKS fetched %d times, want 2 (again for the new kid)", got)
@@ -391,7 +398,7 @@ func TestJWT_KeyRotation(t *testing.T) {
 	}
 	// The old key retired: once fetched again, tokens it signs are refused.
 	iss.Publish(next)
-	time.Sleep(2 * time.Millisecond)
+	refreshed()
 	mustInvalidToken(t, ts.Get(t, oidctest.NewECKey(t, "2026-03").Sign(t, claims(iss.URL, "carol", nil)), "/plants")) // forces a fetch
 	mustInvalidToken(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 }

@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -96,17 +95,7 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 			Jitter:       func(d time.Duration) time.Duration { return d },
 		}
 	})
-	d, err := ts.Services.NewDispatcher(ts.Services.Outbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { d.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	queue := runDispatcher(t, ts)
 
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite)
 	url := fmt.Sprintf("http://receiver.test:%d/hook", rcv.Listener.Addr().(*net.TCPAddr).Port)
@@ -128,7 +117,9 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 		return list
 	}
 	waitFor(t, "the attempt", func() bool { return len(attempts()) > 0 })
-	time.Sleep(200 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
+	// A retry would be due 1 ms after the attempt was recorded: a claim
+	// that began later and found nothing shows none was scheduled.
+	queue.waitEmptyClaim(t, time.Now().Add(time.Millisecond))
 	list := attempts()
 	// The attempt names the kind of failure, not the address the name
 	// resolved to (that is in the server's log).
@@ -141,6 +132,9 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 	rcv.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("the receiver got %d requests, want none", n)
+	}
+	if got := queue.Claimed(); got != 1 {
+		t.Fatalf("%d deliveries claimed, want 1 (no retry)", got)
 	}
 	if resolver.Queries() == 0 {
 		t.Fatal("receiver.test was not resolved by the test resolver")
