@@ -59,6 +59,7 @@ var testTime = time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)
 // TestAccessLogJSON: the request log line formatted by the server is the
 // one slog's JSON handler writes, byte for byte.
 func TestAccessLogJSON(t *testing.T) {
+	t.Parallel()
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
 		paris = time.FixedZone("CET", 3600)
@@ -110,6 +111,7 @@ func slogJSON(t *testing.T, rec *accessRecord) string {
 // come out, each goroutine's in its order, in few writes; the slog path
 // (a handler other than a slogbuf.Handler) writes the same lines.
 func TestAccessLogConcurrent(t *testing.T) {
+	t.Parallel()
 	const goroutines, lines = 8, 1000
 	for _, tt := range []struct {
 		name string
@@ -171,6 +173,7 @@ func TestAccessLogConcurrent(t *testing.T) {
 // with no flush, and not a moment before. The bubble's clock is fake: the
 // test waits for no real time.
 func TestAccessLogFlushInterval(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		w := &syncWriter{}
 		l := newAccessLog(slogbuf.New(w, false, nil))
@@ -195,6 +198,7 @@ func TestAccessLogFlushInterval(t *testing.T) {
 // TestAccessLogBackpressure: when the output blocks, a logger past
 // accessLogMax queued lines waits instead of dropping lines.
 func TestAccessLogBackpressure(t *testing.T) {
+	t.Parallel()
 	w := &syncWriter{block: make(chan struct{})}
 	l := newAccessLog(slogbuf.New(w, false, nil))
 	const n = 3 * accessLogMax
@@ -227,6 +231,7 @@ func TestAccessLogBackpressure(t *testing.T) {
 // TestAccessLogAfterClose: a line logged after close (a request that
 // outlived Shutdown) is written at once.
 func TestAccessLogAfterClose(t *testing.T) {
+	t.Parallel()
 	w := &syncWriter{}
 	l := newAccessLog(slogbuf.New(w, false, nil))
 	l.close()

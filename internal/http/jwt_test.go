@@ -58,6 +58,7 @@ func mustInvalidToken(t *testing.T, resp *Response) {
 }
 
 func TestJWT_OwnerFromClaim(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
@@ -109,6 +110,7 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 // plants or webhook subscriptions, over real HTTP on a real SQLite file;
 // with SharedOwners (--jwt-shared-owners) it does, by the operator's choice.
 func TestJWT_OwnerNamespace(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	all := plantstore.ScopePlantsRead + " " + plantstore.ScopePlantsWrite + " " + plantstore.ScopeWebhooksManage
@@ -163,6 +165,7 @@ func TestJWT_OwnerNamespace(t *testing.T) {
 }
 
 func TestJWT_OwnerPrefix(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerPrefix: "idp:"}))
@@ -181,6 +184,7 @@ func TestJWT_OwnerPrefix(t *testing.T) {
 // longer one is refused (401), never cut (two long subjects would then
 // share an owner).
 func TestJWT_OwnerLength(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	prefix := oidc.DefaultOwnerPrefix(iss.URL)
@@ -229,6 +233,7 @@ func TestJWT_OwnerLength(t *testing.T) {
 // subject has its own, and so has an opaque token of owner admin when a
 // JWT's sub is admin.
 func TestJWT_RateLimitPerSubject(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}), func(ts *TestServer) {
@@ -244,6 +249,7 @@ func TestJWT_RateLimitPerSubject(t *testing.T) {
 }
 
 func TestJWT_OwnerClaimConfigurable(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewRSAKey(t, "rsa1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerClaim: "email"}))
@@ -268,6 +274,7 @@ func TestJWT_OwnerClaimConfigurable(t *testing.T) {
 }
 
 func TestJWT_Scopes(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
@@ -317,6 +324,7 @@ func publicKeyPEM(t *testing.T, pub crypto.PublicKey) []byte {
 }
 
 func TestJWT_Refused(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewRSAKey(t, "rsa1")
 	stranger := oidctest.NewECKey(t, "stranger")
 	impostor := oidctest.NewECKey(t, "rsa1") // a key not published, claiming a published kid
@@ -372,6 +380,7 @@ func TestJWT_Refused(t *testing.T) {
 }
 
 func TestJWT_KeyRotation(t *testing.T) {
+	t.Parallel()
 	old, next := oidctest.NewECKey(t, "2026-01"), oidctest.NewECKey(t, "2026-02")
 	iss := oidctest.NewIssuer(t, old)
 	// The verifier's clock moves only when the test says: a refresh
@@ -406,6 +415,7 @@ func TestJWT_KeyRotation(t *testing.T) {
 // TestJWT_RefetchThrottled: tokens naming unknown keys cannot make the
 // server fetch the JWKS more than once per refresh interval.
 func TestJWT_RefetchThrottled(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
@@ -420,6 +430,7 @@ func TestJWT_RefetchThrottled(t *testing.T) {
 }
 
 func TestJWT_JWKSFile(t *testing.T) {
+	t.Parallel()
 	key, rsaKey := oidctest.NewECKey(t, "offline-1"), oidctest.NewRSAKey(t, "offline-2")
 	path := oidctest.WriteJWKS(t,
 		key.JWK(),

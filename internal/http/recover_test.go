@@ -15,6 +15,7 @@ import (
 // recover, and refuses a since that is malformed, in the future or before
 // 1970 with 400 40002 naming since and what it must be, re-queueing nothing.
 func TestRecoverSince(t *testing.T) {
+	t.Parallel()
 	ts, queue := openDispatchingServer(t)
 	rcv := newReceiver(t) // answers 500
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite)

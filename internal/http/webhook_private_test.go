@@ -22,6 +22,7 @@ import (
 // The addresses are judged, never dialled. Without the check (the flag on)
 // they are accepted.
 func TestWebhookPrivateURLRefused(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.Service.Sender = sender.New(sender.Options{}) })
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	refused := map[string]string{
@@ -82,6 +83,7 @@ func message(t *testing.T, resp *Response) string {
 // attempt counts toward the failing streak like any failed one (the
 // subscription is not disabled at once).
 func TestWebhookForbiddenAtDelivery(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t)
 	rcv.answer(200, "ok")
 	resolver := dnstest.New(map[string]netip.Addr{"receiver.test": netip.MustParseAddr("127.0.0.1")})

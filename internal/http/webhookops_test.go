@@ -163,6 +163,7 @@ func openDispatchingServer(t *testing.T) (*TestServer, *claimWatch) {
 }
 
 func TestWebhookOperations(t *testing.T) {
+	t.Parallel()
 	ts, _ := openDispatchingServer(t)
 	rcv := newReceiver(t)
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite)
