@@ -19,7 +19,10 @@ import (
 
 // The abuse tests attack a real server over TCP on 127.0.0.1. Each fails
 // when the protection it names is removed (checked by hand: the timeout
-// set to zero, the cap lifted, the limiter off).
+// set to zero, the cap lifted, the limiter off). The ones that count the
+// process's goroutines, memory or allocations, and the rate limit's
+// promptness check, are not parallel: Go runs them before any parallel
+// test starts, so nothing else moves their measurements.
 
 // dial opens a raw TCP connection to the test server.
 func (ts *TestServer) dial(t *testing.T) net.Conn {
@@ -54,6 +57,7 @@ func splitClosed(s string) (time.Duration, string) {
 // (ReadHeaderTimeout and ReadTimeout zero) the connection stays open and
 // the test fails after 4 s.
 func TestAbuse_Slowloris(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	ts := MustOpenServer(t, func(s *TestServer) { s.ReadHeaderTimeout = timeout })
 	conn := ts.dial(t)
@@ -90,6 +94,7 @@ func TestAbuse_Slowloris(t *testing.T) {
 // dribbles the body is cut off by ReadTimeout; nothing is stored. Without
 // ReadTimeout the body keeps flowing and the test fails after 4 s.
 func TestAbuse_SlowBody(t *testing.T) {
+	t.Parallel()
 	const timeout = 1500 * time.Millisecond
 	ts := MustOpenServer(t, func(s *TestServer) { s.ReadTimeout = timeout })
 	tok := ts.Token(t, "alice")
@@ -255,6 +260,7 @@ func TestAbuse_IdleConnections(t *testing.T) {
 // connections that never send a request past ReadHeaderTimeout, are closed
 // by the server. Without the timeouts they stay open and the test fails.
 func TestAbuse_IdleTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.IdleTimeout, s.ReadHeaderTimeout = timeout, timeout
@@ -289,6 +295,7 @@ func TestAbuse_IdleTimeout(t *testing.T) {
 // TestAbuse_HugeHeaders: headers over MaxHeaderBytes (16 KiB) get 431;
 // without the cap (Go's default is 1 MiB) they would be served.
 func TestAbuse_HugeHeaders(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	for _, tt := range []struct {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	const realm = `Bearer realm="plantstore"`
@@ -106,6 +107,7 @@ func flip(c byte) string {
 // TestAuth_BeforeBody: an unauthenticated or unauthorised client gets
 // 401/403 whatever its body, so it learns nothing from validation.
 func TestAuth_BeforeBody(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	reader := ts.Token(t, "alice", plantstore.ScopePlantsRead)
 	for name, r := range map[string]Request{
@@ -124,6 +126,7 @@ func TestAuth_BeforeBody(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	owner := ts.Token(t, "alice")
 	reader := ts.Token(t, "alice", plantstore.ScopePlantsRead)
@@ -173,6 +176,7 @@ func TestScopes(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.RateLimit, s.RateBurst = 1, 3
@@ -199,6 +203,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	for _, path := range []string{"/", "/nope", "/plants/1/leaves", "/plant", "/plantsx"} {
@@ -228,6 +233,7 @@ func TestRoutes(t *testing.T) {
 // TestInternalErrorSaysNothing: when the plant service fails unexpectedly,
 // the 500 must not reveal what failed, and the log must.
 func TestInternalErrorSaysNothing(t *testing.T) {
+	t.Parallel()
 	var fail failures
 	cause := errors.New("sqlite: list plants: no such table: plants")
 	ts := MustOpenServer(t, withFailingServices(&fail, cause, nil))
@@ -256,6 +262,7 @@ func TestInternalErrorSaysNothing(t *testing.T) {
 
 // TestTokensNeverLogged: the request log has the owner, never a secret.
 func TestTokensNeverLogged(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	ts.Post(t, tok, `{"id":1,"name":"Fern"}`)
@@ -274,6 +281,7 @@ func TestTokensNeverLogged(t *testing.T) {
 // is a logged 500, not a 401 that would tell the client to send a token;
 // when the storage is unavailable, a 503 with Retry-After.
 func TestAuth_StorageFailure(t *testing.T) {
+	t.Parallel()
 	var cause atomic.Pointer[error]
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.TokenService = &mock.TokenService{AuthenticateFn: func(context.Context, string) (*plantstore.Token, error) {
@@ -300,6 +308,7 @@ func TestAuth_StorageFailure(t *testing.T) {
 // revocation takes effect within that bound (and no later); expiry is
 // checked on every request.
 func TestTokenCache(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func(d time.Duration) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestClientIP(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ remote, want string }{
 		{"127.0.0.7:5123", "127.0.0.7"},
 		{"[::ffff:127.0.0.7]:5123", "127.0.0.7"},
@@ -28,6 +29,7 @@ func TestClientIP(t *testing.T) {
 // TestAuthFailures_Bounded: a flood of failures from many addresses keeps
 // the table at most maxAuthFailureIPs, forgetting refilled buckets first.
 func TestAuthFailures_Bounded(t *testing.T) {
+	t.Parallel()
 	var a authFailures
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	limit := rate.Limit(1.0 / 60)

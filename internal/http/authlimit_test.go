@@ -43,6 +43,7 @@ func clientFrom(ip string) *http.Client {
 // bad tokens from another IP are unaffected; the bucket refills with time.
 // Without the limiter every bad request gets 401 and the test fails.
 func TestAuthFailureLimit(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
@@ -130,6 +131,7 @@ func TestAuthFailureLimit(t *testing.T) {
 // TestAuthFailureLimit_Off: with AuthFailureLimit zero (the Server's
 // default) failures are only counted.
 func TestAuthFailureLimit_Off(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	for range 50 {
 		mustError(t, ts.Get(t, "", "/plants"), 401, plantstore.CodeTokenMissing)

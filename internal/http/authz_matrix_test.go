@@ -93,6 +93,7 @@ func contractOperations(t *testing.T) []string {
 // needs no scope, GET /me, answers a token with one scope). Either way the
 // owner's state in the store is unchanged afterwards.
 func TestAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	// Event streams send a heartbeat soon, after the events they have.
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.EventStreamHeartbeat = 20 * time.Millisecond })
 	const owner = "alice"

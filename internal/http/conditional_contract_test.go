@@ -67,6 +67,7 @@ func hasScopeEntry(op string) bool {
 // parameters and scope, whose 200 declares every header of the GET's 200
 // and no response has a body.
 func TestContract_HeadWhereGet(t *testing.T) {
+	t.Parallel()
 	doc := loadDocument(t, api.JSON)
 	n := 0
 	for path, item := range doc.get("paths").(map[string]any) {
@@ -108,6 +109,7 @@ func TestContract_HeadWhereGet(t *testing.T) {
 // TestContract_ConditionalRequests: the plant's ETag, If-None-Match and 304
 // on GET/HEAD, If-Match and 412 on PATCH and DELETE, and PATCH's merge patch.
 func TestContract_ConditionalRequests(t *testing.T) {
+	t.Parallel()
 	doc := loadDocument(t, api.JSON)
 	op := func(method string) map[string]any {
 		return doc.get("paths", "/plants/{id}", method).(map[string]any)
@@ -153,6 +155,7 @@ func TestContract_ConditionalRequests(t *testing.T) {
 // the 304, and the 403, 412 and 429 answers declare RateLimit-Policy and
 // RateLimit.
 func TestContract_RateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	doc := loadDocument(t, api.JSON)
 	for path, item := range doc.get("paths").(map[string]any) {
 		for method, o := range item.(map[string]any) {

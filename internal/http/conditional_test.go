@@ -39,6 +39,7 @@ func mustPlant(tb testing.TB, resp *Response, body string) string {
 // plant, different for other content; HEAD answers the same headers and no
 // body.
 func TestGetPlant_ETag(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
@@ -106,6 +107,7 @@ func TestGetPlant_ETag(t *testing.T) {
 // TestUpdatePlant: PATCH is a JSON merge patch of name and tag, validated
 // like NewPlant, answering the plant and its new ETag.
 func TestUpdatePlant(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	reader := ts.Token(t, "bob", plantstore.ScopePlantsRead) // another owner: a bucket of its own
@@ -186,6 +188,7 @@ func TestUpdatePlant(t *testing.T) {
 // TestIfMatch: PATCH and DELETE with If-Match change the plant only while it
 // has a listed ETag; otherwise 412 41201 and nothing changes.
 func TestIfMatch(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice := ts.Token(t, "alice")
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
@@ -236,6 +239,7 @@ func rateLimit(tb testing.TB, resp *Response) (r, t int) {
 // identified carries RateLimit-Policy and RateLimit, errors included; the
 // remaining count goes down with each request; a 401 has neither.
 func TestRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.RateLimit, s.RateBurst = 0.01, 5 // one request back per 100 s: no refill during the test
 	})
@@ -300,6 +304,7 @@ func TestRateLimitHeaders(t *testing.T) {
 // TestHead: HEAD on every collection and object that has a GET answers
 // the GET's status and headers (Link, ETag, rate limit) and no body.
 func TestHead(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) { s.RateLimit, s.RateBurst = 1000, 2000 })
 	tok := ts.Token(t, "alice", plantstore.KnownScopes...)
 	for i := 1; i <= 3; i++ {
@@ -337,6 +342,7 @@ func TestHead(t *testing.T) {
 // 412 and change nothing, and GET answers the plant, not 304. Field lines
 // sent separately are one list; an If-Match with no tag matches nothing.
 func TestIfMatch_Strict(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice := ts.Token(t, "alice")
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)

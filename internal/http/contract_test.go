@@ -101,6 +101,7 @@ func asSlice(v any) []any {
 // seed's own security requirement. The public document it was cut from is
 // in testdata.
 func TestContract_SeedOperation(t *testing.T) {
+	t.Parallel()
 	seedData, err := os.ReadFile("testdata/public-plant-store-openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +185,7 @@ func TestContract_SeedOperation(t *testing.T) {
 // TestContract_PublicOperations: every operation and status of the public
 // document is in ours (ours may add more).
 func TestContract_PublicOperations(t *testing.T) {
+	t.Parallel()
 	seedData, err := os.ReadFile("testdata/public-plant-store-openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +209,7 @@ func TestContract_PublicOperations(t *testing.T) {
 // TestContract_ErrorCodes: every error code is documented, and every
 // documented code exists.
 func TestContract_ErrorCodes(t *testing.T) {
+	t.Parallel()
 	doc := string(api.YAML)
 	for _, code := range plantstore.Codes {
 		if !strings.Contains(doc, fmt.Sprintf("| %d | %d |", code, code/100)) {
@@ -224,6 +227,7 @@ func TestContract_ErrorCodes(t *testing.T) {
 // requirement: any valid token); the generated code gives the server the
 // same roles.
 func TestContract_OperationScopes(t *testing.T) {
+	t.Parallel()
 	ours := loadDocument(t, api.JSON)
 	wantScope := func(method, path string) string {
 		switch {
@@ -284,6 +288,7 @@ func TestContract_OperationScopes(t *testing.T) {
 // is there; servers is relative; Plant.id is required and documents the
 // JavaScript 2^53 caveat.
 func TestContract_ForIntegrators(t *testing.T) {
+	t.Parallel()
 	ours := loadDocument(t, api.JSON)
 	resolve := func(v any) map[string]any {
 		m, _ := v.(map[string]any)

@@ -54,6 +54,7 @@ func mustVaryOrigin(t *testing.T, resp *Response) {
 // included (the generated router's own Access-Control-Allow-Methods is
 // dropped): the default is no CORS at all.
 func TestCORSOff(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	resp := ts.Do(t, preflight("/plants", appOrigin, "POST"))
 	mustError(t, resp, http.StatusMethodNotAllowed, 40501)
@@ -74,6 +75,7 @@ func TestCORSOff(t *testing.T) {
 // (no token: not a 401) with the path's methods, the API's request headers
 // and a Max-Age; never with credentials.
 func TestCORSPreflightAllowed(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.CORSOrigins = []string{appOrigin, "http://localhost:5173"}
 	})
@@ -137,6 +139,7 @@ func TestCORSPreflightAllowed(t *testing.T) {
 // before authentication. A differently written listed origin matches as a
 // browser sends it.
 func TestCORSPreflightDenied(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.CORSOrigins = []string{"HTTPS://App.Example:443"}
 	})
@@ -159,6 +162,7 @@ func TestCORSPreflightDenied(t *testing.T) {
 // WWW-Authenticate, a 429's Retry-After or the request id; another origin's
 // carry none.
 func TestCORSActualRequests(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.CORSOrigins = []string{appOrigin}
 	})
@@ -212,6 +216,7 @@ func TestCORSActualRequests(t *testing.T) {
 
 // "*" allows every origin, with Allow-Origin * and no Vary: Origin.
 func TestCORSAnyOrigin(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) { s.CORSOrigins = []string{"*"} })
 	resp := ts.Do(t, preflight("/plants", "https://anything.example", "POST"))
 	if resp.Status != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
@@ -230,6 +235,7 @@ func TestCORSAnyOrigin(t *testing.T) {
 }
 
 func TestCheckCORSOrigins(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		origins []string
 		ok      bool

@@ -15,6 +15,7 @@ import (
 // the operation's own schema and the field at fault, read from the
 // contract; parameters and content types get their own messages.
 func TestErrorMessages(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.KnownScopes...)
 	const int64Range = "must be an integer from -9223372036854775808 to 9223372036854775807 (int64)"
@@ -72,6 +73,7 @@ func TestErrorMessages(t *testing.T) {
 // stored. The bodies are refused before the handler runs, so the ids need
 // not exist.
 func TestSchemaErrors(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.KnownScopes...)
 	const (
@@ -155,6 +157,7 @@ func TestSchemaErrors(t *testing.T) {
 // Retry-After within about the timeout, reads still work (WAL readers do
 // not need the lock), and writes work again once the lock is released.
 func TestStorageUnavailable(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) { s.OpTimeout = 500 * time.Millisecond })
 	tok := ts.Token(t, "alice")
 	if resp := ts.Post(t, tok, `{"id":1,"name":"Fern"}`); resp.Status != 200 {

@@ -193,6 +193,7 @@ func wantEvents(t *testing.T, s *sseStream, owner string, seqs []int64, plantIDs
 // over after), else after after, else at the first event; then it sends new
 // events as they are committed, each once, in seq order.
 func TestEventStream_Resume(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	createPlants(t, ts, tok, 10, 11, 12)
@@ -251,6 +252,7 @@ func TestEventStream_Resume(t *testing.T) {
 // TestEventStream_OtherOwner: a stream carries only its token's owner's
 // events, the seqs of each owner counted apart.
 func TestEventStream_OtherOwner(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	createPlants(t, ts, alice, 1, 2)
@@ -270,6 +272,7 @@ func TestEventStream_OtherOwner(t *testing.T) {
 // interval, and lives past the server's read and write timeouts (its write
 // deadline is one per write, not the whole response's).
 func TestEventStream_Heartbeat(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) {
 		ts.EventStreamHeartbeat = 50 * time.Millisecond
 		ts.ReadTimeout = 300 * time.Millisecond
@@ -296,6 +299,7 @@ func TestEventStream_Heartbeat(t *testing.T) {
 // TestEventStream_Refused: the stream needs a token with the scope of GET
 // /events; a malformed cursor is a 400; HEAD answers the headers at once.
 func TestEventStream_Refused(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	scope := plantstorehttp.OperationScopes[oapi.StreamEventsOperation]
 	var others []string
@@ -341,6 +345,7 @@ func TestEventStream_Refused(t *testing.T) {
 // TestEventStream_Limits: a server holds EventStreamMax streams, an owner a
 // quarter of them; past either, 429 42902; a closed stream frees its slot.
 func TestEventStream_Limits(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.EventStreamMax = 8 }) // 2 per owner
 	alice := ts.Token(t, "alice")
 	_, first := openStream(t, ts, alice, "/events/stream", nil)
@@ -377,6 +382,7 @@ func TestEventStream_Limits(t *testing.T) {
 // TestEventStream_Revoked: a stream whose token is revoked ends at the next
 // heartbeat.
 func TestEventStream_Revoked(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) {
 		ts.EventStreamHeartbeat = 50 * time.Millisecond
 		ts.Service.TokenCacheTTL = 0
@@ -409,6 +415,7 @@ func TestEventStream_Revoked(t *testing.T) {
 // TestEventStream_Shutdown: Close ends the open streams (cleanly, at a frame
 // boundary) instead of waiting for them until its context ends.
 func TestEventStream_Shutdown(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t) // the default heartbeat: nothing is sent while idle
 	tok := ts.Token(t, "alice")
 	createPlants(t, ts, tok, 1)

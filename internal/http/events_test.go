@@ -54,6 +54,7 @@ func seedEvents(t *testing.T, ts *TestServer, tok string) {
 // filters by type, refuses a bad query with 40003 and shows another owner
 // nothing; its items are the events' envelopes byte for byte.
 func TestListEvents(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite)
 	seedEvents(t, ts, tok)
@@ -179,6 +180,7 @@ func TestListEvents(t *testing.T) {
 // collapse) and answers them in the contract's order; an unknown type is
 // 400 40002; without types the subscription shows none.
 func TestWebhookTypes(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	create := func(body string) *Response {

@@ -30,6 +30,7 @@ func mustErrorMessage(tb testing.TB, resp *Response, status int, code int32, msg
 // U+0000, a key twice in one object or a lone surrogate escape is refused
 // with 400 40002 naming the schema, where and what, and stores nothing.
 func TestAddPlant_UnstorableJSON(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	for _, tt := range []struct{ name, body, msg string }{
@@ -76,6 +77,7 @@ func TestAddPlant_UnstorableJSON(t *testing.T) {
 // a create of U+FFFD followed by one of \ud800 is not an idempotent replay
 // of it (before, both were stored as U+FFFD and the second answered 200).
 func TestAddPlant_LoneSurrogateIsNoReplay(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	if resp := ts.Post(t, tok, `{"id":1,"name":"\ufffd"}`); resp.Status != http.StatusOK {
@@ -89,6 +91,7 @@ func TestAddPlant_LoneSurrogateIsNoReplay(t *testing.T) {
 // TestCreateWebhook_DuplicateKey: the checks hold for every body, named by
 // its schema.
 func TestCreateWebhook_DuplicateKey(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	resp := ts.Do(t, Request{Method: "POST", Path: "/webhooks", Token: tok,
@@ -103,6 +106,7 @@ func TestCreateWebhook_DuplicateKey(t *testing.T) {
 // (PostgreSQL failed on it with a 500; storetest runs the same on both
 // backends).
 func TestListPlants_ErrTag(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	if resp := ts.Post(t, tok, `{"id":1,"name":"Fern","tag":"green"}`); resp.Status != http.StatusOK {
@@ -127,6 +131,7 @@ func TestListPlants_ErrTag(t *testing.T) {
 // as a duplicate key in a body is (the generated decoder took the first
 // value, a proxy or cache may take the last); names compare decoded.
 func TestList_ErrRepeatedParam(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.ScopePlantsRead, plantstore.ScopeWebhooksManage)
 	for _, tt := range []struct{ path, name string }{
@@ -174,6 +179,7 @@ func doHeaders(t *testing.T, ts *TestServer, method, path, body string, h http.H
 // is valid, and without spending the client's failed-auth budget); the ops
 // endpoints, which authenticate nobody, ignore it.
 func TestAuthorization_Twice(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(s *TestServer) { s.AuthFailureLimit, s.AuthFailureBurst = 1, 1 })
 	alice, bob := "Bearer "+ts.Token(t, "alice"), "Bearer "+ts.Token(t, "bob")
 	const msg = "more than one Authorization header: send one"

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ func mustInvalidToken(t *testing.T, resp *Response) {
 }
 
 func TestJWT_OwnerFromClaim(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
@@ -108,6 +110,7 @@ func TestJWT_OwnerFromClaim(t *testing.T) {
 // plants or webhook subscriptions, over real HTTP on a real SQLite file;
 // with SharedOwners (--jwt-shared-owners) it does, by the operator's choice.
 func TestJWT_OwnerNamespace(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	all := plantstore.ScopePlantsRead + " " + plantstore.ScopePlantsWrite + " " + plantstore.ScopeWebhooksManage
@@ -162,6 +165,7 @@ func TestJWT_OwnerNamespace(t *testing.T) {
 }
 
 func TestJWT_OwnerPrefix(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerPrefix: "idp:"}))
@@ -180,6 +184,7 @@ func TestJWT_OwnerPrefix(t *testing.T) {
 // longer one is refused (401), never cut (two long subjects would then
 // share an owner).
 func TestJWT_OwnerLength(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	prefix := oidc.DefaultOwnerPrefix(iss.URL)
@@ -228,6 +233,7 @@ func TestJWT_OwnerLength(t *testing.T) {
 // subject has its own, and so has an opaque token of owner admin when a
 // JWT's sub is admin.
 func TestJWT_RateLimitPerSubject(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}), func(ts *TestServer) {
@@ -243,6 +249,7 @@ func TestJWT_RateLimitPerSubject(t *testing.T) {
 }
 
 func TestJWT_OwnerClaimConfigurable(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewRSAKey(t, "rsa1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, OwnerClaim: "email"}))
@@ -267,6 +274,7 @@ func TestJWT_OwnerClaimConfigurable(t *testing.T) {
 }
 
 func TestJWT_Scopes(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
@@ -316,6 +324,7 @@ func publicKeyPEM(t *testing.T, pub crypto.PublicKey) []byte {
 }
 
 func TestJWT_Refused(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewRSAKey(t, "rsa1")
 	stranger := oidctest.NewECKey(t, "stranger")
 	impostor := oidctest.NewECKey(t, "rsa1") // a key not published, claiming a published kid
@@ -371,15 +380,22 @@ func TestJWT_Refused(t *testing.T) {
 }
 
 func TestJWT_KeyRotation(t *testing.T) {
+	t.Parallel()
 	old, next := oidctest.NewECKey(t, "2026-01"), oidctest.NewECKey(t, "2026-02")
 	iss := oidctest.NewIssuer(t, old)
-	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, KeyRefreshInterval: time.Millisecond}))
+	// The verifier's clock moves only when the test says: a refresh
+	// interval passes without waiting for it.
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	refreshed := func() { mu.Lock(); defer mu.Unlock(); now = now.Add(oidc.DefaultKeyRefreshInterval) }
+	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL, Now: clock}))
 	mustPlants(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 	if got := iss.JWKSFetches(); got != 1 {
 		t.Fatalf("JWKS fetched %d times, want 1 (cached)", got)
 	}
 	iss.Publish(old, next)
-	time.Sleep(2 * time.Millisecond)
+	refreshed()
 	mustPlants(t, ts.Get(t, next.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 	if got := iss.JWKSFetches(); got != 2 {
 		t.Fatalf("JWKS fetched %d times, want 2 (again for the new kid)", got)
@@ -391,7 +407,7 @@ func TestJWT_KeyRotation(t *testing.T) {
 	}
 	// The old key retired: once fetched again, tokens it signs are refused.
 	iss.Publish(next)
-	time.Sleep(2 * time.Millisecond)
+	refreshed()
 	mustInvalidToken(t, ts.Get(t, oidctest.NewECKey(t, "2026-03").Sign(t, claims(iss.URL, "carol", nil)), "/plants")) // forces a fetch
 	mustInvalidToken(t, ts.Get(t, old.Sign(t, claims(iss.URL, "carol", nil)), "/plants"))
 }
@@ -399,6 +415,7 @@ func TestJWT_KeyRotation(t *testing.T) {
 // TestJWT_RefetchThrottled: tokens naming unknown keys cannot make the
 // server fetch the JWKS more than once per refresh interval.
 func TestJWT_RefetchThrottled(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))
@@ -413,6 +430,7 @@ func TestJWT_RefetchThrottled(t *testing.T) {
 }
 
 func TestJWT_JWKSFile(t *testing.T) {
+	t.Parallel()
 	key, rsaKey := oidctest.NewECKey(t, "offline-1"), oidctest.NewRSAKey(t, "offline-2")
 	path := oidctest.WriteJWKS(t,
 		key.JWK(),

@@ -17,6 +17,7 @@ import (
 // looked, the buckets that have refilled are forgotten, and a bucket still
 // spent is kept with what it spent.
 func TestLimiterTable_ForgetsRefilled(t *testing.T) {
+	t.Parallel()
 	var tab limiterTable
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	limit := rate.Limit(10) // refills a burst of 5 in 0.5 s
@@ -42,6 +43,7 @@ func TestLimiterTable_ForgetsRefilled(t *testing.T) {
 // TestLimiterTable_Bounded: a flood of keys that each spend some never grows
 // the table past maxLimiterKeys.
 func TestLimiterTable_Bounded(t *testing.T) {
+	t.Parallel()
 	var tab limiterTable
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 3 * maxLimiterKeys {
@@ -57,6 +59,7 @@ func TestLimiterTable_Bounded(t *testing.T) {
 // is at its limit limited, and never remembers more than maxLimiterKeys
 // owners (here each token is of an owner of its own).
 func TestAllow_TokenLimitersBounded(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &Server{RateLimit: 1, RateBurst: 2, Now: func() time.Time { return now }, metrics: newMetrics(prometheus.NewRegistry(), contractOperations)}
 	tok := func(i int) *plantstore.Token {

@@ -19,6 +19,7 @@ import (
 // random hex) and no webhook secret appears in any log line (debug level)
 // or in any error body.
 func TestNoSecretLeaks(t *testing.T) {
+	t.Parallel()
 	var fail failures
 	ts := MustOpenServer(t, func(s *TestServer) {
 		withFailingServices(&fail, errors.New("sqlite: list plants: no such table: plants"),

@@ -21,6 +21,7 @@ import (
 )
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		t.Run(path, func(t *testing.T) {
@@ -42,6 +43,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	ts.Post(t, tok, `{"id":1,"name":"Fern"}`)
@@ -72,6 +74,7 @@ func TestMetrics(t *testing.T) {
 // keeps /healthz and /readyz. The metrics listener has the API's timeouts
 // and stops with the server.
 func TestMetricsListener(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) {
 		ts.ReadHeaderTimeout = 300 * time.Millisecond
 	})
@@ -150,6 +153,7 @@ func TestMetricsListener(t *testing.T) {
 // TestMetricsListenerOff: without MetricsAddr there is no metrics
 // listener, and the API listener still answers /metrics with 404.
 func TestMetricsListenerOff(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.MetricsAddr = "" })
 	if got := ts.MetricsURL(); got != "" {
 		t.Fatalf("MetricsURL = %q, want none", got)
@@ -158,6 +162,7 @@ func TestMetricsListenerOff(t *testing.T) {
 }
 
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	resp := ts.Get(t, "", "/openapi.json")
 	if resp.Status != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
@@ -186,6 +191,7 @@ func servers(t *testing.T, doc []byte) any {
 // TestOpenAPIPublicURL: with PublicURL the served document's servers is
 // that URL (no trailing slash), and nothing else changes.
 func TestOpenAPIPublicURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"https://api.example.com", "https://api.example.com"},
 		{"https://api.example.com/", "https://api.example.com"},
@@ -234,6 +240,7 @@ func (f pingerFunc) Ping(ctx context.Context) error {
 // TestCheckPublicURL: only absolute http(s) URLs without user, query or
 // fragment; the server refuses to start with another.
 func TestCheckPublicURL(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"http://127.0.0.1:8080", "https://api.example.com/", "https://api.example.com/base/path"} {
 		if err := plantstorehttp.CheckPublicURL(ok); err != nil {
 			t.Errorf("CheckPublicURL(%q) = %v", ok, err)
@@ -258,6 +265,7 @@ func TestCheckPublicURL(t *testing.T) {
 // this origin only and no framing; its script, the Redoc bundle and the logo
 // the bundle shows all come from this origin.
 func TestDocs(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	page := ts.Get(t, "", "/docs")
 	if page.Status != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {

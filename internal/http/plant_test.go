@@ -13,6 +13,7 @@ import (
 )
 
 func TestAddPlant(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 
@@ -86,6 +87,7 @@ func TestAddPlant(t *testing.T) {
 // TestAddPlant_Invalid sends every kind of bad input the contract lists and
 // checks the status, the error code, and that nothing was stored.
 func TestAddPlant_Invalid(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	long := func(n int) string { return strings.Repeat("a", n) }
@@ -157,6 +159,7 @@ func TestAddPlant_Invalid(t *testing.T) {
 }
 
 func TestAddPlant_Idempotent(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	first := ts.Post(t, tok, `{"id":1,"name":"Fern","tag":"green"}`)
@@ -198,6 +201,7 @@ func TestAddPlant_Idempotent(t *testing.T) {
 // TestAddPlant_ConcurrentIdentical: 16 simultaneous identical creates all
 // get 200 and store one row.
 func TestAddPlant_ConcurrentIdentical(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	statuses, bodies := concurrently(t, 16, func(int) *Response {
@@ -216,6 +220,7 @@ func TestAddPlant_ConcurrentIdentical(t *testing.T) {
 // TestAddPlant_ConcurrentConflicting: 16 simultaneous creates of one id with
 // different names give exactly one 200 and fifteen 409s.
 func TestAddPlant_ConcurrentConflicting(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	statuses, bodies := concurrently(t, 16, func(i int) *Response {
@@ -267,6 +272,7 @@ func concurrently(t *testing.T, n int, fn func(i int) *Response) ([]int, []strin
 }
 
 func TestOwnership(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	if resp := ts.Post(t, alice, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
@@ -295,6 +301,7 @@ func TestOwnership(t *testing.T) {
 }
 
 func TestGetAndDeletePlant(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	ts.Post(t, tok, `{"id":-5,"name":"Fern","tag":"green"}`)
@@ -331,6 +338,7 @@ func TestGetAndDeletePlant(t *testing.T) {
 }
 
 func TestListPlants(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	// Created out of order; listed by id ascending.
@@ -443,6 +451,7 @@ func nextPath(t *testing.T, link string) string {
 }
 
 func TestListPlants_EmptyIsArray(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	resp := ts.Get(t, ts.Token(t, "nobody"), "/plants")
 	if resp.Status != 200 || string(resp.Body) != "[]" {

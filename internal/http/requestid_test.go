@@ -30,6 +30,7 @@ func logLines(t *testing.T, ts *TestServer, msg string) []map[string]any {
 var generatedIDRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		sent   string // X-Request-Id sent; "" sends none

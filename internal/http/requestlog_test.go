@@ -23,6 +23,7 @@ import (
 // buffered slogbuf.Handler serve uses, so its lines are formatted by the
 // server (they must still be slog's: logLines parses them).
 func TestRequestLogAfterClose(t *testing.T) {
+	t.Parallel()
 	const clients, perClient = 16, 25
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.Logger = slog.New(slogbuf.New(s.logs, false, nil))
@@ -93,6 +94,7 @@ func TestRequestLogAfterClose(t *testing.T) {
 // requests refused before authentication; requests sent at once are all
 // counted.
 func TestMetricLabels(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice")
 	readOnly := ts.Token(t, "alice", plantstore.ScopePlantsRead)
@@ -150,6 +152,7 @@ func grepLines(s, substr string) string {
 // TestOperationRoutes: the route label table names every operation of
 // the contract with its path, as the generated router does.
 func TestOperationRoutes(t *testing.T) {
+	t.Parallel()
 	doc := loadDocument(t, api.JSON)
 	router, err := oapi.NewServer(oapi.UnimplementedHandler{}, nopSecurity{})
 	if err != nil {

@@ -146,6 +146,7 @@ var secretRE = regexp.MustCompile(`^pst_[0-9a-f]{72}$`)
 // (idempotent), and the revoked token refused at once by this server; no
 // answer ever holds a hash or, but for the create, a secret.
 func TestTokens_Lifecycle(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.Service.TokenCacheTTL = time.Hour })
 	admin, adminSecret := ts.issue(t, "alice", 0, plantstore.KnownScopes...)
 	var bodies [][]byte
@@ -235,6 +236,7 @@ func TestTokens_Lifecycle(t *testing.T) {
 // token (its own services over the same database) refuses it within its
 // cache TTL of a revocation through another.
 func TestTokens_RevokedElsewhereWithinCacheTTL(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	const ttl = 500 * time.Millisecond
 	other := plantstorehttp.NewServer()
@@ -278,6 +280,7 @@ func TestTokens_RevokedElsewhereWithinCacheTTL(t *testing.T) {
 // TestTokens_Scopes: everything under /tokens needs tokens:manage; a token
 // mints only scopes it holds; GET /me needs none.
 func TestTokens_Scopes(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	target, _ := ts.issue(t, "alice", 0, plantstore.ScopePlantsRead)
 	_, noManage := ts.issue(t, "alice", 0, plantstore.ScopePlantsRead, plantstore.ScopePlantsWrite, plantstore.ScopeWebhooksManage)
@@ -325,6 +328,7 @@ func mustSecret(t *testing.T, ts *TestServer, owner string, scopes ...string) st
 // TestTokens_Expiry: a token mints no expiry later than its own (and none
 // without one); a token that never expires mints any up to 100 years.
 func TestTokens_Expiry(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	parent, expiring := ts.issue(t, "alice", time.Hour, plantstore.KnownScopes...)
 	for _, body := range []string{
@@ -375,6 +379,7 @@ func TestTokens_Expiry(t *testing.T) {
 
 // TestTokens_InvalidBody: the NewToken schema, strictly.
 func TestTokens_InvalidBody(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	admin := mustSecret(t, ts, "alice", plantstore.KnownScopes...)
 	for _, tt := range []struct {
@@ -403,6 +408,7 @@ func TestTokens_InvalidBody(t *testing.T) {
 // TestTokens_OtherOwner: another owner's token is 404, as an unknown one;
 // a malformed id is 400.
 func TestTokens_OtherOwner(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	alice := mustSecret(t, ts, "alice", plantstore.KnownScopes...)
 	bobTok, bob := ts.issue(t, "bob", 0, plantstore.KnownScopes...)
@@ -430,6 +436,7 @@ func TestTokens_OtherOwner(t *testing.T) {
 
 // TestTokens_Pages: GET /tokens pages oldest first, following Link.
 func TestTokens_Pages(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	ts := MustOpenServer(t, func(ts *TestServer) {
 		var n int
@@ -480,6 +487,7 @@ func TestTokens_Pages(t *testing.T) {
 
 // TestMe: who a token is, for any valid token.
 func TestMe(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.RateLimit, ts.RateBurst = 100, 100 })
 	tok, secret := ts.issue(t, "alice", time.Hour, plantstore.ScopePlantsRead)
 	resp := ts.Get(t, secret, "/me")
@@ -515,6 +523,7 @@ func TestMe(t *testing.T) {
 // (namespaced) owner, mints only scopes its JWT carries and no expiry past
 // its exp (the verifier's leeway does not extend it); GET /me tells a JWT.
 func TestTokens_JWT(t *testing.T) {
+	t.Parallel()
 	key := oidctest.NewECKey(t, "k1")
 	iss := oidctest.NewIssuer(t, key)
 	ts := MustOpenServer(t, withJWT(t, oidc.Config{OIDCIssuer: iss.URL}))

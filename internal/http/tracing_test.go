@@ -47,6 +47,7 @@ func waitSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.R
 // the child of the caller's traceparent, and a create's commit batch is a
 // span linked to it.
 func TestTracing(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	ts := MustOpenServer(t, func(s *TestServer) {
 		s.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))

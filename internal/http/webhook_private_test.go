@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -23,6 +22,7 @@ import (
 // The addresses are judged, never dialled. Without the check (the flag on)
 // they are accepted.
 func TestWebhookPrivateURLRefused(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t, func(ts *TestServer) { ts.Service.Sender = sender.New(sender.Options{}) })
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	refused := map[string]string{
@@ -83,6 +83,7 @@ func message(t *testing.T, resp *Response) string {
 // attempt counts toward the failing streak like any failed one (the
 // subscription is not disabled at once).
 func TestWebhookForbiddenAtDelivery(t *testing.T) {
+	t.Parallel()
 	rcv := newReceiver(t)
 	rcv.answer(200, "ok")
 	resolver := dnstest.New(map[string]netip.Addr{"receiver.test": netip.MustParseAddr("127.0.0.1")})
@@ -96,17 +97,7 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 			Jitter:       func(d time.Duration) time.Duration { return d },
 		}
 	})
-	d, err := ts.Services.NewDispatcher(ts.Services.Outbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { d.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	queue := runDispatcher(t, ts)
 
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite)
 	url := fmt.Sprintf("http://receiver.test:%d/hook", rcv.Listener.Addr().(*net.TCPAddr).Port)
@@ -128,7 +119,9 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 		return list
 	}
 	waitFor(t, "the attempt", func() bool { return len(attempts()) > 0 })
-	time.Sleep(200 * time.Millisecond) // ten poll intervals: a retry (1 ms later) would be made
+	// A retry would be due 1 ms after the attempt was recorded: a claim
+	// that began later and found nothing shows none was scheduled.
+	queue.waitEmptyClaim(t, time.Now().Add(time.Millisecond))
 	list := attempts()
 	// The attempt names the kind of failure, not the address the name
 	// resolved to (that is in the server's log).
@@ -141,6 +134,9 @@ func TestWebhookForbiddenAtDelivery(t *testing.T) {
 	rcv.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("the receiver got %d requests, want none", n)
+	}
+	if got := queue.Claimed(); got != 1 {
+		t.Fatalf("%d deliveries claimed, want 1 (no retry)", got)
 	}
 	if resolver.Queries() == 0 {
 		t.Fatal("receiver.test was not resolved by the test resolver")

@@ -30,6 +30,7 @@ func decodeWebhook(t *testing.T, resp *Response, status int) webhookBody {
 }
 
 func TestWebhooksAPI(t *testing.T) {
+	t.Parallel()
 	ts := MustOpenServer(t)
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage)
 	other := ts.Token(t, "bob", plantstore.ScopeWebhooksManage)

@@ -87,19 +87,53 @@ type deliveryBody struct {
 	ResponseBody string `json:"response_body"`
 }
 
-// openDispatchingServer starts a server whose dispatcher delivers to
-// loopback addresses, one attempt a delivery (no retries).
-func openDispatchingServer(t *testing.T) *TestServer {
-	// As serve wires them: the services with their sender, then the
-	// dispatcher of their outbox.
-	ts := MustOpenServer(t, func(ts *TestServer) {
-		ts.Service.Sender = sender.New(sender.Options{AllowPrivate: true})
-		ts.Service.Delivery = service.DeliveryConfig{
-			PollInterval: 20 * time.Millisecond,
-			Schedule:     []time.Duration{},
-		}
+// claimWatch is a dispatcher's queue that counts the deliveries claimed
+// and notes when each claim that found nothing began: a test proves that
+// nothing more is delivered by waiting for an empty claim that began after
+// anything could have been due, not for a while.
+type claimWatch struct {
+	service.Queue
+	mu      sync.Mutex
+	claimed int
+	empty   []time.Time // when each empty claim began
+}
+
+func (q *claimWatch) ClaimDeliveries(ctx context.Context, c plantstore.Claim) ([]*plantstore.Task, error) {
+	began := time.Now()
+	tasks, err := q.Queue.ClaimDeliveries(ctx, c)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.claimed += len(tasks)
+	if err == nil && len(tasks) == 0 {
+		q.empty = append(q.empty, began)
+	}
+	return tasks, err
+}
+
+// Claimed returns how many deliveries were claimed so far.
+func (q *claimWatch) Claimed() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.claimed
+}
+
+// waitEmptyClaim waits until a claim that began after since found nothing
+// due: whatever was due at since has been claimed by then.
+func (q *claimWatch) waitEmptyClaim(t *testing.T, since time.Time) {
+	t.Helper()
+	waitFor(t, "a claim finding nothing due", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.empty) > 0 && q.empty[len(q.empty)-1].After(since)
 	})
-	d, err := ts.Services.NewDispatcher(ts.Services.Outbox)
+}
+
+// runDispatcher runs the dispatcher of ts's outbox until the test ends;
+// the returned queue watches its claims.
+func runDispatcher(t *testing.T, ts *TestServer) *claimWatch {
+	t.Helper()
+	q := &claimWatch{Queue: ts.Services.Outbox}
+	d, err := ts.Services.NewDispatcher(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +144,27 @@ func openDispatchingServer(t *testing.T) *TestServer {
 		cancel()
 		<-done
 	})
-	return ts
+	return q
+}
+
+// openDispatchingServer starts a server whose dispatcher delivers to
+// loopback addresses, one attempt a delivery (no retries).
+func openDispatchingServer(t *testing.T) (*TestServer, *claimWatch) {
+	// As serve wires them: the services with their sender, then the
+	// dispatcher of their outbox.
+	ts := MustOpenServer(t, func(ts *TestServer) {
+		ts.Service.Sender = sender.New(sender.Options{AllowPrivate: true})
+		ts.Service.Delivery = service.DeliveryConfig{
+			PollInterval: 20 * time.Millisecond,
+			Schedule:     []time.Duration{},
+		}
+	})
+	return ts, runDispatcher(t, ts)
 }
 
 func TestWebhookOperations(t *testing.T) {
-	ts := openDispatchingServer(t)
+	t.Parallel()
+	ts, _ := openDispatchingServer(t)
 	rcv := newReceiver(t)
 	tok := ts.Token(t, "alice", plantstore.ScopeWebhooksManage, plantstore.ScopePlantsWrite)
 	bob := ts.Token(t, "bob", plantstore.ScopeWebhooksManage)
