@@ -436,7 +436,9 @@ func (d *Dispatcher) record(ctx, run context.Context, t *plantstore.Task, r plan
 			return
 		}
 		d.records.Fail(ctx, err, "message_id", t.MessageID, "subscription_id", t.SubscriptionID)
-		if !d.now().Add(wait).Before(leaseEnd) {
+		// The next try must end within the lease: past it another claim
+		// may hold the delivery.
+		if !d.now().Add(wait + completeTimeout).Before(leaseEnd) {
 			return
 		}
 		select {
