@@ -64,6 +64,10 @@ const (
 	// completeTimeout bounds recording an attempt, which happens even
 	// after Run's context has ended.
 	completeTimeout = 10 * time.Second
+	// recordRetry is the first wait before recording an attempt again
+	// after a failure, recordRetryMax the longest.
+	recordRetry    = 250 * time.Millisecond
+	recordRetryMax = 2 * time.Second
 	// statsInterval is how often the queue gauges are refreshed from
 	// OutboxStats.
 	statsInterval = 5 * time.Second
@@ -227,9 +231,11 @@ func (s *Services) NewDispatcher(q Queue) (*Dispatcher, error) {
 // delivering. When ctx ends Run stops claiming, waits for the attempts in
 // flight (each bounded by AttemptTimeout) to finish and be recorded, and
 // returns. Failures to claim or record are logged (once when they start
-// and once when they end, internal/outage) and retried; a delivery whose
-// attempt could not be recorded is claimed again once its lease expires
-// (at least once delivery). Run once at a time.
+// and once when they end, internal/outage) and retried, a record while
+// the delivery's lease lasts; a delivery whose attempt could not be
+// recorded is claimed again once its lease expires (at least once
+// delivery). A recorded attempt frees its place in its subscription's
+// bounds, and Run claims again at once. Run once at a time.
 func (d *Dispatcher) Run(ctx context.Context) {
 	c := d.c
 	var wg sync.WaitGroup
@@ -245,6 +251,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	for range c.Concurrency {
 		idle <- struct{}{}
 	}
+	// freed is told, a buffer of one, when a worker has recorded its
+	// attempt: the lease it held no longer counts toward its
+	// subscription's and owner's bounds, so a claim that those bounds cut
+	// short can take more at once, rather than a poll interval later (a
+	// backlog would otherwise drain at MaxInFlight per poll interval,
+	// however fast its receiver answers).
+	freed := make(chan struct{}, 1)
 	// attempts outlive ctx: an attempt in flight at shutdown completes and
 	// is recorded.
 	detached := context.WithoutCancel(ctx)
@@ -286,10 +299,15 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		for i := len(tasks); i < n; i++ {
 			idle <- struct{}{}
 		}
+		claimed := d.now()
 		for _, t := range tasks {
 			wg.Go(func() {
 				defer func() { idle <- struct{}{} }()
-				d.deliver(detached, t)
+				d.deliver(detached, ctx, t, claimed)
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
 			})
 		}
 		if err == nil && len(tasks) == n {
@@ -300,6 +318,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.due:
+		case <-freed:
 		case <-timer.C:
 		}
 	}
@@ -352,9 +371,10 @@ func (d *Dispatcher) prune(ctx context.Context) {
 	})
 }
 
-// deliver makes one attempt at t through the sender, decides what becomes
-// of the delivery and records it.
-func (d *Dispatcher) deliver(ctx context.Context, t *plantstore.Task) {
+// deliver makes one attempt at t, claimed at claimed, through the sender,
+// decides what becomes of the delivery and records it (record). ctx
+// outlives Run's context, run.
+func (d *Dispatcher) deliver(ctx, run context.Context, t *plantstore.Task, claimed time.Time) {
 	actx, cancel := context.WithTimeout(ctx, d.c.AttemptTimeout)
 	sent := d.sender.Send(actx, t)
 	cancel()
@@ -394,13 +414,39 @@ func (d *Dispatcher) deliver(ctx context.Context, t *plantstore.Task) {
 	default:
 		log.Warn("webhook: delivery given up", attrs...)
 	}
-	cctx, cancel := context.WithTimeout(ctx, completeTimeout)
-	defer cancel()
-	if err := d.queue.CompleteDelivery(cctx, t, r); err != nil {
-		// The delivery is claimed again once its lease expires.
+	d.record(ctx, run, t, r, claimed.Add(d.c.Lease))
+}
+
+// record records attempt r of t, whose lease ends at leaseEnd. A failure
+// (the database failing over) is tried again, after recordRetry doubling
+// up to recordRetryMax, while the lease lasts and Run's context, run, has
+// not ended: until it is recorded the lease holds one of the
+// subscription's MaxInFlight places, so the subscription's deliveries
+// would wait for the lease to end rather than for the database to come
+// back. A delivery left unrecorded is claimed again once its lease ends
+// (at least once delivery).
+func (d *Dispatcher) record(ctx, run context.Context, t *plantstore.Task, r plantstore.AttemptResult, leaseEnd time.Time) {
+	wait := recordRetry
+	for {
+		cctx, cancel := context.WithTimeout(ctx, completeTimeout)
+		err := d.queue.CompleteDelivery(cctx, t, r)
+		cancel()
+		if err == nil {
+			d.records.OK(ctx)
+			return
+		}
 		d.records.Fail(ctx, err, "message_id", t.MessageID, "subscription_id", t.SubscriptionID)
-	} else {
-		d.records.OK(ctx)
+		// The next try must end within the lease: past it another claim
+		// may hold the delivery.
+		if !d.now().Add(wait + completeTimeout).Before(leaseEnd) {
+			return
+		}
+		select {
+		case <-run.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, recordRetryMax)
 	}
 }
 

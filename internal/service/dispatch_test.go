@@ -1072,3 +1072,97 @@ func TestDefaultScheduleSpan(t *testing.T) {
 		t.Errorf("schedule: %d waits, %v in all; the doc says 10 and %v", len(service.DefaultSchedule), total, want)
 	}
 }
+
+// TestDispatcherDrainsABacklogAtOnce: a subscription's backlog, bounded to
+// MaxInFlight attempts at a time, drains as fast as its receiver answers:
+// each recorded attempt frees a place and Run claims again at once, not a
+// poll interval later (at MaxInFlight deliveries a poll interval, the
+// backlog a failover leaves would take minutes). In a synctest bubble:
+// the deliveries are all made before a poll interval passes.
+func TestDispatcherDrainsABacklogAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var got atomic.Int32
+		client := handlerClient(func(w http.ResponseWriter, r *http.Request) { got.Add(1) })
+		o := newMemOutbox()
+		secret := newSecret(t)
+		const n = 40
+		for i := range n {
+			tk := task(fmt.Sprintf("msg_%02d", i), "http://127.0.0.1/hook", secret)
+			tk.SubscriptionID = "whk_backlog"
+			o.add(tk)
+		}
+		d, _ := newDispatcher(t, o, nil, func(c *config) {
+			c.sender.Client = client
+			c.service.Delivery.PollInterval = time.Second
+			c.service.Delivery.MaxInFlight = 2
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { d.Run(ctx); close(done) }()
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if g := got.Load(); g != n {
+			t.Errorf("%d of the %d deliveries made within half a poll interval, want all", g, n)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// failingQueue is a Queue whose first fails CompleteDelivery calls fail
+// as a database failing over does.
+type failingQueue struct {
+	*memOutbox
+	fails atomic.Int32
+}
+
+func (q *failingQueue) CompleteDelivery(ctx context.Context, t *plantstore.Task, r plantstore.AttemptResult) error {
+	if q.fails.Add(-1) >= 0 {
+		return fmt.Errorf("complete webhook delivery: %w: read only connection", plantstore.ErrUnavailable)
+	}
+	return q.memOutbox.CompleteDelivery(ctx, t, r)
+}
+
+// TestDispatcherRecordsAgainAfterAFailure: an attempt whose record fails
+// (the database failing over) is recorded once the database answers
+// again, which releases its lease: the subscription's next delivery goes
+// out then, not once the lease ends, and the first is not sent twice. In
+// a synctest bubble, with a 30 s lease: both are delivered and recorded
+// within 5 s.
+func TestDispatcherRecordsAgainAfterAFailure(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var got atomic.Int32
+		client := handlerClient(func(w http.ResponseWriter, r *http.Request) { got.Add(1) })
+		q := &failingQueue{memOutbox: newMemOutbox()}
+		q.fails.Store(3)
+		secret := newSecret(t)
+		for _, id := range []string{"msg_first", "msg_second"} {
+			tk := task(id, "http://127.0.0.1/hook", secret)
+			tk.SubscriptionID = "whk_one"
+			q.add(tk)
+			time.Sleep(time.Millisecond) // msg_first is due first
+		}
+		d, _ := newDispatcher(t, q, nil, func(c *config) {
+			c.sender.Client = client
+			c.service.Delivery.MaxInFlight = 1
+			c.service.Delivery.Lease = 30 * time.Second
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { d.Run(ctx); close(done) }()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		for _, id := range []string{"msg_first", "msg_second"} {
+			if rs := q.results(id); len(rs) != 1 || rs[0].State != plantstore.DeliverySucceeded {
+				t.Errorf("%s recorded as %+v within 5 s, want one succeeded attempt", id, rs)
+			}
+		}
+		if g := got.Load(); g != 2 {
+			t.Errorf("receiver got %d requests, want 2", g)
+		}
+		cancel()
+		<-done
+	})
+}
