@@ -219,7 +219,9 @@ func (s *Services) NewDispatcher(q Queue) (*Dispatcher, error) {
 	log := c.Logger
 	return &Dispatcher{
 		queue: q, sender: s.sender, c: c, now: s.now, due: s.Notifier.due, pings: s.pings,
-		claims:  outage.New(log, slog.LevelError, "webhook: claim deliveries"),
+		// The operations' names are what operators alert on
+		// (docs/observability.md): they stay as they are.
+		claims:  outage.New(log, slog.LevelError, "webhook: claim tasks"),
 		records: outage.New(log, slog.LevelError, "webhook: record attempt"),
 		stats:   outage.New(log, slog.LevelWarn, "webhook: outbox stats"),
 		prunes:  outage.New(log, slog.LevelWarn, "webhook: prune delivery history"),
