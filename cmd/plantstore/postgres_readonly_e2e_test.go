@@ -156,12 +156,12 @@ func setDatabaseReadOnly(t *testing.T, admin *pgx.Conn, on bool) {
 	}
 	const older = `FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
 	AND backend_type = 'client backend' AND backend_start < $1`
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) `+older, changed); err != nil {
-		t.Fatal(err)
-	}
+	// Terminated again on each look: a session still starting when the
+	// change was made shows its database only once it has authenticated,
+	// after an earlier look may have missed it.
 	waitFor(t, 10*time.Second, "the sessions older than the change to end", func() bool {
 		var n int
-		if err := admin.QueryRow(ctx, `SELECT count(*) `+older, changed).Scan(&n); err != nil {
+		if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) `+older, changed).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 0
