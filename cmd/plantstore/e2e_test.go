@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +32,16 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// The tests here spend most of their time waiting for the processes
+	// they start (plantstore, PostgreSQL, PgBouncer) and for the disk:
+	// unless -test.parallel says otherwise, run more of them at once than
+	// GOMAXPROCS, the default (2 on a 2-core machine).
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 	dir, err := proctest.MkdirTemp("", "plantstore-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,12 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/plantstore/plantstore/internal/testkit/proctest"
 )
@@ -135,6 +139,7 @@ listen_port = %d
 unix_socket_dir =
 auth_type = trust
 auth_file = %s
+admin_users = %s
 pool_mode = transaction
 ignore_startup_parameters = extra_float_digits
 %smax_client_conn = 500
@@ -143,7 +148,7 @@ ignore_startup_parameters = extra_float_digits
 server_login_retry = 1
 logfile = %s
 pidfile = %s
-`, host, port, b.port, filepath.Join(b.dir, "users.txt"), pool,
+`, host, port, b.port, filepath.Join(b.dir, "users.txt"), superuser, pool,
 		filepath.Join(b.dir, "pgbouncer.log"), filepath.Join(b.dir, "pgbouncer.pid"))
 	files := map[string]string{"pgbouncer.ini": ini, "users.txt": `"` + superuser + `" ""` + "\n"}
 	for name, content := range files {
@@ -206,7 +211,10 @@ func (b *PgBouncer) start() error {
 func (b *PgBouncer) URL(db string) string { return localURL(b.port, db) }
 
 // Via returns dbURL, a URL of a database on the pooler's server, with its
-// host replaced by the pooler's.
+// host replaced by the pooler's. When tb ends, the pooler closes its server
+// connections to that database (its admin console's KILL, then RESUME), so
+// that a test may drop or reuse the database after tb without the pooler
+// handing out a connection to a session that is gone.
 func (b *PgBouncer) Via(tb testing.TB, dbURL string) string {
 	tb.Helper()
 	u, err := url.Parse(dbURL)
@@ -214,7 +222,48 @@ func (b *PgBouncer) Via(tb testing.TB, dbURL string) string {
 		tb.Fatalf("pgtest: %v", err)
 	}
 	u.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port))
+	db := strings.TrimPrefix(u.Path, "/")
+	tb.Cleanup(func() {
+		if err := b.forget(db); err != nil {
+			tb.Errorf("pgtest: pgbouncer: close the server connections to %s: %v", db, err)
+		}
+	})
 	return u.String()
+}
+
+// plainName matches the database names that PgBouncer's admin console
+// takes unquoted, as every name of NewDatabase's is.
+var plainName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// forget closes the pooler's connections to database db. A pooler that was
+// stopped, or that never connected to db, has none.
+func (b *PgBouncer) forget(db string) error {
+	b.mu.Lock()
+	running := b.cmd != nil
+	b.mu.Unlock()
+	if !running {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, localURL(b.port, "pgbouncer"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if !plainName.MatchString(db) {
+		return fmt.Errorf("the admin console takes plain names only, not %q", db)
+	}
+	_, err = conn.Exec(ctx, "KILL "+db).ReadAll()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "no such database") {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "RESUME "+db).ReadAll()
+	return err
 }
 
 // Stop stops the pooler (SIGTERM: at once, its clients disconnected) and
