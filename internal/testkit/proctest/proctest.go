@@ -3,21 +3,18 @@
 // binary ends (tests done, a panic such as -timeout's, which runs no
 // cleanup, or a kill).
 //
-// Start gives each child a process group, a parent-death signal (SIGKILL;
-// Linux sends it when the forking thread exits, so every child is forked
-// from one goroutine locked to its thread for the life of the process) and
-// the binary's mark, an environment variable its descendants inherit.
+// Start gives each child a process group, a parent-death signal (SIGKILL,
+// sent when the forking thread exits: every child is forked from one
+// goroutine locked to its thread) and the binary's mark, an environment
+// variable its descendants inherit. The first use starts a reaper, the test
+// binary again in a mode of its own, reading a pipe only the binary writes:
+// at end of file it kills every process with the mark or working in a
+// registered directory (PostgreSQL's backends leave the group and overwrite
+// their environment), then removes the directories.
 //
-// The first use starts a reaper: the test binary again, in a mode of its
-// own (init), reading a pipe only the binary writes. At end of file (the
-// binary is gone) it kills every process with the mark or working in a
-// registered directory (PostgreSQL's backends and Patroni's PostgreSQL
-// leave the child's group and overwrite their environment, but work in
-// their data directory), then removes the directories. A child subreaper
-// would not do: orphans would be the binary's only until it dies itself.
-//
-// Main, for TestMain (pgtest.Run calls it), also points TMPDIR at a
-// registered directory of the binary's own, for t.TempDir and the children.
+// Main, for TestMain (pgtest.Run calls it), points TMPDIR at a registered
+// directory of the binary's own. FreePort and ReservePort pick loopback
+// ports for children that no other test binary picks meanwhile.
 package proctest
 
 import (
