@@ -48,7 +48,7 @@ func TestWebhookTypedEvents(t *testing.T) {
 			waitFor(t, 20*time.Second, "every delivery", func() bool {
 				return len(untyped.got()) >= 2 && len(all.got()) >= 4 && len(deletes.got()) >= 1
 			})
-			time.Sleep(1500 * time.Millisecond) // let a stray extra delivery show up, if any
+			waitNothingPending(t, db) // then no stray extra delivery can still come
 
 			// Untyped: today's bodies, creates only (in any order: deliveries
 			// are unordered, even per subscription, as below).

@@ -132,7 +132,7 @@ func TestWebhookDelivery(t *testing.T) {
 	// event it would have come first (same subscription, one message each).
 	do(t, testClient, "POST", s.url+"/plants", alice, `{"id":8,"name":"Ivy"}`)
 	waitFor(t, 20*time.Second, "the second plant", func() bool { return len(a.got()) >= 2 && len(b.got()) >= 2 })
-	time.Sleep(1500 * time.Millisecond) // give a stray extra delivery time to show up
+	waitNothingPending(t, db) // then no stray extra delivery can still come
 	for _, r := range []*receiver{a, b} {
 		got := r.got()
 		if len(got) != 2 || got[1].body != `{"id":8,"name":"Ivy"}` {
@@ -320,7 +320,7 @@ func TestWebhookTwoReplicas(t *testing.T) {
 		}
 	}
 	waitFor(t, 30*time.Second, "all deliveries", func() bool { return len(r.got()) >= n })
-	time.Sleep(1500 * time.Millisecond) // let a duplicate show up, if any
+	waitNothingPending(t, db) // then no duplicate can still come
 	seen := map[string]int{}
 	for _, d := range r.got() {
 		seen[d.id]++
@@ -472,7 +472,7 @@ func TestWebhookDisabled(t *testing.T) {
 	}
 	before := len(failing.got())
 	do(t, testClient, "POST", s.url+"/plants", tok, `{"id":2,"name":"Ivy"}`)
-	time.Sleep(500 * time.Millisecond)
+	waitNothingPending(t, db)
 	if n := len(failing.got()); n != before {
 		t.Fatalf("a disabled subscription got %d more deliveries", n-before)
 	}
@@ -574,4 +574,31 @@ func TestWebhookFairness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitNothingPending waits (at most 30 s) until the database behind db (a
+// SQLite file or a postgres:// URL, shared with the running servers) holds
+// no pending webhook delivery. A delivery stays pending while an attempt is
+// on its way and until its result is recorded, so once none is, no further
+// attempt can reach a receiver: what the receivers got by then is all they
+// will get.
+func waitNothingPending(t *testing.T, db string) {
+	t.Helper()
+	f := dbFlags{DB: db, DBMaxConns: 1, DBStatementTimeout: 5 * time.Second, DBTimeout: 10 * time.Second}
+	store, err := f.backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Open(t.Context()); err != nil {
+		t.Fatalf("open %s: %v", db, err)
+	}
+	defer store.Close()
+	var pending int
+	waitFor(t, 30*time.Second, "no pending webhook delivery", func() bool {
+		pending, _, err = store.OutboxStats(t.Context())
+		if err != nil {
+			t.Fatalf("pending deliveries: %v", err)
+		}
+		return pending == 0
+	})
 }
