@@ -28,13 +28,18 @@ const (
 	MaxPageSize     = 1000
 )
 
+// EstimateExactUpTo is how many matching plants an estimated count counts
+// one by one before it estimates.
+const EstimateExactUpTo = 1000
+
 // Plant is a plant of one owner. Its key is (Owner, ID): ids are per owner.
 type Plant struct {
 	Owner     string
 	ID        int64
 	Name      string
-	Tag       *string // nil when the plant has no tag
-	CreatedAt time.Time
+	Tag       *string   // nil when the plant has no tag
+	CreatedAt time.Time // microseconds, UTC (TruncateTime)
+	UpdatedAt time.Time // the last change of name or tag; CreatedAt until one
 }
 
 // SameContent reports whether p and q carry the same id, name and tag: the
@@ -70,27 +75,6 @@ func (p *Plant) Validate() error {
 	return nil
 }
 
-// Validate refuses a tag that is not UTF-8 or holds U+0000 (CodeInvalidBody,
-// as everywhere): no plant has one, and PostgreSQL fails comparing one.
-func (f *PlantFilter) Validate() error {
-	switch {
-	case f.Tag == nil:
-	case !utf8.ValidString(*f.Tag):
-		return Errorf(CodeInvalidBody, `invalid query parameter "tag": must be valid UTF-8`)
-	case strings.IndexByte(*f.Tag, 0) >= 0:
-		return Errorf(CodeInvalidBody, `invalid query parameter "tag": must not contain U+0000`)
-	}
-	return nil
-}
-
-// PlantFilter selects a page of one owner's plants, by id ascending.
-type PlantFilter struct {
-	Owner string
-	Tag   *string // only plants with exactly this tag
-	After *int64  // only ids greater than this one (keyset pagination)
-	Limit int     // page size, 1..MaxPageSize (PlantService: 0 means DefaultPageSize)
-}
-
 // PlantService is what clients can do with plants, scoped to one owner;
 // errors a client may see are *Error values.
 type PlantService interface {
@@ -102,6 +86,9 @@ type PlantService interface {
 	FindPlantByID(ctx context.Context, owner string, id int64) (*Plant, error)
 	// FindPlants returns a page of plants matching f and whether more follow.
 	FindPlants(ctx context.Context, f PlantFilter) (plants []*Plant, more bool, err error)
+	// CountPlants returns how many plants match f (its page aside: After
+	// and Limit are not read), as mode asks (CountExact or CountEstimated).
+	CountPlants(ctx context.Context, f PlantFilter, mode CountMode) (int64, error)
 	// DeletePlant deletes the owner's plant or returns a CodeNotFound error.
 	DeletePlant(ctx context.Context, owner string, id int64) error
 	// DeletePlantIf deletes the owner's plant only while ifMatch (an
@@ -138,8 +125,15 @@ type PlantStore interface {
 	InsertPlant(ctx context.Context, p *Plant, ev *Event) (InsertResult, error)
 	// FindPlant returns the owner's plant or ErrNotFound.
 	FindPlant(ctx context.Context, owner string, id int64) (*Plant, error)
-	// ListPlants returns at most f.Limit plants matching f, by id ascending.
+	// ListPlants returns at most f.Limit plants matching f, in f.Sort's
+	// order after f.After.
 	ListPlants(ctx context.Context, f PlantFilter) ([]*Plant, error)
+	// CountPlants returns how many plants match f, f.After and f.Limit
+	// aside. With estimate it does a bounded amount of work: the count is
+	// exact while at most EstimateExactUpTo plants match, and beyond that
+	// an estimate (from the planner, an index or a sample) of at least
+	// EstimateExactUpTo+1.
+	CountPlants(ctx context.Context, f PlantFilter, estimate bool) (int64, error)
 	// DeletePlant deletes the owner's plant with its plant.deleted event ev
 	// and returns the plant deleted, or ErrNotFound.
 	DeletePlant(ctx context.Context, owner string, id int64, ev *Event) (WriteResult, error)
@@ -178,6 +172,7 @@ type PlantUpdate struct {
 	Name   *string
 	Tag    *string
 	SetTag bool
+	At     time.Time // the plant's UpdatedAt if it changes (the service sets it)
 }
 
 // Empty reports whether u changes nothing by itself (an empty patch).
@@ -191,6 +186,9 @@ func (u *PlantUpdate) Apply(p *Plant) *Plant {
 	}
 	if u.SetTag {
 		out.Tag = u.Tag
+	}
+	if !u.At.IsZero() && !u.Empty() {
+		out.UpdatedAt = u.At
 	}
 	return &out
 }
@@ -215,8 +213,10 @@ func (u *PlantUpdate) Validate() error {
 }
 
 // ETag returns p's strong entity tag (RFC 9110 §8.8.3), quoted: 128 bits of
-// a SHA-256 over its id, name and tag, length-prefixed so that no two
-// contents share an input. Tags are only compared within one owner.
+// a SHA-256 over its id, name, tag and UpdatedAt (to the microsecond),
+// length-prefixed so that no two plants share an input. UpdatedAt is in
+// every answer, so a plant renamed and renamed back is a new representation
+// with a new tag. Tags are only compared within one owner.
 func (p *Plant) ETag() string {
 	// Built on the stack for usual sizes: the string is the one allocation.
 	var stack [128]byte
@@ -230,6 +230,7 @@ func (p *Plant) ETag() string {
 	} else {
 		b = append(b, 0)
 	}
+	b = binary.BigEndian.AppendUint64(b, uint64(p.UpdatedAt.UnixMicro()))
 	sum := sha256.Sum256(b)
 	var out [2 + 2*16]byte
 	out[0], out[len(out)-1] = '"', '"'

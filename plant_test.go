@@ -3,6 +3,9 @@ package plantstore_test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore"
 )
@@ -74,25 +77,136 @@ func TestPlantValidate(t *testing.T) {
 }
 
 func TestPlantFilterValidate(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		name     string
-		tag      *string
+		f        plantstore.PlantFilter
 		wantCode int32
 	}{
-		{"OKNoTag", nil, 0},
-		{"OKTag", ptr("green"), 0},
-		{"OKEmptyTag", ptr(""), 0},
-		{"OKLongTag", ptr(strings.Repeat("t", 1000)), 0}, // matches nothing
-		{"ErrTagNUL", ptr("gr\x00een"), plantstore.CodeInvalidBody},
-		{"ErrTagInvalidUTF8", ptr("\xff"), plantstore.CodeInvalidBody},
+		{"OKNoTag", plantstore.PlantFilter{}, 0},
+		{"OKTag", plantstore.PlantFilter{Tags: []string{"green"}}, 0},
+		{"OKEmptyTag", plantstore.PlantFilter{Tags: []string{""}}, 0},
+		{"OKLongTag", plantstore.PlantFilter{Tags: []string{strings.Repeat("t", 1000)}}, 0}, // matches nothing
+		{"OKMaxTags", plantstore.PlantFilter{Tags: make([]string, plantstore.MaxFilterTags)}, 0},
+		{"OKMaxWords", plantstore.PlantFilter{Words: make([]string, plantstore.MaxQueryWords)}, 0},
+		{"OKTimes", plantstore.PlantFilter{CreatedAfter: t0, CreatedBefore: t0.Add(time.Microsecond)}, 0},
+		{"OKOnlyAfter", plantstore.PlantFilter{CreatedAfter: t0}, 0},
+		{"ErrTagNUL", plantstore.PlantFilter{Tags: []string{"ok", "gr\x00een"}}, plantstore.CodeInvalidBody},
+		{"ErrTagInvalidUTF8", plantstore.PlantFilter{Tags: []string{"\xff"}}, plantstore.CodeInvalidBody},
+		{"ErrTooManyTags", plantstore.PlantFilter{Tags: make([]string, plantstore.MaxFilterTags+1)}, plantstore.CodeInvalidQuery},
+		{"ErrTooManyWords", plantstore.PlantFilter{Words: make([]string, plantstore.MaxQueryWords+1)}, plantstore.CodeInvalidQuery},
+		{"ErrTimesEqual", plantstore.PlantFilter{CreatedAfter: t0, CreatedBefore: t0}, plantstore.CodeInvalidQuery},
+		{"ErrTimesReversed", plantstore.PlantFilter{CreatedAfter: t0.Add(time.Second), CreatedBefore: t0}, plantstore.CodeInvalidQuery},
+		{"ErrSort", plantstore.PlantFilter{Sort: plantstore.PlantSort(99)}, plantstore.CodeInvalidQuery},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := plantstore.PlantFilter{Owner: "alice", Tag: tt.tag}
+			f := tt.f
+			f.Owner = "alice"
 			if got, want := plantstore.ErrorCode(f.Validate()), tt.wantCode; got != want {
 				t.Fatalf("ErrorCode(Validate()) = %d, want %d", got, want)
 			}
 		})
 	}
+}
+
+func TestParsePlantSort(t *testing.T) {
+	for i, name := range plantstore.SortNames() {
+		s, err := plantstore.ParsePlantSort(name)
+		if err != nil || int(s) != i || s.String() != name {
+			t.Fatalf("ParsePlantSort(%q) = %v, %v", name, s, err)
+		}
+		if got, want := s.Desc(), strings.HasPrefix(name, "-"); got != want {
+			t.Fatalf("%s: Desc = %v", name, got)
+		}
+		if got, want := s.Key(), strings.TrimPrefix(name, "-"); got != want {
+			t.Fatalf("%s: Key = %q", name, got)
+		}
+	}
+	for _, bad := range []string{"", "ID", "+id", "--id", "tag", "name,id"} {
+		if _, err := plantstore.ParsePlantSort(bad); plantstore.ErrorCode(err) != plantstore.CodeInvalidQuery {
+			t.Fatalf("ParsePlantSort(%q): %v", bad, err)
+		}
+	}
+}
+
+// TestCursor: a cursor gives back the position it was made at, with the
+// query it was made for, and is refused with any other.
+func TestCursor(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 123456000, time.UTC)
+	last := &plantstore.Plant{ID: -42, Name: "Café ☕", CreatedAt: t0}
+	base := plantstore.PlantFilter{Owner: "alice", Tags: []string{"b", "a"}, Words: []string{"mon", "del"}, CreatedAfter: t0.Add(-time.Hour), Limit: 10}
+	for _, sort := range plantstore.SortNames() {
+		t.Run(sort, func(t *testing.T) {
+			f := base
+			f.Sort, _ = plantstore.ParsePlantSort(sort)
+			cursor := f.Cursor(last)
+			g := f
+			g.Limit = 3                                                       // the page size is not the query
+			g.Tags, g.Words = []string{"a", "b", "a"}, []string{"del", "mon"} // sets: order and repeats do not count
+			g.Owner = "bob"
+			if err := g.SetCursor(cursor); err != nil {
+				t.Fatal(err)
+			}
+			want := &plantstore.PlantKey{ID: -42}
+			switch f.Sort.Key() {
+			case "name":
+				want.Name = last.Name
+			case "created_at":
+				want.CreatedAt = t0
+			}
+			if diff := cmp.Diff(want, g.After); diff != "" {
+				t.Fatalf("After (-want +got):\n%s", diff)
+			}
+			for name, other := range map[string]func(*plantstore.PlantFilter){
+				"Sort":          func(h *plantstore.PlantFilter) { h.Sort = (h.Sort + 1) % 6 },
+				"Words":         func(h *plantstore.PlantFilter) { h.Words = []string{"mon"} },
+				"Tags":          func(h *plantstore.PlantFilter) { h.Tags = nil },
+				"CreatedAfter":  func(h *plantstore.PlantFilter) { h.CreatedAfter = time.Time{} },
+				"CreatedBefore": func(h *plantstore.PlantFilter) { h.CreatedBefore = t0 },
+			} {
+				h := f
+				other(&h)
+				err := h.SetCursor(cursor)
+				if plantstore.ErrorCode(err) != plantstore.CodeInvalidQuery || !strings.Contains(err.Error(), "another query") {
+					t.Fatalf("%s changed: %v", name, err)
+				}
+			}
+		})
+	}
+	t.Run("PlainID", func(t *testing.T) {
+		f := plantstore.PlantFilter{}
+		if err := f.SetCursor("-7"); err != nil || f.After == nil || f.After.ID != -7 {
+			t.Fatalf("%v %+v", err, f.After)
+		}
+		f = plantstore.PlantFilter{Sort: plantstore.SortName}
+		if err := f.SetCursor("7"); plantstore.ErrorCode(err) != plantstore.CodeInvalidQuery {
+			t.Fatal(err)
+		}
+	})
+	t.Run("Garbage", func(t *testing.T) {
+		f := plantstore.PlantFilter{Sort: plantstore.SortCreatedAt}
+		good := f.Cursor(last)
+		for _, bad := range []string{"", "x", "!!", "AQ", good[:len(good)-2], good + "AA", "9223372036854775808"} {
+			g := f
+			if err := g.SetCursor(bad); plantstore.ErrorCode(err) != plantstore.CodeInvalidQuery {
+				t.Fatalf("SetCursor(%q) = %v", bad, err)
+			}
+		}
+	})
+}
+
+func FuzzSetCursor(f *testing.F) {
+	pf := plantstore.PlantFilter{Sort: plantstore.SortName}
+	f.Add(pf.Cursor(&plantstore.Plant{ID: 1, Name: "x"}))
+	f.Add("123")
+	f.Fuzz(func(t *testing.T, s string) {
+		for sort := range plantstore.PlantSort(6) {
+			g := plantstore.PlantFilter{Sort: sort}
+			if err := g.SetCursor(s); err != nil && plantstore.ErrorCode(err) != plantstore.CodeInvalidQuery {
+				t.Fatalf("SetCursor(%q): %v", s, err)
+			}
+		}
+	})
 }
 
 func TestErrorCode(t *testing.T) {

@@ -8,7 +8,7 @@
 //	p, err := c.CreatePlant(ctx, client.NewPlant{ID: 1, Name: "Monstera"})
 //	p, err = c.GetPlant(ctx, 1, client.GetPlantOptions{})
 //	p, err = c.UpdatePlant(ctx, 1, client.PlantPatch{Name: &name}, client.UpdatePlantOptions{IfMatch: p.ETag})
-//	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Tag: &tag}) { ... }
+//	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Q: "monstera", Sort: "-created_at"}) { ... }
 //	w, err := c.CreateWebhook(ctx, client.NewWebhook{URL: "https://example.com/hook"})
 //	for ev, err := range c.TailEvents(ctx, lastSeq, client.TailOptions{}) { ... }
 //	tok, err := c.CreateToken(ctx, client.NewToken{Scopes: []string{"plants:read"}, TTL: 24 * time.Hour})
@@ -45,6 +45,11 @@ type Plant struct {
 	ID   int64   `json:"id"`
 	Name string  `json:"name"`
 	Tag  *string `json:"tag,omitempty"` // nil when the plant has no tag
+	// CreatedAt is when the plant was created and UpdatedAt when its name
+	// or tag last changed (CreatedAt until then), in UTC to the
+	// microsecond; zero from a server that does not send them.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// ETag is the strong entity tag of the plant's content, as GetPlant
 	// and UpdatePlant answer it (empty from CreatePlant and lists): the
 	// IfMatch of a later change, the IfNoneMatch of a later GetPlant.
@@ -52,18 +57,51 @@ type Plant struct {
 }
 
 // ListPlantsOptions selects a page of plants. The zero value asks for the
-// first page of all plants at the server's default page size.
+// first page of all plants, by id, at the server's default page size; every
+// filter given applies.
 type ListPlantsOptions struct {
-	Limit int     // page size, 1..1000; 0 for the server's default (100)
-	Tag   *string // only plants with exactly this tag
-	After *int64  // only plants whose id is greater (the cursor)
+	Limit int // page size, 1..1000; 0 for the server's default (100)
+	// Q searches: only plants whose name or tag has, for every word of Q,
+	// a word that starts with it, ignoring case and accents ("mon del"
+	// finds "Monstera deliciosa"). Every character is data, never syntax.
+	// At most 200 characters and 16 words; "" for no search.
+	Q string
+	// Tags keeps only plants with exactly one of these tags; nil for any.
+	Tags []string
+	// CreatedAfter and CreatedBefore keep only plants created strictly
+	// after and strictly before them; the zero time for no bound. They are
+	// sent to the nanosecond, in UTC.
+	CreatedAfter, CreatedBefore time.Time
+	// Sort is the order: "id", "name" (by Unicode code point) or
+	// "created_at", or one of these with a leading "-" for descending; ties
+	// are broken by id in the same direction. "" for the server's default,
+	// "id".
+	Sort string
+	// After is the opaque cursor of the page's position, as Next carries it
+	// from the previous page's Link header; it is valid only with the same
+	// Q, Tags, CreatedAfter, CreatedBefore and Sort (else an *Error with
+	// Status 400). A plant id in decimal is taken too, with Sort "" or "id":
+	// the plants whose id is greater. "" for the first page.
+	After string
+	// Count asks for the number of plants the query matches (not the page),
+	// in PlantPage.Total: "exact", or "estimated" for a figure that costs
+	// the server little at any size (exact up to 1,000 matches). "" asks
+	// for none, and nothing is counted.
+	Count string
 }
 
 // PlantPage is one page of plants. Next is the query of the following page,
-// taken from the answer's Link header; nil on the last page.
+// taken from the answer's Link header, with Count "" (the total is the
+// query's, asked once; set Next.Count to ask again); nil on the last page.
 type PlantPage struct {
 	Plants []Plant
 	Next   *ListPlantsOptions
+	// Total is the number of plants the query matches when
+	// ListPlantsOptions.Count asked for it, else nil; TotalEstimated says
+	// that the server answered an estimate (Count "estimated" beyond the
+	// matches it counts exactly).
+	Total          *int64
+	TotalEstimated bool
 }
 
 // Error is an error answer of the API: Status is the HTTP status, Code the
@@ -172,8 +210,9 @@ type exchangeKey struct{}
 type recorder struct{ hc *http.Client }
 
 func (r recorder) Do(req *http.Request) (*http.Response, error) {
+	x, hasX := req.Context().Value(exchangeKey{}).(*exchange)
 	resp, err := r.hc.Do(req)
-	if x, ok := req.Context().Value(exchangeKey{}).(*exchange); ok {
+	if hasX {
 		x.url = req.URL
 		if err == nil {
 			x.status = resp.StatusCode
@@ -323,11 +362,16 @@ func (c *Client) DeletePlant(ctx context.Context, id int64, opts DeletePlantOpti
 	return answerError(x, res)
 }
 
-// ListPlants returns one page of plants, by id ascending, and the query of
-// the next page from the Link header.
+// ListPlants returns one page of the plants opts selects, in its Sort
+// order, the query of the next page from the Link header, and the total
+// when opts.Count asks for it.
 func (c *Client) ListPlants(ctx context.Context, opts ListPlantsOptions) (*PlantPage, error) {
+	params, err := opts.params()
+	if err != nil {
+		return nil, fmt.Errorf("client: list plants: %w", err)
+	}
 	ctx, x := withExchange(ctx)
-	res, err := c.api.ListPlants(ctx, opts.params())
+	res, err := c.api.ListPlants(ctx, params)
 	if err != nil {
 		return nil, callError("list plants", x, err)
 	}
@@ -336,6 +380,7 @@ func (c *Client) ListPlants(ctx context.Context, opts ListPlantsOptions) (*Plant
 		return nil, answerError(x, res)
 	}
 	page := &PlantPage{Plants: make([]Plant, len(ok.Response))}
+	page.Total, page.TotalEstimated = total(ok.XTotalCount, ok.PreferenceApplied)
 	for i := range ok.Response {
 		page.Plants[i] = *fromAPI(&ok.Response[i], "")
 	}
@@ -349,33 +394,63 @@ func (c *Client) ListPlants(ctx context.Context, opts ListPlantsOptions) (*Plant
 	return page, nil
 }
 
-// params are the query parameters of opts (HEAD /plants takes the same).
-func (opts ListPlantsOptions) params() oapi.ListPlantsParams {
+// params are the parameters of opts (HEAD /plants takes the same).
+func (opts ListPlantsOptions) params() (oapi.ListPlantsParams, error) {
 	var params oapi.ListPlantsParams
 	if opts.Limit != 0 {
 		params.Limit = oapi.NewOptInt32(int32(opts.Limit))
 	}
-	if opts.Tag != nil {
-		params.Tag = oapi.NewOptString(*opts.Tag)
+	if opts.Q != "" {
+		params.Q = oapi.NewOptString(opts.Q)
 	}
-	if opts.After != nil {
-		params.After = oapi.NewOptInt64(*opts.After)
+	params.Tag = opts.Tags
+	if !opts.CreatedAfter.IsZero() {
+		params.CreatedAfter = oapi.NewOptDateTime(opts.CreatedAfter.UTC())
 	}
-	return params
+	if !opts.CreatedBefore.IsZero() {
+		params.CreatedBefore = oapi.NewOptDateTime(opts.CreatedBefore.UTC())
+	}
+	if opts.Sort != "" {
+		// Not checked here: the server names an unknown sort in its 400.
+		params.Sort = oapi.NewOptPlantSort(oapi.PlantSort(opts.Sort))
+	}
+	if opts.After != "" {
+		params.After = oapi.NewOptString(opts.After)
+	}
+	switch opts.Count {
+	case "":
+	case "exact", "estimated":
+		params.Prefer = oapi.NewOptString("count=" + opts.Count)
+	default:
+		return params, fmt.Errorf(`count %q: want "exact", "estimated" or ""`, opts.Count)
+	}
+	return params, nil
+}
+
+// total reads X-Total-Count and Preference-Applied: the total, nil when
+// the answer has none, and whether it is an estimate.
+func total(count oapi.OptInt64, applied oapi.OptPreferenceApplied) (*int64, bool) {
+	n, ok := count.Get()
+	if !ok {
+		return nil, false
+	}
+	return &n, applied.Or("") == oapi.PreferenceAppliedCountEstimated
 }
 
 // Plants iterates over every plant that opts selects, from opts.After on,
-// requesting page after page by following each answer's Link rel="next"
-// until there is none; breaking out of the loop stops the requests. An
-// error ends the iteration after it is yielded.
+// in opts.Sort's order, requesting page after page by following each
+// answer's Link rel="next" until there is none; breaking out of the loop
+// stops the requests. opts.Count is ignored (ListPlants answers the
+// total). An error ends the iteration after it is yielded.
 func (c *Client) Plants(ctx context.Context, opts ListPlantsOptions) iter.Seq2[Plant, error] {
+	opts.Count = ""
 	return paginate(opts, func(o ListPlantsOptions) ([]Plant, *ListPlantsOptions, error) {
 		page, err := c.ListPlants(ctx, o)
 		if err != nil {
 			return nil, nil, err
 		}
-		if n := page.Next; n != nil && o.After != nil && (n.After == nil || *n.After <= *o.After) {
-			return nil, nil, fmt.Errorf("client: list plants: next link does not advance past after=%d", *o.After)
+		if n := page.Next; n != nil && n.After == o.After {
+			return nil, nil, fmt.Errorf("client: list plants: next link does not move the cursor after=%q", o.After)
 		}
 		return page.Plants, page.Next, nil
 	})
@@ -404,27 +479,28 @@ func paginate[T, Q any](first Q, list func(Q) ([]T, *Q, error)) iter.Seq2[T, err
 }
 
 // nextPage resolves the Link header's rel="next" target against the request
-// URL and reads its query into ListPlantsOptions; nil when no link is
-// rel="next".
+// URL and reads its query into ListPlantsOptions (Count stays ""); nil when
+// no link is rel="next".
 func nextPage(base *url.URL, header string) (*ListPlantsOptions, error) {
 	q, err := nextQuery(base, header)
 	if err != nil || q == nil {
 		return nil, err
 	}
-	var opts ListPlantsOptions
+	opts := ListPlantsOptions{Q: q.Get("q"), Tags: q["tag"], Sort: q.Get("sort"), After: q.Get("after")}
 	if opts.Limit, err = limitParam(q); err != nil {
 		return nil, err
 	}
-	if q.Has("tag") {
-		tag := q.Get("tag")
-		opts.Tag = &tag
-	}
-	if s := q.Get("after"); s != "" {
-		after, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("link header: after %q: %w", s, err)
+	for _, t := range []struct {
+		name string
+		to   *time.Time
+	}{{"created_after", &opts.CreatedAfter}, {"created_before", &opts.CreatedBefore}} {
+		s := q.Get(t.name)
+		if s == "" {
+			continue
 		}
-		opts.After = &after
+		if *t.to, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return nil, fmt.Errorf("link header: %s %q: %w", t.name, s, err)
+		}
 	}
 	return &opts, nil
 }
@@ -545,7 +621,7 @@ func paramValue(s string) (value, rest string, err error) {
 }
 
 func fromAPI(p *oapi.Plant, etag string) *Plant {
-	out := &Plant{ID: p.ID, Name: p.Name, ETag: etag}
+	out := &Plant{ID: p.ID, Name: p.Name, ETag: etag, CreatedAt: p.CreatedAt.Or(time.Time{}), UpdatedAt: p.UpdatedAt.Or(time.Time{})}
 	if tag, ok := p.Tag.Get(); ok {
 		out.Tag = &tag
 	}

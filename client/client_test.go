@@ -126,6 +126,19 @@ func ptr[T any](v T) *T { return &v }
 // ignoreETag compares plants without their ETag.
 var ignoreETag = cmpopts.IgnoreFields(client.Plant{}, "ETag")
 
+// ignoreTimes compares plants without their CreatedAt and UpdatedAt.
+var ignoreTimes = cmpopts.IgnoreFields(client.Plant{}, "CreatedAt", "UpdatedAt")
+
+// checkTimes fails the test unless p has the times of a plant the server
+// created and did not change since: in UTC, to the microsecond, UpdatedAt
+// equal to CreatedAt.
+func checkTimes(t *testing.T, what string, p *client.Plant) {
+	t.Helper()
+	if p.CreatedAt.IsZero() || p.CreatedAt.Location() != time.UTC || !p.CreatedAt.Equal(p.CreatedAt.Truncate(time.Microsecond)) || !p.UpdatedAt.Equal(p.CreatedAt) {
+		t.Errorf("%s: created_at %v, updated_at %v; want a UTC time to the microsecond, both equal", what, p.CreatedAt, p.UpdatedAt)
+	}
+}
+
 // apiError returns err as an *client.Error, failing the test if it is not one.
 func apiError(t *testing.T, err error) *client.Error {
 	t.Helper()
@@ -146,11 +159,12 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &client.Plant{ID: 7, Name: "Monstera", Tag: ptr("indoor")}
+	checkTimes(t, "create", got)
+	want := &client.Plant{ID: 7, Name: "Monstera", Tag: ptr("indoor"), CreatedAt: got.CreatedAt, UpdatedAt: got.UpdatedAt}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
-	// Identical replay: 200 with the stored plant.
+	// Identical replay: 200 with the stored plant, its times too.
 	if got, err = c.CreatePlant(ctx, client.NewPlant{ID: 7, Name: "Monstera", Tag: ptr("indoor")}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -170,7 +184,8 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&client.Plant{ID: 8, Name: "Fern"}, noTag); diff != "" {
+	checkTimes(t, "create without tag", noTag)
+	if diff := cmp.Diff(&client.Plant{ID: 8, Name: "Fern"}, noTag, ignoreTimes); diff != "" {
 		t.Errorf("create without tag (-want +got):\n%s", diff)
 	}
 	if err := c.DeletePlant(ctx, 7, client.DeletePlantOptions{}); err != nil {
@@ -276,10 +291,18 @@ func TestListPlantsAndPlants(t *testing.T) {
 	if diff := cmp.Diff(all[:10], page.Plants); diff != "" {
 		t.Errorf("page 1 (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&client.ListPlantsOptions{Limit: 10, After: ptr(int64(100))}, page.Next); diff != "" {
+	// The cursor is opaque: only its presence is checked.
+	if page.Next == nil || page.Next.After == "" {
+		t.Fatalf("page 1 next = %+v, want a cursor", page.Next)
+	}
+	if diff := cmp.Diff(&client.ListPlantsOptions{Limit: 10}, page.Next, cmpopts.IgnoreFields(client.ListPlantsOptions{}, "After")); diff != "" {
 		t.Errorf("page 1 next (-want +got):\n%s", diff)
 	}
-	last, err := c.ListPlants(ctx, client.ListPlantsOptions{Limit: 10, After: ptr(int64(200))})
+	if page.Total != nil {
+		t.Errorf("page 1 total = %d, not asked for", *page.Total)
+	}
+	// A plant id is a cursor too, by id.
+	last, err := c.ListPlants(ctx, client.ListPlantsOptions{Limit: 10, After: "200"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,9 +323,9 @@ func TestListPlantsAndPlants(t *testing.T) {
 		{"pages of 5", client.ListPlantsOptions{Limit: 5}, all, 5},
 		{"exact pages", client.ListPlantsOptions{Limit: 23}, all, 1},
 		{"pages of 1", client.ListPlantsOptions{Limit: 1}, all, 23},
-		{"after", client.ListPlantsOptions{Limit: 4, After: ptr(int64(150))}, all[15:], 2},
-		{"tag", client.ListPlantsOptions{Limit: 2, Tag: ptr("red")}, red, 4},
-		{"no match", client.ListPlantsOptions{Tag: ptr("blue")}, nil, 1},
+		{"after", client.ListPlantsOptions{Limit: 4, After: "150"}, all[15:], 2},
+		{"tag", client.ListPlantsOptions{Limit: 2, Tags: []string{"red"}}, red, 4},
+		{"no match", client.ListPlantsOptions{Tags: []string{"blue"}}, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

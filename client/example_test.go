@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"time"
 
 	"github.com/plantstore/plantstore/client"
 )
@@ -33,11 +34,35 @@ func Example() {
 
 	// Plants follows the Link header from page to page; breaking out of
 	// the loop stops the requests.
-	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Limit: 500, Tag: &tag}) {
+	for p, err := range c.Plants(ctx, client.ListPlantsOptions{Limit: 500, Tags: []string{tag}}) {
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Println(p.ID, p.Name)
+	}
+}
+
+// A search, newest first, a page at a time, with the number of plants it
+// matches (asked for on the first page only: it is the query's).
+func ExampleClient_ListPlants() {
+	ctx := context.Background()
+	c, err := client.New("http://127.0.0.1:8080", os.Getenv("PLANTSTORE_TOKEN"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	opts := &client.ListPlantsOptions{Q: "mon del", Tags: []string{"indoor", "shade"}, Sort: "-created_at", Limit: 20, Count: "exact"}
+	for opts != nil {
+		page, err := c.ListPlants(ctx, *opts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if page.Total != nil {
+			fmt.Printf("%d plants match\n", *page.Total)
+		}
+		for _, p := range page.Plants {
+			fmt.Println(p.ID, p.Name, p.CreatedAt.Format(time.RFC3339))
+		}
+		opts = page.Next // the cursor of the next page, with the same query
 	}
 }
 

@@ -18,6 +18,9 @@ type Head struct {
 	Link            string // HeadPlants, HeadWebhooks: the next page's link, "" on the last page
 	RateLimit       string // the token's remaining quota (IETF RateLimit header)
 	RateLimitPolicy string // the token's quota policy (IETF RateLimit-Policy header)
+	// Total and TotalEstimated: HeadPlants with a Count, as in PlantPage.
+	Total          *int64
+	TotalEstimated bool
 }
 
 // HeadPlant asks for the headers of GET /plants/{id}: whether the plant
@@ -36,15 +39,22 @@ func (c *Client) HeadPlant(ctx context.Context, id int64) (*Head, error) {
 }
 
 // HeadPlants asks for the headers of GET /plants with opts: the Link to the
-// next page, if any, and the rate limit.
+// next page, if any, the rate limit, and the total when opts.Count asks for
+// it (how many plants a query matches, without any of them).
 func (c *Client) HeadPlants(ctx context.Context, opts ListPlantsOptions) (*Head, error) {
+	params, err := opts.params()
+	if err != nil {
+		return nil, fmt.Errorf("client: head plants: %w", err)
+	}
 	ctx, x := withExchange(ctx)
-	res, err := c.api.HeadPlants(ctx, oapi.HeadPlantsParams(opts.params()))
+	res, err := c.api.HeadPlants(ctx, oapi.HeadPlantsParams(params))
 	if err != nil {
 		return nil, callError("head plants", x, err)
 	}
 	if r, ok := res.(*oapi.HeadPlantsOK); ok {
-		return &Head{Link: r.Link.Or(""), RateLimit: r.RateLimit.Or(""), RateLimitPolicy: r.RateLimitPolicy.Or("")}, nil
+		h := &Head{Link: r.Link.Or(""), RateLimit: r.RateLimit.Or(""), RateLimitPolicy: r.RateLimitPolicy.Or("")}
+		h.Total, h.TotalEstimated = total(r.XTotalCount, r.PreferenceApplied)
+		return h, nil
 	}
 	return nil, headError("head plants", x)
 }

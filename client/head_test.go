@@ -47,8 +47,11 @@ func TestHead(t *testing.T) {
 	if h, err = c.HeadPlants(ctx, client.ListPlantsOptions{Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(h.Link, `rel="next"`) || !strings.Contains(h.Link, "after=1") {
-		t.Errorf("HeadPlants limit 1 of 2: Link = %q, want the next page after 1", h.Link)
+	if !strings.Contains(h.Link, `rel="next"`) || !strings.Contains(h.Link, "after=") || h.Total != nil {
+		t.Errorf("HeadPlants limit 1 of 2: Link = %q, total %v; want the next page's cursor, no total", h.Link, h.Total)
+	}
+	if h, err = c.HeadPlants(ctx, client.ListPlantsOptions{Limit: 1, Count: "exact"}); err != nil || h.Total == nil || *h.Total != 2 || h.TotalEstimated {
+		t.Errorf("HeadPlants count exact: %+v, %v; want an exact total 2", h, err)
 	}
 	if h, err = c.HeadPlants(ctx, client.ListPlantsOptions{}); err != nil || h.Link != "" {
 		t.Errorf("HeadPlants of one page: %+v, %v; want no Link", h, err)

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/plantstore/plantstore/client"
 )
@@ -28,8 +31,8 @@ func (rt linkRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 // FuzzLinkHeader feeds any header value to the client's Link parser: no
 // panic, and a rel="next" target it returns is one of the <...> targets.
 // It also builds the header the server would send for (after, limit, header
-// as the tag) and checks the parser reads the same page options back, and
-// runs the header through ListPlants.
+// as the search, the tags and the sort) and checks the parser reads the same
+// page options back, and runs the header through ListPlants.
 func FuzzLinkHeader(f *testing.F) {
 	for _, s := range []string{
 		`</plants?after=3&limit=2>; rel="next"`,
@@ -69,13 +72,19 @@ func FuzzLinkHeader(f *testing.F) {
 
 		// The server's format (http.nextLink) round-trips.
 		q := url.Values{}
-		q.Set("after", strconv.FormatInt(after, 10))
+		cursor := strconv.FormatInt(after, 36) + header
+		q.Set("after", cursor)
 		q.Set("limit", strconv.Itoa(limit))
-		q.Set("tag", header)
+		q.Set("q", header)
+		q["tag"] = []string{header, "x" + header}
+		q.Set("sort", header)
+		created := time.Unix(after&(1<<37-1), int64(limit%1_000_000)*1000).UTC() // years 1970 to 6325, to the µs
+		q.Set("created_after", created.Format(time.RFC3339Nano))
 		link := "</plants?" + q.Encode() + `>; rel="next"`
 		opts, err = client.NextPage(base, link)
-		if err != nil || opts == nil || opts.After == nil || *opts.After != after || opts.Limit != limit || opts.Tag == nil || *opts.Tag != header {
-			t.Fatalf("NextPage(%q) = %+v, %v: want after %d, limit %d, tag %q", link, opts, err, after, limit, header)
+		want := client.ListPlantsOptions{Limit: limit, Q: header, Tags: q["tag"], CreatedAfter: created, Sort: header, After: cursor}
+		if err != nil || opts == nil || !cmp.Equal(*opts, want) {
+			t.Fatalf("NextPage(%q) = %+v, %v: want %+v", link, opts, err, want)
 		}
 
 		// Through the client: a page or an error, never a panic.

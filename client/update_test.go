@@ -18,9 +18,11 @@ func TestUpdatePlant(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, ts.token(t, "alice"))
 	ctx := context.Background()
-	if _, err := c.CreatePlant(ctx, client.NewPlant{ID: 7, Name: "Fern", Tag: ptr("green")}); err != nil {
+	created, err := c.CreatePlant(ctx, client.NewPlant{ID: 7, Name: "Fern", Tag: ptr("green")})
+	if err != nil {
 		t.Fatal(err)
 	}
+	before := created
 
 	tests := []struct {
 		name  string
@@ -39,14 +41,22 @@ func TestUpdatePlant(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(&tt.want, got, ignoreETag); diff != "" {
+			if diff := cmp.Diff(&tt.want, got, ignoreETag, ignoreTimes); diff != "" {
 				t.Errorf("update (-want +got):\n%s", diff)
 			}
+			if !got.CreatedAt.Equal(created.CreatedAt) {
+				t.Errorf("created_at %v after the update, want %v as created", got.CreatedAt, created.CreatedAt)
+			}
+			// updated_at moves when the name or tag changes, and only then.
+			if changed := tt.name != "nothing"; changed != got.UpdatedAt.After(before.UpdatedAt) || !changed && !got.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Errorf("updated_at %v, before %v: want it moved only by a change", got.UpdatedAt, before.UpdatedAt)
+			}
+			before = got
 			stored, err := c.GetPlant(ctx, 7, client.GetPlantOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(&tt.want, stored, ignoreETag); diff != "" {
+			if diff := cmp.Diff(got, stored, ignoreETag); diff != "" {
 				t.Errorf("stored (-want +got):\n%s", diff)
 			}
 			if got.ETag == "" || got.ETag != stored.ETag {

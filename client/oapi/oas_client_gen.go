@@ -119,8 +119,9 @@ type Invoker interface {
 	HeadPlant(ctx context.Context, params HeadPlantParams) (HeadPlantRes, error)
 	// HeadPlants invokes headPlants operation.
 	//
-	// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate
-	// limit), without a body.
+	// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate limit,
+	// and the count a `Prefer: count=...` asks for), without a body: the cheap way to ask how many plants
+	// match.
 	//
 	// HEAD /plants
 	HeadPlants(ctx context.Context, params HeadPlantsParams) (HeadPlantsRes, error)
@@ -168,8 +169,18 @@ type Invoker interface {
 	ListEvents(ctx context.Context, params ListEventsParams) (ListEventsRes, error)
 	// ListPlants invokes listPlants operation.
 	//
-	// Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
-	// more plants follow, the `Link` header carries the next page's URL (`rel="next"`).
+	// Returns the plants of the token's owner, a page at a time: all of them, or those a search (`q`) and
+	// filters (`tag`, `created_after`, `created_before`) select, every given filter applying, in the order
+	// `sort` names (by id ascending by default). Paging is keyset, never offset: when more plants follow,
+	// the `Link` header carries the next page's URL (`rel="next"`), whose `after` cursor is valid only
+	// with the query it came from. A page is consistent under concurrent writes: no plant appears on two
+	// pages, and a plant that existed before the first page and still exists after the last is on exactly
+	// one (a plant renamed while its owner pages by `name` moves across the pages, as in any keyset list).
+	//
+	// `Prefer: count=exact` adds `X-Total-Count`, the number of plants the query matches (not the page),
+	// and `Preference-Applied: count=exact`; `Prefer: count=estimated` a figure that costs little at any
+	// size (exact up to 1,000 matches, then an estimate of the storage's planner or index), marked
+	// `Preference-Applied: count=estimated`. Without either no count is computed.
 	//
 	// GET /plants
 	ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error)
@@ -1631,8 +1642,9 @@ func (c *Client) sendHeadPlant(ctx context.Context, params HeadPlantParams) (res
 
 // HeadPlants invokes headPlants operation.
 //
-// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate
-// limit), without a body.
+// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate limit,
+// and the count a `Prefer: count=...` asks for), without a body: the cheap way to ask how many plants
+// match.
 //
 // HEAD /plants
 func (c *Client) HeadPlants(ctx context.Context, params HeadPlantsParams) (HeadPlantsRes, error) {
@@ -1648,6 +1660,100 @@ func (c *Client) sendHeadPlants(ctx context.Context, params HeadPlantsParams) (r
 	uri.AddPathParts(u, pathParts[:]...)
 
 	q := uri.NewQueryEncoder()
+	{
+		// Encode "q" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "q",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Q.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "tag" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "tag",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if params.Tag != nil {
+				return e.EncodeArray(func(e uri.Encoder) error {
+					for i, item := range params.Tag {
+						if err := func() error {
+							return e.EncodeValue(conv.StringToString(item))
+						}(); err != nil {
+							return errors.Wrapf(err, "[%d]", i)
+						}
+					}
+					return nil
+				})
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "created_after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "created_after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.CreatedAfter.Get(); ok {
+				return e.EncodeValue(val.Format("2006-01-02T15:04:05.999999999Z07:00"))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "created_before" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "created_before",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.CreatedBefore.Get(); ok {
+				return e.EncodeValue(val.Format("2006-01-02T15:04:05.999999999Z07:00"))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "sort" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "sort",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Sort.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
 	{
 		// Encode "limit" parameter.
 		cfg := uri.QueryParameterEncodingConfig{
@@ -1666,23 +1772,6 @@ func (c *Client) sendHeadPlants(ctx context.Context, params HeadPlantsParams) (r
 		}
 	}
 	{
-		// Encode "tag" parameter.
-		cfg := uri.QueryParameterEncodingConfig{
-			Name:    "tag",
-			Style:   uri.QueryStyleForm,
-			Explode: true,
-		}
-
-		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
-			if val, ok := params.Tag.Get(); ok {
-				return e.EncodeValue(conv.StringToString(val))
-			}
-			return nil
-		}); err != nil {
-			return res, errors.Wrap(err, "encode query")
-		}
-	}
-	{
 		// Encode "after" parameter.
 		cfg := uri.QueryParameterEncodingConfig{
 			Name:    "after",
@@ -1692,7 +1781,7 @@ func (c *Client) sendHeadPlants(ctx context.Context, params HeadPlantsParams) (r
 
 		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
 			if val, ok := params.After.Get(); ok {
-				return e.EncodeValue(conv.Int64ToString(val))
+				return e.EncodeValue(conv.StringToString(val))
 			}
 			return nil
 		}); err != nil {
@@ -1704,6 +1793,22 @@ func (c *Client) sendHeadPlants(ctx context.Context, params HeadPlantsParams) (r
 	r, err := ht.NewRequest(ctx, "HEAD", u)
 	if err != nil {
 		return res, errors.Wrap(err, "create request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "Prefer",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Prefer.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
 	}
 
 	{
@@ -2461,8 +2566,18 @@ func (c *Client) sendListEvents(ctx context.Context, params ListEventsParams) (r
 
 // ListPlants invokes listPlants operation.
 //
-// Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
-// more plants follow, the `Link` header carries the next page's URL (`rel="next"`).
+// Returns the plants of the token's owner, a page at a time: all of them, or those a search (`q`) and
+// filters (`tag`, `created_after`, `created_before`) select, every given filter applying, in the order
+// `sort` names (by id ascending by default). Paging is keyset, never offset: when more plants follow,
+// the `Link` header carries the next page's URL (`rel="next"`), whose `after` cursor is valid only
+// with the query it came from. A page is consistent under concurrent writes: no plant appears on two
+// pages, and a plant that existed before the first page and still exists after the last is on exactly
+// one (a plant renamed while its owner pages by `name` moves across the pages, as in any keyset list).
+//
+// `Prefer: count=exact` adds `X-Total-Count`, the number of plants the query matches (not the page),
+// and `Preference-Applied: count=exact`; `Prefer: count=estimated` a figure that costs little at any
+// size (exact up to 1,000 matches, then an estimate of the storage's planner or index), marked
+// `Preference-Applied: count=estimated`. Without either no count is computed.
 //
 // GET /plants
 func (c *Client) ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error) {
@@ -2478,6 +2593,100 @@ func (c *Client) sendListPlants(ctx context.Context, params ListPlantsParams) (r
 	uri.AddPathParts(u, pathParts[:]...)
 
 	q := uri.NewQueryEncoder()
+	{
+		// Encode "q" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "q",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Q.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "tag" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "tag",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if params.Tag != nil {
+				return e.EncodeArray(func(e uri.Encoder) error {
+					for i, item := range params.Tag {
+						if err := func() error {
+							return e.EncodeValue(conv.StringToString(item))
+						}(); err != nil {
+							return errors.Wrapf(err, "[%d]", i)
+						}
+					}
+					return nil
+				})
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "created_after" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "created_after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.CreatedAfter.Get(); ok {
+				return e.EncodeValue(val.Format("2006-01-02T15:04:05.999999999Z07:00"))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "created_before" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "created_before",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.CreatedBefore.Get(); ok {
+				return e.EncodeValue(val.Format("2006-01-02T15:04:05.999999999Z07:00"))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
+	{
+		// Encode "sort" parameter.
+		cfg := uri.QueryParameterEncodingConfig{
+			Name:    "sort",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Sort.Get(); ok {
+				return e.EncodeValue(conv.StringToString(string(val)))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode query")
+		}
+	}
 	{
 		// Encode "limit" parameter.
 		cfg := uri.QueryParameterEncodingConfig{
@@ -2496,23 +2705,6 @@ func (c *Client) sendListPlants(ctx context.Context, params ListPlantsParams) (r
 		}
 	}
 	{
-		// Encode "tag" parameter.
-		cfg := uri.QueryParameterEncodingConfig{
-			Name:    "tag",
-			Style:   uri.QueryStyleForm,
-			Explode: true,
-		}
-
-		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
-			if val, ok := params.Tag.Get(); ok {
-				return e.EncodeValue(conv.StringToString(val))
-			}
-			return nil
-		}); err != nil {
-			return res, errors.Wrap(err, "encode query")
-		}
-	}
-	{
 		// Encode "after" parameter.
 		cfg := uri.QueryParameterEncodingConfig{
 			Name:    "after",
@@ -2522,7 +2714,7 @@ func (c *Client) sendListPlants(ctx context.Context, params ListPlantsParams) (r
 
 		if err := q.EncodeParam(cfg, func(e uri.Encoder) error {
 			if val, ok := params.After.Get(); ok {
-				return e.EncodeValue(conv.Int64ToString(val))
+				return e.EncodeValue(conv.StringToString(val))
 			}
 			return nil
 		}); err != nil {
@@ -2534,6 +2726,22 @@ func (c *Client) sendListPlants(ctx context.Context, params ListPlantsParams) (r
 	r, err := ht.NewRequest(ctx, "GET", u)
 	if err != nil {
 		return res, errors.Wrap(err, "create request")
+	}
+
+	h := uri.NewHeaderEncoder(r.Header)
+	{
+		cfg := uri.HeaderParameterEncodingConfig{
+			Name:    "Prefer",
+			Explode: false,
+		}
+		if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+			if val, ok := params.Prefer.Get(); ok {
+				return e.EncodeValue(conv.StringToString(val))
+			}
+			return nil
+		}); err != nil {
+			return res, errors.Wrap(err, "encode header")
+		}
 	}
 
 	{

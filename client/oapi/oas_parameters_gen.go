@@ -72,12 +72,32 @@ type HeadPlantParams struct {
 
 // HeadPlantsParams is parameters of headPlants operation.
 type HeadPlantsParams struct {
+	// Search: only plants whose name or tag has, for every word of `q`, a word that starts with it
+	// (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and `q=CAFÉ`
+	// find "Café au lait"); words are split on anything that is not a letter or a digit, and every
+	// character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or separators). Empty, or
+	// only separators: every plant. At most 200 characters and 16 words. A filter: the order is `sort`'s.
+	Q OptString `json:",omitempty,omitzero"`
+	// Only plants with exactly one of these tags; repeat the parameter for more than one
+	// (`tag=green&tag=succulent`, at most 64).
+	Tag []string `json:",omitempty"`
+	// Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+	CreatedAfter OptDateTime `json:",omitempty,omitzero"`
+	// Only plants created before this time (exclusive), RFC 3339 with a zone. With `created_after`, it
+	// must be later than that (else 400).
+	CreatedBefore OptDateTime `json:",omitempty,omitzero"`
+	// The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending with a
+	// leading `-`. Ties are broken by id in the same direction. Default `id`.
+	Sort OptPlantSort `json:",omitempty,omitzero"`
 	// The max number of results to return (1..1000, default 100).
 	Limit OptInt32 `json:",omitempty,omitzero"`
-	// Only plants with exactly this tag.
-	Tag OptString `json:",omitempty,omitzero"`
-	// Only plants whose id is greater than this one (exclusive).
-	After OptInt64 `json:",omitempty,omitzero"`
+	// The page's position: the opaque cursor of the `Link: rel="next"` header of the page before, valid
+	// only with the same `q`, filters and `sort` (else 400). A plant id is taken too, with `sort=id` only:
+	// the plants after that id.
+	After OptString `json:",omitempty,omitzero"`
+	// `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences are
+	// ignored.
+	Prefer OptString `json:",omitempty,omitzero"`
 }
 
 // HeadTokenParams is parameters of headToken operation.
@@ -134,12 +154,32 @@ type ListEventsParams struct {
 
 // ListPlantsParams is parameters of listPlants operation.
 type ListPlantsParams struct {
+	// Search: only plants whose name or tag has, for every word of `q`, a word that starts with it
+	// (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and `q=CAFÉ`
+	// find "Café au lait"); words are split on anything that is not a letter or a digit, and every
+	// character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or separators). Empty, or
+	// only separators: every plant. At most 200 characters and 16 words. A filter: the order is `sort`'s.
+	Q OptString `json:",omitempty,omitzero"`
+	// Only plants with exactly one of these tags; repeat the parameter for more than one
+	// (`tag=green&tag=succulent`, at most 64).
+	Tag []string `json:",omitempty"`
+	// Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+	CreatedAfter OptDateTime `json:",omitempty,omitzero"`
+	// Only plants created before this time (exclusive), RFC 3339 with a zone. With `created_after`, it
+	// must be later than that (else 400).
+	CreatedBefore OptDateTime `json:",omitempty,omitzero"`
+	// The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending with a
+	// leading `-`. Ties are broken by id in the same direction. Default `id`.
+	Sort OptPlantSort `json:",omitempty,omitzero"`
 	// The max number of results to return (1..1000, default 100).
 	Limit OptInt32 `json:",omitempty,omitzero"`
-	// Only plants with exactly this tag.
-	Tag OptString `json:",omitempty,omitzero"`
-	// Only plants whose id is greater than this one (exclusive); used by the next link.
-	After OptInt64 `json:",omitempty,omitzero"`
+	// The page's position: the opaque cursor of the `Link: rel="next"` header of the page before, valid
+	// only with the same `q`, filters and `sort` (else 400). A plant id is taken too, with `sort=id` only:
+	// the plants after that id.
+	After OptString `json:",omitempty,omitzero"`
+	// `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences are
+	// ignored.
+	Prefer OptString `json:",omitempty,omitzero"`
 }
 
 // ListTokensParams is parameters of listTokens operation.

@@ -7745,6 +7745,58 @@ func decodeHeadPlantsResponse(resp *http.Response) (res HeadPlantsRes, _ error) 
 				return res, errors.Wrap(err, "parse Link header")
 			}
 		}
+		// Parse "Preference-Applied" header.
+		{
+			cfg := uri.HeaderParameterDecodingConfig{
+				Name:    "Preference-Applied",
+				Explode: false,
+			}
+			if err := func() error {
+				if err := h.HasParam(cfg); err == nil {
+					if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+						var wrapperDotPreferenceAppliedVal PreferenceApplied
+						if err := func() error {
+							val, err := d.DecodeValue()
+							if err != nil {
+								return err
+							}
+
+							c, err := conv.ToString(val)
+							if err != nil {
+								return err
+							}
+
+							wrapperDotPreferenceAppliedVal = PreferenceApplied(c)
+							return nil
+						}(); err != nil {
+							return err
+						}
+						wrapper.PreferenceApplied.SetTo(wrapperDotPreferenceAppliedVal)
+						return nil
+					}); err != nil {
+						return err
+					}
+					if err := func() error {
+						if value, ok := wrapper.PreferenceApplied.Get(); ok {
+							if err := func() error {
+								if err := value.Validate(); err != nil {
+									return err
+								}
+								return nil
+							}(); err != nil {
+								return err
+							}
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return res, errors.Wrap(err, "parse Preference-Applied header")
+			}
+		}
 		// Parse "RateLimit" header.
 		{
 			cfg := uri.HeaderParameterDecodingConfig{
@@ -7817,6 +7869,68 @@ func decodeHeadPlantsResponse(resp *http.Response) (res HeadPlantsRes, _ error) 
 				return nil
 			}(); err != nil {
 				return res, errors.Wrap(err, "parse RateLimit-Policy header")
+			}
+		}
+		// Parse "X-Total-Count" header.
+		{
+			cfg := uri.HeaderParameterDecodingConfig{
+				Name:    "X-Total-Count",
+				Explode: false,
+			}
+			if err := func() error {
+				if err := h.HasParam(cfg); err == nil {
+					if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+						var wrapperDotXTotalCountVal int64
+						if err := func() error {
+							val, err := d.DecodeValue()
+							if err != nil {
+								return err
+							}
+
+							c, err := conv.ToInt64(val)
+							if err != nil {
+								return err
+							}
+
+							wrapperDotXTotalCountVal = c
+							return nil
+						}(); err != nil {
+							return err
+						}
+						wrapper.XTotalCount.SetTo(wrapperDotXTotalCountVal)
+						return nil
+					}); err != nil {
+						return err
+					}
+					if err := func() error {
+						if value, ok := wrapper.XTotalCount.Get(); ok {
+							if err := func() error {
+								if err := (validate.Int{
+									MinSet:        true,
+									Min:           0,
+									MaxSet:        false,
+									Max:           0,
+									MinExclusive:  false,
+									MaxExclusive:  false,
+									MultipleOfSet: false,
+									MultipleOf:    0,
+									Pattern:       nil,
+								}).Validate(int64(value)); err != nil {
+									return errors.Wrap(err, "int")
+								}
+								return nil
+							}(); err != nil {
+								return err
+							}
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return res, errors.Wrap(err, "parse X-Total-Count header")
 			}
 		}
 		return &wrapper, nil
@@ -10425,6 +10539,58 @@ func decodeListPlantsResponse(resp *http.Response) (res ListPlantsRes, _ error) 
 					return res, errors.Wrap(err, "parse Link header")
 				}
 			}
+			// Parse "Preference-Applied" header.
+			{
+				cfg := uri.HeaderParameterDecodingConfig{
+					Name:    "Preference-Applied",
+					Explode: false,
+				}
+				if err := func() error {
+					if err := h.HasParam(cfg); err == nil {
+						if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+							var wrapperDotPreferenceAppliedVal PreferenceApplied
+							if err := func() error {
+								val, err := d.DecodeValue()
+								if err != nil {
+									return err
+								}
+
+								c, err := conv.ToString(val)
+								if err != nil {
+									return err
+								}
+
+								wrapperDotPreferenceAppliedVal = PreferenceApplied(c)
+								return nil
+							}(); err != nil {
+								return err
+							}
+							wrapper.PreferenceApplied.SetTo(wrapperDotPreferenceAppliedVal)
+							return nil
+						}); err != nil {
+							return err
+						}
+						if err := func() error {
+							if value, ok := wrapper.PreferenceApplied.Get(); ok {
+								if err := func() error {
+									if err := value.Validate(); err != nil {
+										return err
+									}
+									return nil
+								}(); err != nil {
+									return err
+								}
+							}
+							return nil
+						}(); err != nil {
+							return err
+						}
+					}
+					return nil
+				}(); err != nil {
+					return res, errors.Wrap(err, "parse Preference-Applied header")
+				}
+			}
 			// Parse "RateLimit" header.
 			{
 				cfg := uri.HeaderParameterDecodingConfig{
@@ -10497,6 +10663,68 @@ func decodeListPlantsResponse(resp *http.Response) (res ListPlantsRes, _ error) 
 					return nil
 				}(); err != nil {
 					return res, errors.Wrap(err, "parse RateLimit-Policy header")
+				}
+			}
+			// Parse "X-Total-Count" header.
+			{
+				cfg := uri.HeaderParameterDecodingConfig{
+					Name:    "X-Total-Count",
+					Explode: false,
+				}
+				if err := func() error {
+					if err := h.HasParam(cfg); err == nil {
+						if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+							var wrapperDotXTotalCountVal int64
+							if err := func() error {
+								val, err := d.DecodeValue()
+								if err != nil {
+									return err
+								}
+
+								c, err := conv.ToInt64(val)
+								if err != nil {
+									return err
+								}
+
+								wrapperDotXTotalCountVal = c
+								return nil
+							}(); err != nil {
+								return err
+							}
+							wrapper.XTotalCount.SetTo(wrapperDotXTotalCountVal)
+							return nil
+						}); err != nil {
+							return err
+						}
+						if err := func() error {
+							if value, ok := wrapper.XTotalCount.Get(); ok {
+								if err := func() error {
+									if err := (validate.Int{
+										MinSet:        true,
+										Min:           0,
+										MaxSet:        false,
+										Max:           0,
+										MinExclusive:  false,
+										MaxExclusive:  false,
+										MultipleOfSet: false,
+										MultipleOf:    0,
+										Pattern:       nil,
+									}).Validate(int64(value)); err != nil {
+										return errors.Wrap(err, "int")
+									}
+									return nil
+								}(); err != nil {
+									return err
+								}
+							}
+							return nil
+						}(); err != nil {
+							return err
+						}
+					}
+					return nil
+				}(); err != nil {
+					return res, errors.Wrap(err, "parse X-Total-Count header")
 				}
 			}
 			return &wrapper, nil

@@ -1268,14 +1268,21 @@ func (*HeadPlantsInternalServerError) headPlantsRes() {}
 
 // HeadPlantsOK is response for HeadPlants operation.
 type HeadPlantsOK struct {
-	Link            OptString
-	RateLimit       OptString
-	RateLimitPolicy OptString
+	Link              OptString
+	PreferenceApplied OptPreferenceApplied
+	RateLimit         OptString
+	RateLimitPolicy   OptString
+	XTotalCount       OptInt64
 }
 
 // GetLink returns the value of Link.
 func (s *HeadPlantsOK) GetLink() OptString {
 	return s.Link
+}
+
+// GetPreferenceApplied returns the value of PreferenceApplied.
+func (s *HeadPlantsOK) GetPreferenceApplied() OptPreferenceApplied {
+	return s.PreferenceApplied
 }
 
 // GetRateLimit returns the value of RateLimit.
@@ -1288,9 +1295,19 @@ func (s *HeadPlantsOK) GetRateLimitPolicy() OptString {
 	return s.RateLimitPolicy
 }
 
+// GetXTotalCount returns the value of XTotalCount.
+func (s *HeadPlantsOK) GetXTotalCount() OptInt64 {
+	return s.XTotalCount
+}
+
 // SetLink sets the value of Link.
 func (s *HeadPlantsOK) SetLink(val OptString) {
 	s.Link = val
+}
+
+// SetPreferenceApplied sets the value of PreferenceApplied.
+func (s *HeadPlantsOK) SetPreferenceApplied(val OptPreferenceApplied) {
+	s.PreferenceApplied = val
 }
 
 // SetRateLimit sets the value of RateLimit.
@@ -1301,6 +1318,11 @@ func (s *HeadPlantsOK) SetRateLimit(val OptString) {
 // SetRateLimitPolicy sets the value of RateLimitPolicy.
 func (s *HeadPlantsOK) SetRateLimitPolicy(val OptString) {
 	s.RateLimitPolicy = val
+}
+
+// SetXTotalCount sets the value of XTotalCount.
+func (s *HeadPlantsOK) SetXTotalCount(val OptInt64) {
+	s.XTotalCount = val
 }
 
 func (*HeadPlantsOK) headPlantsRes() {}
@@ -2045,15 +2067,22 @@ func (*ListPlantsInternalServerError) listPlantsRes() {}
 
 // ListPlantsOKHeaders wraps []Plant with response headers.
 type ListPlantsOKHeaders struct {
-	Link            OptString
-	RateLimit       OptString
-	RateLimitPolicy OptString
-	Response        []Plant
+	Link              OptString
+	PreferenceApplied OptPreferenceApplied
+	RateLimit         OptString
+	RateLimitPolicy   OptString
+	XTotalCount       OptInt64
+	Response          []Plant
 }
 
 // GetLink returns the value of Link.
 func (s *ListPlantsOKHeaders) GetLink() OptString {
 	return s.Link
+}
+
+// GetPreferenceApplied returns the value of PreferenceApplied.
+func (s *ListPlantsOKHeaders) GetPreferenceApplied() OptPreferenceApplied {
+	return s.PreferenceApplied
 }
 
 // GetRateLimit returns the value of RateLimit.
@@ -2066,6 +2095,11 @@ func (s *ListPlantsOKHeaders) GetRateLimitPolicy() OptString {
 	return s.RateLimitPolicy
 }
 
+// GetXTotalCount returns the value of XTotalCount.
+func (s *ListPlantsOKHeaders) GetXTotalCount() OptInt64 {
+	return s.XTotalCount
+}
+
 // GetResponse returns the value of Response.
 func (s *ListPlantsOKHeaders) GetResponse() []Plant {
 	return s.Response
@@ -2076,6 +2110,11 @@ func (s *ListPlantsOKHeaders) SetLink(val OptString) {
 	s.Link = val
 }
 
+// SetPreferenceApplied sets the value of PreferenceApplied.
+func (s *ListPlantsOKHeaders) SetPreferenceApplied(val OptPreferenceApplied) {
+	s.PreferenceApplied = val
+}
+
 // SetRateLimit sets the value of RateLimit.
 func (s *ListPlantsOKHeaders) SetRateLimit(val OptString) {
 	s.RateLimit = val
@@ -2084,6 +2123,11 @@ func (s *ListPlantsOKHeaders) SetRateLimit(val OptString) {
 // SetRateLimitPolicy sets the value of RateLimitPolicy.
 func (s *ListPlantsOKHeaders) SetRateLimitPolicy(val OptString) {
 	s.RateLimitPolicy = val
+}
+
+// SetXTotalCount sets the value of XTotalCount.
+func (s *ListPlantsOKHeaders) SetXTotalCount(val OptInt64) {
+	s.XTotalCount = val
 }
 
 // SetResponse sets the value of Response.
@@ -2427,6 +2471,11 @@ type NewPlant struct {
 	Name string `json:"name"`
 	// Tag to specify the type (at most 64 characters); absent when the plant has none.
 	Tag OptString `json:"tag"`
+	// When the plant was created (RFC 3339, UTC, microseconds); set by the server, ignored in a request.
+	CreatedAt OptDateTime `json:"created_at"`
+	// When the plant's name or tag last changed (RFC 3339, UTC, microseconds); `created_at` until a
+	// change. Set by the server, ignored in a request.
+	UpdatedAt OptDateTime `json:"updated_at"`
 }
 
 // GetID returns the value of ID.
@@ -2444,6 +2493,16 @@ func (s *NewPlant) GetTag() OptString {
 	return s.Tag
 }
 
+// GetCreatedAt returns the value of CreatedAt.
+func (s *NewPlant) GetCreatedAt() OptDateTime {
+	return s.CreatedAt
+}
+
+// GetUpdatedAt returns the value of UpdatedAt.
+func (s *NewPlant) GetUpdatedAt() OptDateTime {
+	return s.UpdatedAt
+}
+
 // SetID sets the value of ID.
 func (s *NewPlant) SetID(val int64) {
 	s.ID = val
@@ -2457,6 +2516,16 @@ func (s *NewPlant) SetName(val string) {
 // SetTag sets the value of Tag.
 func (s *NewPlant) SetTag(val OptString) {
 	s.Tag = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *NewPlant) SetCreatedAt(val OptDateTime) {
+	s.CreatedAt = val
+}
+
+// SetUpdatedAt sets the value of UpdatedAt.
+func (s *NewPlant) SetUpdatedAt(val OptDateTime) {
+	s.UpdatedAt = val
 }
 
 // NewPlantWebhookGone is response for NewPlantWebhook operation.
@@ -3201,6 +3270,98 @@ func (o OptPlantEvent) Or(d PlantEvent) PlantEvent {
 	return d
 }
 
+// NewOptPlantSort returns new OptPlantSort with value set to v.
+func NewOptPlantSort(v PlantSort) OptPlantSort {
+	return OptPlantSort{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPlantSort is optional PlantSort.
+type OptPlantSort struct {
+	Value PlantSort
+	Set   bool
+}
+
+// IsSet returns true if OptPlantSort was set.
+func (o OptPlantSort) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPlantSort) Reset() {
+	var v PlantSort
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPlantSort) SetTo(v PlantSort) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPlantSort) Get() (v PlantSort, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPlantSort) Or(d PlantSort) PlantSort {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
+// NewOptPreferenceApplied returns new OptPreferenceApplied with value set to v.
+func NewOptPreferenceApplied(v PreferenceApplied) OptPreferenceApplied {
+	return OptPreferenceApplied{
+		Value: v,
+		Set:   true,
+	}
+}
+
+// OptPreferenceApplied is optional PreferenceApplied.
+type OptPreferenceApplied struct {
+	Value PreferenceApplied
+	Set   bool
+}
+
+// IsSet returns true if OptPreferenceApplied was set.
+func (o OptPreferenceApplied) IsSet() bool { return o.Set }
+
+// Reset unsets value.
+func (o *OptPreferenceApplied) Reset() {
+	var v PreferenceApplied
+	o.Value = v
+	o.Set = false
+}
+
+// SetTo sets value to v.
+func (o *OptPreferenceApplied) SetTo(v PreferenceApplied) {
+	o.Set = true
+	o.Value = v
+}
+
+// Get returns value and boolean that denotes whether value was set.
+func (o OptPreferenceApplied) Get() (v PreferenceApplied, ok bool) {
+	if !o.Set {
+		return v, false
+	}
+	return o.Value, true
+}
+
+// Or returns value if set, or given parameter if does not.
+func (o OptPreferenceApplied) Or(d PreferenceApplied) PreferenceApplied {
+	if v, ok := o.Get(); ok {
+		return v
+	}
+	return d
+}
+
 // NewOptRotateSecret returns new OptRotateSecret with value set to v.
 func NewOptRotateSecret(v RotateSecret) OptRotateSecret {
 	return OptRotateSecret{
@@ -3573,6 +3734,11 @@ type Plant struct {
 	Name string `json:"name"`
 	// Tag to specify the type (at most 64 characters); absent when the plant has none.
 	Tag OptString `json:"tag"`
+	// When the plant was created (RFC 3339, UTC, microseconds); set by the server, ignored in a request.
+	CreatedAt OptDateTime `json:"created_at"`
+	// When the plant's name or tag last changed (RFC 3339, UTC, microseconds); `created_at` until a
+	// change. Set by the server, ignored in a request.
+	UpdatedAt OptDateTime `json:"updated_at"`
 }
 
 // GetID returns the value of ID.
@@ -3590,6 +3756,16 @@ func (s *Plant) GetTag() OptString {
 	return s.Tag
 }
 
+// GetCreatedAt returns the value of CreatedAt.
+func (s *Plant) GetCreatedAt() OptDateTime {
+	return s.CreatedAt
+}
+
+// GetUpdatedAt returns the value of UpdatedAt.
+func (s *Plant) GetUpdatedAt() OptDateTime {
+	return s.UpdatedAt
+}
+
 // SetID sets the value of ID.
 func (s *Plant) SetID(val int64) {
 	s.ID = val
@@ -3603,6 +3779,16 @@ func (s *Plant) SetName(val string) {
 // SetTag sets the value of Tag.
 func (s *Plant) SetTag(val OptString) {
 	s.Tag = val
+}
+
+// SetCreatedAt sets the value of CreatedAt.
+func (s *Plant) SetCreatedAt(val OptDateTime) {
+	s.CreatedAt = val
+}
+
+// SetUpdatedAt sets the value of UpdatedAt.
+func (s *Plant) SetUpdatedAt(val OptDateTime) {
+	s.UpdatedAt = val
 }
 
 // One change of one of the owner's plants: an item of `GET /events`, the data of a `GET
@@ -3752,6 +3938,75 @@ func (s *PlantPatch) SetTag(val OptNilString) {
 	s.Tag = val
 }
 
+type PlantSort string
+
+const (
+	PlantSortID             PlantSort = "id"
+	PlantSortMinusID        PlantSort = "-id"
+	PlantSortName           PlantSort = "name"
+	PlantSortMinusName      PlantSort = "-name"
+	PlantSortCreatedAt      PlantSort = "created_at"
+	PlantSortMinusCreatedAt PlantSort = "-created_at"
+)
+
+// AllValues returns all PlantSort values.
+func (PlantSort) AllValues() []PlantSort {
+	return []PlantSort{
+		PlantSortID,
+		PlantSortMinusID,
+		PlantSortName,
+		PlantSortMinusName,
+		PlantSortCreatedAt,
+		PlantSortMinusCreatedAt,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s PlantSort) MarshalText() ([]byte, error) {
+	switch s {
+	case PlantSortID:
+		return []byte(s), nil
+	case PlantSortMinusID:
+		return []byte(s), nil
+	case PlantSortName:
+		return []byte(s), nil
+	case PlantSortMinusName:
+		return []byte(s), nil
+	case PlantSortCreatedAt:
+		return []byte(s), nil
+	case PlantSortMinusCreatedAt:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *PlantSort) UnmarshalText(data []byte) error {
+	switch PlantSort(data) {
+	case PlantSortID:
+		*s = PlantSortID
+		return nil
+	case PlantSortMinusID:
+		*s = PlantSortMinusID
+		return nil
+	case PlantSortName:
+		*s = PlantSortName
+		return nil
+	case PlantSortMinusName:
+		*s = PlantSortMinusName
+		return nil
+	case PlantSortCreatedAt:
+		*s = PlantSortCreatedAt
+		return nil
+	case PlantSortMinusCreatedAt:
+		*s = PlantSortMinusCreatedAt
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
+
 // PreconditionFailedHeaders wraps Error with response headers.
 type PreconditionFailedHeaders struct {
 	RateLimit       OptString
@@ -3791,6 +4046,47 @@ func (s *PreconditionFailedHeaders) SetResponse(val Error) {
 
 func (*PreconditionFailedHeaders) deletePlantRes() {}
 func (*PreconditionFailedHeaders) updatePlantRes() {}
+
+type PreferenceApplied string
+
+const (
+	PreferenceAppliedCountExact     PreferenceApplied = "count=exact"
+	PreferenceAppliedCountEstimated PreferenceApplied = "count=estimated"
+)
+
+// AllValues returns all PreferenceApplied values.
+func (PreferenceApplied) AllValues() []PreferenceApplied {
+	return []PreferenceApplied{
+		PreferenceAppliedCountExact,
+		PreferenceAppliedCountEstimated,
+	}
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s PreferenceApplied) MarshalText() ([]byte, error) {
+	switch s {
+	case PreferenceAppliedCountExact:
+		return []byte(s), nil
+	case PreferenceAppliedCountEstimated:
+		return []byte(s), nil
+	default:
+		return nil, errors.Errorf("invalid value: %q", s)
+	}
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *PreferenceApplied) UnmarshalText(data []byte) error {
+	switch PreferenceApplied(data) {
+	case PreferenceAppliedCountExact:
+		*s = PreferenceAppliedCountExact
+		return nil
+	case PreferenceAppliedCountEstimated:
+		*s = PreferenceAppliedCountEstimated
+		return nil
+	default:
+		return errors.Errorf("invalid value: %q", data)
+	}
+}
 
 // One delivery (one message to one subscription) and its state.
 // Ref: #/components/schemas/QueuedDelivery

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -46,6 +47,9 @@ type dbFlags struct {
 	onCommit func(writes int, took time.Duration)
 	// tracerProvider gets the group commits' spans (serve's --otel-endpoint).
 	tracerProvider trace.TracerProvider
+	// logger gets what a long migration reports while it runs (serve's
+	// log; nil: log/slog's default, on stderr).
+	logger *slog.Logger
 	// onDropConns is told when PostgreSQL's pool drops its connections
 	// after a failover (serve logs it).
 	onDropConns func(cause error)
@@ -247,6 +251,7 @@ func (f *dbFlags) backend() (portable.Database, error) {
 		db.OnCommit = f.onCommit
 		db.OnDropConns = f.onDropConns
 		db.TracerProvider = f.tracerProvider
+		db.Logger = f.logger
 		return db, nil
 	case f.DBTimeout <= 0:
 		return nil, fmt.Errorf("--db-timeout must be positive")
@@ -263,6 +268,7 @@ func (f *dbFlags) backend() (portable.Database, error) {
 	db.WALAutocheckpoint = f.walAutocheckpoint
 	db.OnCommit = f.onCommit
 	db.TracerProvider = f.tracerProvider
+	db.Logger = f.logger
 	if warn := f.warn; warn != nil {
 		db.OnFileMode = func(path string, was fs.FileMode, err error) { warn(fileModeWarning(path, was, err)) }
 	}

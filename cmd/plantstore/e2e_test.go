@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -176,6 +177,40 @@ func do(t *testing.T, client *http.Client, method, url, token, body string) (int
 
 var testClient = &http.Client{Timeout: 10 * time.Second}
 
+// plantTimeRE matches a plant's created_at or updated_at as the API writes
+// them: RFC 3339 in UTC with exactly 6 fraction digits.
+var plantTimeRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
+
+// createdPlant checks the times of p, a plant decoded from an answer and
+// not changed since its create: created_at and updated_at are there, well
+// formed, and equal. It returns p without them, for an exact comparison of
+// the rest: the binary runs on the real clock, so a test cannot know them.
+func createdPlant(t *testing.T, p map[string]any) map[string]any {
+	t.Helper()
+	created, _ := p["created_at"].(string)
+	updated, _ := p["updated_at"].(string)
+	if !plantTimeRE.MatchString(created) || !plantTimeRE.MatchString(updated) {
+		t.Fatalf("plant %v: created_at %q, updated_at %q; want both RFC 3339 UTC with 6 fraction digits", p, created, updated)
+	}
+	if created != updated {
+		t.Fatalf("plant %v: created_at %q, updated_at %q; want them equal on a plant never changed", p, created, updated)
+	}
+	rest := maps.Clone(p)
+	delete(rest, "created_at")
+	delete(rest, "updated_at")
+	return rest
+}
+
+// createdPlants is createdPlant for each plant of a list.
+func createdPlants(t *testing.T, ps []map[string]any) []map[string]any {
+	t.Helper()
+	rest := make([]map[string]any, len(ps))
+	for i, p := range ps {
+		rest[i] = createdPlant(t, p)
+	}
+	return rest
+}
+
 // bootstrapSecret returns the one token the stderr text shows, or "".
 func bootstrapSecret(t *testing.T, stderr string) string {
 	t.Helper()
@@ -214,7 +249,7 @@ func TestServeBootstrap(t *testing.T) {
 		if err := json.Unmarshal(body, &got); err != nil {
 			t.Fatalf("POST /plants body %q: %v", body, err)
 		}
-		if diff := cmp.Diff(map[string]any{"id": float64(1), "name": "Fern"}, got); diff != "" {
+		if diff := cmp.Diff(map[string]any{"id": float64(1), "name": "Fern"}, createdPlant(t, got)); diff != "" {
 			t.Fatalf("POST /plants body (-want +got):\n%s", diff)
 		}
 

@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 )
 
 // TestPatchNoChange: over real HTTP, on both backends, a PATCH that leaves
 // name and tag as they are answers 200 with the plant and writes nothing,
-// without If-Match as with it: GET /events lists no plant.updated, and a
-// subscription to plant.updated gets no delivery for it.
+// without If-Match as with it: the answer and the ETag are those of the
+// plant as created (updated_at too), GET /events lists no plant.updated,
+// and a subscription to plant.updated gets no delivery for it.
 func TestPatchNoChange(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"SQLite", "PostgreSQL"} {
@@ -29,14 +32,21 @@ func TestPatchNoChange(t *testing.T) {
 			rcv := newReceiver(t)
 			subscribeTyped(t, s, tok, rcv.URL+"/hook", `["plant.updated"]`, []string{"plant.updated"})
 
-			const plant = `{"id":7,"name":"Fern","tag":"green"}`
-			if status, _, body := do(t, testClient, "POST", s.url+"/plants", tok, plant); status != 200 {
-				t.Fatalf("POST /plants: %d %s", status, body)
+			status, _, created := do(t, testClient, "POST", s.url+"/plants", tok, `{"id":7,"name":"Fern","tag":"green"}`)
+			if status != 200 {
+				t.Fatalf("POST /plants: %d %s", status, created)
 			}
-			status, header, _ := do(t, testClient, "GET", s.url+"/plants/7", tok, "")
+			var plant map[string]any
+			if err := json.Unmarshal(created, &plant); err != nil {
+				t.Fatalf("POST /plants body %q: %v", created, err)
+			}
+			if diff := cmp.Diff(map[string]any{"id": 7.0, "name": "Fern", "tag": "green"}, createdPlant(t, plant)); diff != "" {
+				t.Fatalf("POST /plants (-want +got):\n%s", diff)
+			}
+			status, header, body := do(t, testClient, "GET", s.url+"/plants/7", tok, "")
 			etag := header.Get("ETag")
-			if status != 200 || etag == "" {
-				t.Fatalf("GET /plants/7: %d, ETag %q", status, etag)
+			if status != 200 || etag == "" || string(body) != string(created) {
+				t.Fatalf("GET /plants/7: %d %s, ETag %q; want 200 %s and an ETag", status, body, etag, created)
 			}
 			for _, tc := range []struct{ body, ifMatch string }{
 				{`{"name":"Fern"}`, ""},
@@ -46,9 +56,10 @@ func TestPatchNoChange(t *testing.T) {
 				{`{"name":"Fern","tag":"green"}`, etag},
 				{`{"name":"Fern"}`, "*"},
 			} {
+				// The plant as created, updated_at too: nothing changed.
 				status, header, body := patchIfMatch(t, s.url+"/plants/7", tok, tc.body, tc.ifMatch)
-				if status != 200 || string(body) != plant || header.Get("ETag") != etag {
-					t.Fatalf("PATCH %s (If-Match %q): %d %s, ETag %q; want 200 %s, %s", tc.body, tc.ifMatch, status, body, header.Get("ETag"), plant, etag)
+				if status != 200 || string(body) != string(created) || header.Get("ETag") != etag {
+					t.Fatalf("PATCH %s (If-Match %q): %d %s, ETag %q; want 200 %s, %s", tc.body, tc.ifMatch, status, body, header.Get("ETag"), created, etag)
 				}
 			}
 			events := func() []string {
@@ -68,13 +79,21 @@ func TestPatchNoChange(t *testing.T) {
 				t.Fatalf("GET /events after PATCHes that change nothing: %v; want the create alone", got)
 			}
 
+			// A change moves updated_at on, and so the ETag (the times
+			// have one width: as strings, later is greater).
+			status, header, body = do(t, testClient, "PATCH", s.url+"/plants/7", tok, `{"name":"Moss"}`)
+			var changed map[string]any
+			if err := json.Unmarshal(body, &changed); status != 200 || err != nil {
+				t.Fatalf("PATCH a change: %d %s", status, body)
+			}
+			updated, _ := changed["updated_at"].(string)
+			if changed["created_at"] != plant["created_at"] || !plantTimeRE.MatchString(updated) || updated <= plant["updated_at"].(string) || header.Get("ETag") == etag {
+				t.Fatalf("PATCH a change: %s, ETag %s; want created_at %s kept, updated_at later, an ETag other than %s", body, header.Get("ETag"), plant["created_at"], etag)
+			}
 			// A change is an event and a delivery; the receiver then has
 			// that one alone. A delivery is written with its event, in one
 			// transaction: with the change's the only plant.updated event,
 			// no other delivery can come: nothing to wait for.
-			if status, _, body := do(t, testClient, "PATCH", s.url+"/plants/7", tok, `{"name":"Moss"}`); status != 200 {
-				t.Fatalf("PATCH a change: %d %s", status, body)
-			}
 			if got := events(); len(got) != 2 || got[1] != "plant.updated" {
 				t.Fatalf("GET /events after a change: %v", got)
 			}

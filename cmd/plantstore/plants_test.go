@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/client"
@@ -70,7 +73,7 @@ func (ps *plantsServer) plants(t *testing.T, args ...string) result {
 func (ps *plantsServer) stored(t *testing.T) []client.Plant {
 	t.Helper()
 	var out []client.Plant
-	var after *int64
+	var after *plantstore.PlantKey
 	for {
 		page, more, err := ps.svc.Plants.FindPlants(context.Background(),
 			plantstore.PlantFilter{Owner: "alice", After: after, Limit: plantstore.MaxPageSize})
@@ -83,7 +86,7 @@ func (ps *plantsServer) stored(t *testing.T) []client.Plant {
 		if !more {
 			return out
 		}
-		after = &page[len(page)-1].ID
+		after = &plantstore.PlantKey{ID: page[len(page)-1].ID}
 	}
 }
 
@@ -97,13 +100,54 @@ func mustSucceed(t *testing.T, r result) result {
 
 func strPtr(s string) *string { return &s }
 
+// ignoreTimes compares plants without their CreatedAt and UpdatedAt.
+var ignoreTimes = cmpopts.IgnoreFields(client.Plant{}, "CreatedAt", "UpdatedAt")
+
+// nextCursorRE matches the line `plants list` prints on stderr when more
+// plants follow.
+var nextCursorRE = regexp.MustCompile(`more plants follow: --after (\S+) `)
+
+// nextCursor returns the cursor of the next page that `plants list`
+// printed on stderr.
+func nextCursor(t *testing.T, stderr string) string {
+	t.Helper()
+	m := nextCursorRE.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("stderr %q: no next page's cursor", stderr)
+	}
+	return m[1]
+}
+
+// listedIDs returns the ids of the plants of a JSON list.
+func listedIDs(t *testing.T, stdout string) []int64 {
+	t.Helper()
+	var plants []client.Plant
+	if err := json.Unmarshal([]byte(stdout), &plants); err != nil {
+		t.Fatalf("list output %q: %v", stdout, err)
+	}
+	ids := []int64{}
+	for _, p := range plants {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}
+
 func TestPlantsCommands(t *testing.T) {
 	t.Parallel()
 	ps := openPlantsServer(t)
 
 	r := mustSucceed(t, ps.plants(t, "create", "7", "Monstera", "--tag", "indoor"))
-	if got, want := r.stdout, "{\n  \"id\": 7,\n  \"name\": \"Monstera\",\n  \"tag\": \"indoor\"\n}\n"; got != want {
-		t.Errorf("create stdout = %q, want %q", got, want)
+	var created client.Plant
+	if err := json.Unmarshal([]byte(r.stdout), &created); err != nil {
+		t.Fatal(err)
+	}
+	if created.CreatedAt.IsZero() || !created.UpdatedAt.Equal(created.CreatedAt) {
+		t.Errorf("create: created_at %v, updated_at %v; want a time, both equal", created.CreatedAt, created.UpdatedAt)
+	}
+	wantJSON := fmt.Sprintf("{\n  \"id\": 7,\n  \"name\": \"Monstera\",\n  \"tag\": \"indoor\",\n  \"created_at\": %q,\n  \"updated_at\": %[1]q\n}\n",
+		created.CreatedAt.Format(time.RFC3339Nano))
+	if got := r.stdout; got != wantJSON {
+		t.Errorf("create stdout = %q, want %q", got, wantJSON)
 	}
 	r = mustSucceed(t, ps.plants(t, "create", "3", "Fern", "--format", "table"))
 	if got, want := r.stdout, "ID  NAME  TAG\n3   Fern  \n"; got != want {
@@ -118,7 +162,7 @@ func TestPlantsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(client.Plant{ID: 7, Name: "Monstera", Tag: strPtr("indoor")}, got); diff != "" {
+	if diff := cmp.Diff(created, got); diff != "" {
 		t.Errorf("get (-want +got):\n%s", diff)
 	}
 	r = mustSucceed(t, ps.plants(t, "get", "7", "--format", "table"))
@@ -132,15 +176,18 @@ func TestPlantsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]client.Plant{{ID: 3, Name: "Fern"}, {ID: 7, Name: "Monstera", Tag: strPtr("indoor")}}, page); diff != "" {
+	if diff := cmp.Diff([]client.Plant{{ID: 3, Name: "Fern"}, created}, page, ignoreTimes); diff != "" {
 		t.Errorf("list page (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(r.stderr, "--after 7") {
-		t.Errorf("list stderr = %q, want the next cursor --after 7", r.stderr)
+	cursor := nextCursor(t, r.stderr)
+	r = mustSucceed(t, ps.plants(t, "list", "--limit", "2", "--after", cursor))
+	if got := listedIDs(t, r.stdout); !cmp.Equal(got, []int64{10, 20}) {
+		t.Errorf("list --after %s = %v, want plants 10 and 20", cursor, got)
 	}
+	// A plant id is a cursor too (by id).
 	r = mustSucceed(t, ps.plants(t, "list", "--limit", "2", "--after", "20"))
-	if got, want := r.stdout, "[\n  {\n    \"id\": 30,\n    \"name\": \"Cactus\"\n  }\n]\n"; got != want || r.stderr != "" {
-		t.Errorf("last page = %q, stderr %q; want %q and no stderr", got, r.stderr, want)
+	if got := listedIDs(t, r.stdout); !cmp.Equal(got, []int64{30}) || r.stderr != "" {
+		t.Errorf("last page = %v, stderr %q; want plant 30 and no stderr", got, r.stderr)
 	}
 	// All pages, as a table.
 	r = mustSucceed(t, ps.plants(t, "list", "--all", "--limit", "2", "--format", "table"))
@@ -173,6 +220,101 @@ func TestPlantsCommands(t *testing.T) {
 	r = runCLI(t, nil, "plants", "get", "3", "--server", ps.url, "--token", "pst_wrong")
 	if !errors.As(r.err, &apiErr) || apiErr.Status != 401 {
 		t.Errorf("wrong token: err = %v, want a 401 *client.Error", r.err)
+	}
+}
+
+// TestPlantsListQuery: plants list's search, filters, sort and count
+// flags, page after page through the printed cursor; the count goes to
+// stderr, never into stdout's JSON.
+func TestPlantsListQuery(t *testing.T) {
+	t.Parallel()
+	ps := openPlantsServer(t)
+	created := map[string]time.Time{}
+	for _, args := range [][]string{
+		{"1", "Monstera deliciosa", "--tag", "green"},
+		{"2", "Café au lait"},
+		{"3", "Boston fern", "--tag", "green"},
+		{"4", "Monstera adansonii", "--tag", "shade"},
+		{"5", "Aloe vera", "--tag", "a,b"},
+	} {
+		r := mustSucceed(t, ps.plants(t, append([]string{"create"}, args...)...))
+		var p client.Plant
+		if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+			t.Fatal(err)
+		}
+		created[args[0]] = p.CreatedAt
+	}
+	at := func(id string) string { return created[id].Format(time.RFC3339Nano) }
+
+	for _, tt := range []struct {
+		args []string
+		want []int64
+	}{
+		{[]string{"--q", "mon"}, []int64{1, 4}},
+		{[]string{"--q", "mon del"}, []int64{1}},
+		{[]string{"--q", "CAFE"}, []int64{2}},
+		{[]string{"--tag", "green", "--tag", "shade"}, []int64{1, 3, 4}},
+		{[]string{"--tag", "a,b"}, []int64{5}}, // a comma is part of the tag
+		{[]string{"--sort=-name"}, []int64{1, 4, 2, 3, 5}},
+		{[]string{"--sort", "created_at", "--q", "monstera"}, []int64{1, 4}},
+		{[]string{"--created-after", at("2"), "--created-before", at("4")}, []int64{3}},
+		{[]string{"--all", "--limit", "1", "--sort", "name"}, []int64{5, 3, 2, 4, 1}},
+	} {
+		r := mustSucceed(t, ps.plants(t, append([]string{"list"}, tt.args...)...))
+		if got := listedIDs(t, r.stdout); !cmp.Equal(got, tt.want) || r.stderr != "" {
+			t.Errorf("list %q = %v, stderr %q; want %v and no stderr", tt.args, got, r.stderr, tt.want)
+		}
+	}
+
+	// Page by page with the printed cursor and the same query flags.
+	r := mustSucceed(t, ps.plants(t, "list", "--sort", "name", "--limit", "2"))
+	if got := listedIDs(t, r.stdout); !cmp.Equal(got, []int64{5, 3}) {
+		t.Errorf("list --sort name page 1 = %v, want [5 3]", got)
+	}
+	cursor := nextCursor(t, r.stderr)
+	r = mustSucceed(t, ps.plants(t, "list", "--sort", "name", "--limit", "2", "--after", cursor))
+	if got := listedIDs(t, r.stdout); !cmp.Equal(got, []int64{2, 4}) {
+		t.Errorf("list --sort name page 2 = %v, want [2 4]", got)
+	}
+	// The cursor of another query: the server's 400, exit 1.
+	r = ps.plants(t, "list", "--sort=-name", "--limit", "2", "--after", cursor)
+	var apiErr *client.Error
+	if !errors.As(r.err, &apiErr) || apiErr.Status != 400 || cliexit.Status(r.err) != 1 {
+		t.Errorf("cursor with another sort: %v, want a 400 *client.Error, exit 1", r.err)
+	}
+
+	// Counts: on stderr; stdout stays the plants.
+	for _, tt := range []struct {
+		args       []string
+		want       []int64
+		wantStderr string
+	}{
+		{[]string{"--q", "mon", "--count", "exact"}, []int64{1, 4}, "2 plants match (exact)\n"},
+		{[]string{"--q", "mon del", "--count", "estimated"}, []int64{1}, "about 1 plant matches (estimated)\n"},
+		{[]string{"--tag", "nope", "--count", "exact"}, []int64{}, "0 plants match (exact)\n"},
+		{[]string{"--all", "--limit", "1", "--tag", "green", "--count", "exact"}, []int64{1, 3}, "2 plants match (exact)\n"},
+	} {
+		r := mustSucceed(t, ps.plants(t, append([]string{"list"}, tt.args...)...))
+		if got := listedIDs(t, r.stdout); !cmp.Equal(got, tt.want) || r.stderr != tt.wantStderr {
+			t.Errorf("list %q = %v, stderr %q; want %v, stderr %q", tt.args, got, r.stderr, tt.want, tt.wantStderr)
+		}
+	}
+	r = mustSucceed(t, ps.plants(t, "list", "--limit", "1", "--count", "exact", "--format", "table"))
+	if !strings.HasPrefix(r.stderr, "5 plants match (exact)\nmore plants follow: --after ") || strings.Contains(r.stdout, "match") {
+		t.Errorf("list --count exact --format table: stdout %q, stderr %q; want the count and the cursor on stderr only", r.stdout, r.stderr)
+	}
+
+	// Usage errors exit 2 before any request.
+	for _, args := range [][]string{
+		{"--sort", "size"},
+		{"--count", "planned"},
+		{"--created-after", "2025-03-01T12:00:00"}, // no zone
+		{"--created-before", "yesterday"},
+	} {
+		r := ps.plants(t, append([]string{"list"}, args...)...)
+		if cliexit.Status(r.err) != 2 || !strings.Contains(r.stderr+r.err.Error(), args[0]) {
+			t.Errorf("list %q: %v, stderr %q; want exit 2 naming %s", args, r.err, r.stderr, args[0])
+		}
 	}
 }
 

@@ -240,7 +240,7 @@ func TestTwoReplicas(t *testing.T) {
 				t.Fatalf("GET /plants: %v", r)
 			}
 			want := []map[string]any{{"id": float64(1), "name": "Fern", "tag": "green"}}
-			if diff := cmp.Diff(want, plantsOf(t, r.body)); diff != "" {
+			if diff := cmp.Diff(want, createdPlants(t, plantsOf(t, r.body))); diff != "" {
 				t.Fatalf("GET %s/plants after 16 identical creates (-want +got):\n%s", s.url, diff)
 			}
 		}
@@ -270,7 +270,7 @@ func TestTwoReplicas(t *testing.T) {
 		if err := json.Unmarshal(got[winners[0]].body, &won); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(map[string]any{"id": float64(2), "name": fmt.Sprintf("Name %d", winners[0])}, won); diff != "" {
+		if diff := cmp.Diff(map[string]any{"id": float64(2), "name": fmt.Sprintf("Name %d", winners[0])}, createdPlant(t, won)); diff != "" {
 			t.Fatalf("the winner's answer (-want +got):\n%s", diff)
 		}
 		for _, s := range replicas {
@@ -300,7 +300,7 @@ func TestTwoReplicas(t *testing.T) {
 		if r.status != http.StatusOK {
 			t.Fatalf("GET /plants through B: %v", r)
 		}
-		if diff := cmp.Diff([]map[string]any{{"id": float64(3), "name": "Monstera"}}, plantsOf(t, r.body)); diff != "" {
+		if diff := cmp.Diff([]map[string]any{{"id": float64(3), "name": "Monstera"}}, createdPlants(t, plantsOf(t, r.body))); diff != "" {
 			t.Fatalf("GET /plants through B (-want +got):\n%s", diff)
 		}
 		r = get(t, "GET", b, "/plants/3", bob, "")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,8 +51,16 @@ func TestServeMemory(t *testing.T) {
 		t.Fatalf("DELETE /plants/2: %d %s", status, b)
 	}
 	status, _, body := do(t, testClient, "GET", s.url+"/plants", token, "")
-	if got, want := string(body), `[{"id":1,"name":"Fern","tag":"green"}]`; status != http.StatusOK || got != want {
-		t.Fatalf("GET /plants: %d %s, want 200 %s", status, got, want)
+	if status != http.StatusOK {
+		t.Fatalf("GET /plants: %d %s", status, body)
+	}
+	listed := plantsOf(t, body)
+	if diff := cmp.Diff([]map[string]any{{"id": 1.0, "name": "Fern", "tag": "green"}}, createdPlants(t, listed)); diff != "" {
+		t.Fatalf("GET /plants (-want +got):\n%s", diff)
+	}
+	// The times come after id, name and tag.
+	if got, want := string(body), fmt.Sprintf(`[{"id":1,"name":"Fern","tag":"green","created_at":%q,"updated_at":%[1]q}]`, listed[0]["created_at"]); got != want {
+		t.Fatalf("GET /plants: %s, want %s", got, want)
 	}
 	waitFor(t, 10*time.Second, "two webhook deliveries", func() bool { return len(r.got()) == 2 })
 	if status, _, b := do(t, testClient, "GET", s.url+"/readyz", "", ""); status != http.StatusOK {
@@ -98,7 +107,7 @@ func TestServeMemorySeed(t *testing.T) {
 				t.Fatalf("GET /plants: %d %s", status, body)
 			}
 			want := []map[string]any{{"id": 1.0, "name": "Fern", "tag": "green"}, {"id": 2.0, "name": "Moss"}, {"id": 3.0, "name": "Aloe"}}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, createdPlants(t, got)); diff != "" {
 				t.Fatalf("seeded plants (-want +got):\n%s", diff)
 			}
 		})

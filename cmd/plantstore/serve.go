@@ -187,6 +187,7 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 		return nil, err
 	}
 	c.warnIgnored(logger, e.set)
+	c.dbFlags.logger = logger
 	c.warn = func(msg string) { logger.Warn(msg, "db", displayDB(c.DB)) }
 
 	registry := plantstoreprometheus.NewRegistry()

@@ -196,8 +196,10 @@ func TestPlantsUpdateCLI(t *testing.T) {
 	read := etag(run("plants", "get", "7").ok(t))
 
 	r := run("plants", "update", "7", "--name", "Boston fern", "--if-match", read).ok(t)
-	if want := "{\n  \"id\": 7,\n  \"name\": \"Boston fern\",\n  \"tag\": \"green\"\n}\n"; r.stdout != want {
-		t.Errorf("update stdout = %q, want %q", r.stdout, want)
+	var updated client.Plant
+	r.decode(t, &updated)
+	if diff := cmp.Diff(client.Plant{ID: 7, Name: "Boston fern", Tag: strPtr("green")}, updated, ignoreTimes); diff != "" || !updated.UpdatedAt.After(updated.CreatedAt) {
+		t.Errorf("update stdout = %q, want plant 7 renamed, updated after created (%s)", r.stdout, diff)
 	}
 	changed := etag(r)
 	if changed == read {
@@ -224,7 +226,7 @@ func TestPlantsUpdateCLI(t *testing.T) {
 	r = run("plants", "update", "7", "--tag", "shade").ok(t)
 	var p client.Plant
 	r.decode(t, &p)
-	if diff := cmp.Diff(client.Plant{ID: 7, Name: "Boston fern", Tag: strPtr("shade")}, p); diff != "" {
+	if diff := cmp.Diff(client.Plant{ID: 7, Name: "Boston fern", Tag: strPtr("shade")}, p, ignoreTimes); diff != "" {
 		t.Errorf("update --tag (-want +got):\n%s", diff)
 	}
 

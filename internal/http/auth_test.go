@@ -127,7 +127,7 @@ func TestAuth_BeforeBody(t *testing.T) {
 
 func TestScopes(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, fixedClock)
 	owner := ts.Token(t, "alice")
 	reader := ts.Token(t, "alice", plantstore.ScopePlantsRead)
 	writer := ts.Token(t, "alice", plantstore.ScopePlantsWrite)
@@ -156,8 +156,8 @@ func TestScopes(t *testing.T) {
 		})
 	}
 	t.Run("NothingChanged", func(t *testing.T) {
-		if got := string(ts.Get(t, owner, "/plants").Body); got != `[{"id":1,"name":"Fern"}]` {
-			t.Fatalf("plants = %s", got)
+		if got, want := string(ts.Get(t, owner, "/plants").Body), "["+atFixedNow(`{"id":1,"name":"Fern"}`)+"]"; got != want {
+			t.Fatalf("plants = %s, want %s", got, want)
 		}
 	})
 	t.Run("ReaderCanRead", func(t *testing.T) {

@@ -40,22 +40,22 @@ func mustPlant(tb testing.TB, resp *Response, body string) string {
 // body.
 func TestGetPlant_ETag(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, fixedClock)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
 	ts.Post(t, alice, `{"id":2,"name":"Fern","tag":"green"}`)
 	ts.Post(t, alice, `{"id":3,"name":"Fern"}`)
 	ts.Post(t, bob, `{"id":1,"name":"Fern","tag":"green"}`)
 
-	etag := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
-	if again := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`); again != etag {
+	etag := mustPlant(t, ts.Get(t, alice, "/plants/1"), atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`))
+	if again := mustPlant(t, ts.Get(t, alice, "/plants/1"), atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`)); again != etag {
 		t.Fatalf("ETag changed between reads: %s, %s", etag, again)
 	}
-	if got := mustPlant(t, ts.Get(t, bob, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`); got != etag {
+	if got := mustPlant(t, ts.Get(t, bob, "/plants/1"), atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`)); got != etag {
 		t.Fatalf("the same content of another owner: ETag %s, want %s", got, etag)
 	}
-	other2 := mustPlant(t, ts.Get(t, alice, "/plants/2"), `{"id":2,"name":"Fern","tag":"green"}`)
-	other3 := mustPlant(t, ts.Get(t, alice, "/plants/3"), `{"id":3,"name":"Fern"}`)
+	other2 := mustPlant(t, ts.Get(t, alice, "/plants/2"), atFixedNow(`{"id":2,"name":"Fern","tag":"green"}`))
+	other3 := mustPlant(t, ts.Get(t, alice, "/plants/3"), atFixedNow(`{"id":3,"name":"Fern"}`))
 	if other2 == etag || other3 == etag || other2 == other3 {
 		t.Fatalf("different contents share an ETag: %s %s %s", etag, other2, other3)
 	}
@@ -105,46 +105,67 @@ func TestGetPlant_ETag(t *testing.T) {
 }
 
 // TestUpdatePlant: PATCH is a JSON merge patch of name and tag, validated
-// like NewPlant, answering the plant and its new ETag.
+// like NewPlant, answering the plant and its new ETag; updated_at is the
+// time of the last patch that changed the plant.
 func TestUpdatePlant(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	clock := &testClock{}
+	ts := MustOpenServer(t, clock.configure)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	reader := ts.Token(t, "bob", plantstore.ScopePlantsRead) // another owner: a bucket of its own
+	const created = "2026-11-02T09:00:00.000001Z"
+	clock.Set(t, created)
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
-	before := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+	// plant is the answer for the plant obj last changed at updated.
+	plant := func(obj, updated string) string { return timed(obj, created, updated) }
+	before := mustPlant(t, ts.Get(t, alice, "/plants/1"), plant(`{"id":1,"name":"Fern","tag":"green"}`, created))
 
 	t.Run("Name", func(t *testing.T) {
-		etag := mustPlant(t, ts.patch(t, alice, 1, `{"name":"Boston fern"}`, nil), `{"id":1,"name":"Boston fern","tag":"green"}`)
+		clock.Set(t, "2026-11-02T09:01:00.5Z")
+		want := plant(`{"id":1,"name":"Boston fern","tag":"green"}`, "2026-11-02T09:01:00.500000Z")
+		etag := mustPlant(t, ts.patch(t, alice, 1, `{"name":"Boston fern"}`, nil), want)
 		if etag == before {
 			t.Fatal("the ETag did not change with the name")
 		}
-		if got := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Boston fern","tag":"green"}`); got != etag {
+		if got := mustPlant(t, ts.Get(t, alice, "/plants/1"), want); got != etag {
 			t.Fatalf("GET's ETag %s, PATCH's %s", got, etag)
 		}
 	})
 	t.Run("SetTag", func(t *testing.T) {
-		mustPlant(t, ts.patch(t, alice, 1, `{"tag":"shade"}`, nil), `{"id":1,"name":"Boston fern","tag":"shade"}`)
+		clock.Set(t, "2026-11-02T09:02:00.000002999Z") // stored to the microsecond
+		mustPlant(t, ts.patch(t, alice, 1, `{"tag":"shade"}`, nil), plant(`{"id":1,"name":"Boston fern","tag":"shade"}`, "2026-11-02T09:02:00.000002Z"))
 	})
 	t.Run("NullTagRemovesIt", func(t *testing.T) {
-		mustPlant(t, ts.patch(t, alice, 1, `{"tag":null}`, nil), `{"id":1,"name":"Boston fern"}`)
-		mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Boston fern"}`)
+		clock.Set(t, "2026-11-02T10:03:00.000003+01:00") // answered in UTC
+		want := plant(`{"id":1,"name":"Boston fern"}`, "2026-11-02T09:03:00.000003Z")
+		mustPlant(t, ts.patch(t, alice, 1, `{"tag":null}`, nil), want)
+		mustPlant(t, ts.Get(t, alice, "/plants/1"), want)
 	})
+	const changed = "2026-11-02T09:04:00.000004Z" // the last change of the subtests below
 	t.Run("Both", func(t *testing.T) {
-		mustPlant(t, ts.patch(t, alice, 1, `{"name":"Fern","tag":"green"}`, nil), `{"id":1,"name":"Fern","tag":"green"}`)
+		clock.Set(t, changed)
+		mustPlant(t, ts.patch(t, alice, 1, `{"name":"Fern","tag":"green"}`, nil), plant(`{"id":1,"name":"Fern","tag":"green"}`, changed))
 	})
+	// Patches that change nothing leave updated_at.
+	clock.Set(t, "2026-11-02T09:05:00.000005Z")
 	t.Run("EmptyChangesNothing", func(t *testing.T) {
-		if got := mustPlant(t, ts.patch(t, alice, 1, `{}`, nil), `{"id":1,"name":"Fern","tag":"green"}`); got != before {
-			t.Fatalf("ETag %s, want the original %s (same content)", got, before)
+		last := mustPlant(t, ts.Get(t, alice, "/plants/1"), plant(`{"id":1,"name":"Fern","tag":"green"}`, changed))
+		if got := mustPlant(t, ts.patch(t, alice, 1, `{}`, nil), plant(`{"id":1,"name":"Fern","tag":"green"}`, changed)); got != last {
+			t.Fatalf("ETag %s, want %s (nothing changed)", got, last)
+		}
+		// The content is the original's again, but not the plant:
+		// updated_at moved, and so did the tag.
+		if last == before {
+			t.Fatalf("ETag %s, the original's, after the plant changed and changed back", last)
 		}
 	})
 	t.Run("ApplicationJSON", func(t *testing.T) {
 		resp := ts.Do(t, Request{Method: "PATCH", Path: "/plants/1", Token: alice, Body: `{"tag":"green"}`}) // Content-Type application/json
-		mustPlant(t, resp, `{"id":1,"name":"Fern","tag":"green"}`)
+		mustPlant(t, resp, plant(`{"id":1,"name":"Fern","tag":"green"}`, changed))
 	})
 	t.Run("NoContentType", func(t *testing.T) {
 		resp := ts.Do(t, Request{Method: "PATCH", Path: "/plants/1", Token: alice, Body: `{}`, Header: map[string]string{"Content-Type": ""}})
-		mustPlant(t, resp, `{"id":1,"name":"Fern","tag":"green"}`)
+		mustPlant(t, resp, plant(`{"id":1,"name":"Fern","tag":"green"}`, changed))
 	})
 	for _, tt := range []struct{ name, body, msg string }{
 		{"UnknownMember", `{"name":"x","color":"red"}`, "invalid PlantPatch: color: unknown member: send only name and tag"},
@@ -158,7 +179,7 @@ func TestUpdatePlant(t *testing.T) {
 	} {
 		t.Run("Invalid/"+tt.name, func(t *testing.T) {
 			mustErrorMessage(t, ts.patch(t, alice, 1, tt.body, nil), 400, plantstore.CodeInvalidBody, tt.msg)
-			mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+			mustPlant(t, ts.Get(t, alice, "/plants/1"), plant(`{"id":1,"name":"Fern","tag":"green"}`, changed))
 		})
 	}
 	t.Run("Malformed", func(t *testing.T) {
@@ -177,10 +198,13 @@ func TestUpdatePlant(t *testing.T) {
 		mustError(t, ts.patch(t, reader, 1, `{"name":"x"}`, nil), 403, plantstore.CodeInsufficientScope)
 	})
 	t.Run("ReplayOfTheOldCreateConflicts", func(t *testing.T) {
-		mustPlant(t, ts.patch(t, alice, 1, `{"name":"Renamed"}`, nil), `{"id":1,"name":"Renamed","tag":"green"}`)
+		clock.Set(t, "2026-11-02T09:06:00.000006Z")
+		want := plant(`{"id":1,"name":"Renamed","tag":"green"}`, "2026-11-02T09:06:00.000006Z")
+		mustPlant(t, ts.patch(t, alice, 1, `{"name":"Renamed"}`, nil), want)
+		clock.Set(t, "2026-11-02T09:07:00.000007Z")
 		mustError(t, ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`), 409, plantstore.CodeConflict)
-		if resp := ts.Post(t, alice, `{"id":1,"name":"Renamed","tag":"green"}`); resp.Status != 200 {
-			t.Fatalf("a create with the new content: %d %s, want the replay's 200", resp.Status, resp.Body)
+		if resp := ts.Post(t, alice, `{"id":1,"name":"Renamed","tag":"green"}`); resp.Status != 200 || string(resp.Body) != want {
+			t.Fatalf("a create with the new content: %d %s, want the replay's 200 %s", resp.Status, resp.Body, want)
 		}
 	})
 }
@@ -189,12 +213,20 @@ func TestUpdatePlant(t *testing.T) {
 // has a listed ETag; otherwise 412 41201 and nothing changes.
 func TestIfMatch(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	clock := &testClock{}
+	ts := MustOpenServer(t, clock.configure)
 	alice := ts.Token(t, "alice")
+	const created = "2026-11-02T09:00:00.000001Z"
+	clock.Set(t, created)
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
-	v1 := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+	// plant is the answer for the plant obj last changed at updated.
+	plant := func(obj, updated string) string { return timed(obj, created, updated) }
+	v1 := mustPlant(t, ts.Get(t, alice, "/plants/1"), plant(`{"id":1,"name":"Fern","tag":"green"}`, created))
 
-	v2 := mustPlant(t, ts.patch(t, alice, 1, `{"name":"Moss"}`, map[string]string{"If-Match": v1}), `{"id":1,"name":"Moss","tag":"green"}`)
+	const moss = "2026-11-02T09:01:00.000001Z"
+	clock.Set(t, moss)
+	v2 := mustPlant(t, ts.patch(t, alice, 1, `{"name":"Moss"}`, map[string]string{"If-Match": v1}), plant(`{"id":1,"name":"Moss","tag":"green"}`, moss))
+	clock.Set(t, "2026-11-02T09:02:00.000001Z") // refused writes change nothing
 	// v1 is stale now: a second writer that read v1 loses.
 	for _, ifMatch := range []string{v1, "W/" + v2, `"nope"`, "garbage"} {
 		resp := ts.patch(t, alice, 1, `{"name":"Lost update"}`, map[string]string{"If-Match": ifMatch})
@@ -203,20 +235,25 @@ func TestIfMatch(t *testing.T) {
 		mustError(t, resp, 412, plantstore.CodePreconditionFailed)
 	}
 	mustError(t, ts.patch(t, alice, 1, `{}`, map[string]string{"If-Match": v1}), 412, plantstore.CodePreconditionFailed)
-	if got := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Moss","tag":"green"}`); got != v2 {
+	if got := mustPlant(t, ts.Get(t, alice, "/plants/1"), plant(`{"id":1,"name":"Moss","tag":"green"}`, moss)); got != v2 {
 		t.Fatalf("ETag %s, want %s", got, v2)
 	}
 
-	v3 := mustPlant(t, ts.patch(t, alice, 1, `{"tag":null}`, map[string]string{"If-Match": v1 + ", " + v2}), `{"id":1,"name":"Moss"}`)
-	mustPlant(t, ts.patch(t, alice, 1, `{"tag":"green"}`, map[string]string{"If-Match": "*"}), `{"id":1,"name":"Moss","tag":"green"}`)
-	// Back to v2's content: v2 matches again (the tag is of the content).
-	mustPlant(t, ts.patch(t, alice, 1, `{}`, map[string]string{"If-Match": v2}), `{"id":1,"name":"Moss","tag":"green"}`)
+	clock.Set(t, "2026-11-02T09:03:00.000001Z")
+	v3 := mustPlant(t, ts.patch(t, alice, 1, `{"tag":null}`, map[string]string{"If-Match": v1 + ", " + v2}), plant(`{"id":1,"name":"Moss"}`, "2026-11-02T09:03:00.000001Z"))
+	clock.Set(t, "2026-11-02T09:04:00.000001Z")
+	v4 := mustPlant(t, ts.patch(t, alice, 1, `{"tag":"green"}`, map[string]string{"If-Match": "*"}), plant(`{"id":1,"name":"Moss","tag":"green"}`, "2026-11-02T09:04:00.000001Z"))
+	// Back to v2's content, but not v2: its updated_at moved, so v2
+	// no longer matches (a client holding v2 has a stale updated_at).
+	clock.Set(t, "2026-11-02T09:05:00.000001Z")
+	mustError(t, ts.patch(t, alice, 1, `{}`, map[string]string{"If-Match": v2}), 412, plantstore.CodePreconditionFailed)
+	mustPlant(t, ts.patch(t, alice, 1, `{}`, map[string]string{"If-Match": v4}), plant(`{"id":1,"name":"Moss","tag":"green"}`, "2026-11-02T09:04:00.000001Z"))
 	mustError(t, ts.patch(t, alice, 1, `{}`, map[string]string{"If-Match": v3}), 412, plantstore.CodePreconditionFailed)
 
 	mustError(t, ts.patch(t, alice, 2, `{"name":"x"}`, map[string]string{"If-Match": v2}), 404, plantstore.CodeNotFound)
 	mustError(t, ts.Do(t, Request{Method: "DELETE", Path: "/plants/2", Token: alice, Header: map[string]string{"If-Match": "*"}}), 404, plantstore.CodeNotFound)
 
-	resp := ts.Do(t, Request{Method: "DELETE", Path: "/plants/1", Token: alice, Header: map[string]string{"If-Match": v2}})
+	resp := ts.Do(t, Request{Method: "DELETE", Path: "/plants/1", Token: alice, Header: map[string]string{"If-Match": v4}})
 	if resp.Status != 204 {
 		t.Fatalf("DELETE with the current ETag: %d %s", resp.Status, resp.Body)
 	}
@@ -343,10 +380,10 @@ func TestHead(t *testing.T) {
 // sent separately are one list; an If-Match with no tag matches nothing.
 func TestIfMatch_Strict(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, fixedClock)
 	alice := ts.Token(t, "alice")
 	ts.Post(t, alice, `{"id":1,"name":"Fern","tag":"green"}`)
-	etag := mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+	etag := mustPlant(t, ts.Get(t, alice, "/plants/1"), atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`))
 
 	for _, value := range []string{
 		etag + "junk",
@@ -365,7 +402,7 @@ func TestIfMatch_Strict(t *testing.T) {
 			mustError(t, ts.patch(t, alice, 1, `{"name":"Lost update"}`, h), 412, plantstore.CodePreconditionFailed)
 			mustError(t, ts.Do(t, Request{Method: "DELETE", Path: "/plants/1", Token: alice, Header: h}), 412, plantstore.CodePreconditionFailed)
 			resp := ts.Do(t, Request{Method: "GET", Path: "/plants/1", Token: alice, Header: map[string]string{"If-None-Match": value}})
-			mustPlant(t, resp, `{"id":1,"name":"Fern","tag":"green"}`)
+			mustPlant(t, resp, atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`))
 		})
 	}
 
@@ -410,7 +447,7 @@ func TestIfMatch_Strict(t *testing.T) {
 			t.Errorf("PATCH {} with an empty If-Match: %d, want 412", got)
 		}
 	})
-	mustPlant(t, ts.Get(t, alice, "/plants/1"), `{"id":1,"name":"Fern","tag":"green"}`)
+	mustPlant(t, ts.Get(t, alice, "/plants/1"), atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`))
 	// And the well-formed list still matches.
-	mustPlant(t, ts.patch(t, alice, 1, `{"name":"Moss"}`, map[string]string{"If-Match": `"x", ` + etag + ` ,`}), `{"id":1,"name":"Moss","tag":"green"}`)
+	mustPlant(t, ts.patch(t, alice, 1, `{"name":"Moss"}`, map[string]string{"If-Match": `"x", ` + etag + ` ,`}), atFixedNow(`{"id":1,"name":"Moss","tag":"green"}`))
 }

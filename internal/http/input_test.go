@@ -136,9 +136,10 @@ func TestList_ErrRepeatedParam(t *testing.T) {
 	tok := ts.Token(t, "alice", plantstore.ScopePlantsRead, plantstore.ScopeWebhooksManage)
 	for _, tt := range []struct{ path, name string }{
 		{"/plants?limit=1&limit=1000", "limit"},
-		{"/plants?tag=a&limit=5&tag=b", "tag"},
+		{"/plants?q=a&limit=5&q=b", "q"},
 		{"/plants?after=1&%61fter=2", "after"},
-		{"/plants?tag=&tag=", "tag"},
+		{"/plants?sort=id&sort=-id", "sort"},
+		{"/plants?created_after=2026-01-01T00:00:00Z&created_after=2026-01-01T00:00:00Z", "created_after"},
 		{"/webhooks?limit=1&limit=2", "limit"},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
@@ -146,7 +147,8 @@ func TestList_ErrRepeatedParam(t *testing.T) {
 				fmt.Sprintf("invalid query parameter %q: given more than once: send it once", tt.name))
 		})
 	}
-	for _, path := range []string{"/plants?limit=1&after=2&tag=a", "/plants?limit=1&", "/webhooks?limit=1&after=whk_0000000000000001"} {
+	// tag is a list: given once per value.
+	for _, path := range []string{"/plants?limit=1&after=2&tag=a", "/plants?tag=a&limit=5&tag=b", "/plants?tag=&tag=", "/plants?limit=1&", "/webhooks?limit=1&after=whk_0000000000000001"} {
 		if resp := ts.Get(t, tok, path); resp.Status != http.StatusOK {
 			t.Fatalf("%s: status %d: %s", path, resp.Status, resp.Body)
 		}

@@ -6,9 +6,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/http/oapi"
+	"github.com/plantstore/plantstore/internal/textsearch"
 )
 
 // handler implements the generated server's Handler and SecurityHandler.
@@ -124,18 +126,13 @@ func (h *handler) DeletePlant(ctx context.Context, params oapi.DeletePlantParams
 	return &oapi.DeletePlantNoContent{}, nil
 }
 
-// ListPlants handles the "GET /plants" route: one keyset page by id, with a
-// Link header to the next page when more plants follow.
+// ListPlants handles the "GET /plants" route: one keyset page of the plants
+// the query selects, in its order, with a Link header to the next page when
+// more follow, and the count the Prefer header asks for.
 func (h *handler) ListPlants(ctx context.Context, params oapi.ListPlantsParams) (oapi.ListPlantsRes, error) {
-	f := plantstore.PlantFilter{
-		Owner: plantstore.TokenFromContext(ctx).Owner,
-		Limit: int(params.Limit.Or(plantstore.DefaultPageSize)),
-	}
-	if tag, ok := params.Tag.Get(); ok {
-		f.Tag = &tag
-	}
-	if after, ok := params.After.Get(); ok {
-		f.After = &after
+	f, err := plantFilter(ctx, params)
+	if err != nil {
+		return nil, err
 	}
 	plants, more, err := h.s.PlantService.FindPlants(ctx, f)
 	if err != nil {
@@ -146,29 +143,138 @@ func (h *handler) ListPlants(ctx context.Context, params oapi.ListPlantsParams) 
 		res.Response[i] = *toAPI(p)
 	}
 	if more && len(plants) > 0 {
-		res.Link = oapi.NewOptString(nextLink(f, plants[len(plants)-1].ID))
+		res.Link = oapi.NewOptString(nextLink(f, params.Q.Or(""), plants[len(plants)-1]))
+	}
+	if mode := preferCount(params.Prefer.Or("")); mode != plantstore.CountNone {
+		n, err := h.s.PlantService.CountPlants(ctx, f, mode)
+		if err != nil {
+			return nil, err
+		}
+		res.XTotalCount = oapi.NewOptInt64(n)
+		res.PreferenceApplied = oapi.NewOptPreferenceApplied(oapi.PreferenceApplied("count=" + mode.String()))
 	}
 	return res, nil
 }
 
 // HeadPlants handles the "HEAD /plants" route: ListPlants's headers (the
-// Link to the next page).
+// Link to the next page, the count asked for).
 func (h *handler) HeadPlants(ctx context.Context, params oapi.HeadPlantsParams) (oapi.HeadPlantsRes, error) {
 	res, err := h.ListPlants(ctx, oapi.ListPlantsParams(params))
 	if err != nil {
 		return nil, err
 	}
-	return &oapi.HeadPlantsOK{Link: res.(*oapi.ListPlantsOKHeaders).Link}, nil
+	ok := res.(*oapi.ListPlantsOKHeaders)
+	return &oapi.HeadPlantsOK{Link: ok.Link, XTotalCount: ok.XTotalCount, PreferenceApplied: ok.PreferenceApplied}, nil
 }
 
-// nextLink is the RFC 8288 Link header value for the page of plants after
-// lastID.
-func nextLink(f plantstore.PlantFilter, lastID int64) string {
-	q := url.Values{}
-	if f.Tag != nil {
-		q.Set("tag", *f.Tag)
+// plantFilter reads a plant list's query parameters (the generated decoder
+// has checked their types, lengths and ranges). The cursor is read last:
+// it is checked against the rest of the query.
+func plantFilter(ctx context.Context, params oapi.ListPlantsParams) (plantstore.PlantFilter, error) {
+	f := plantstore.PlantFilter{
+		Owner: plantstore.TokenFromContext(ctx).Owner,
+		Limit: int(params.Limit.Or(plantstore.DefaultPageSize)),
+		Tags:  params.Tag,
 	}
-	return pageLink("/plants", q, strconv.FormatInt(lastID, 10), f.Limit)
+	if q, ok := params.Q.Get(); ok {
+		f.Words = textsearch.Words(q)
+	}
+	// Plants are stored to the microsecond: a bound finer than that means
+	// the same as the microsecond it falls in, rounded so that "after" and
+	// "before" keep their meaning (and the cursor's fingerprint is the same
+	// whichever of those equivalent bounds a client sends).
+	if t, ok := params.CreatedAfter.Get(); ok {
+		f.CreatedAfter = clampTime(t.UTC().Truncate(time.Microsecond))
+	}
+	if t, ok := params.CreatedBefore.Get(); ok {
+		if tt := t.UTC().Truncate(time.Microsecond); tt.Equal(t) {
+			f.CreatedBefore = clampTime(tt)
+		} else {
+			f.CreatedBefore = clampTime(tt.Add(time.Microsecond))
+		}
+	}
+	if s, ok := params.Sort.Get(); ok {
+		sort, err := plantstore.ParsePlantSort(string(s))
+		if err != nil {
+			return f, err
+		}
+		f.Sort = sort
+	}
+	if err := f.Validate(); err != nil {
+		return f, err
+	}
+	if after, ok := params.After.Get(); ok {
+		if err := f.SetCursor(after); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// The span of times a creation bound is moved into: every plant is created
+// within it (the service stamps the clock's time), and SQLite keeps times
+// as int64 nanoseconds since 1970, which end in 1677 and 2262. A bound
+// outside selects the same plants as the end of the span it passes, and
+// year 1 is never taken for the zero time that means "no bound".
+var (
+	minBound = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxBound = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// clampTime moves t into [minBound, maxBound].
+func clampTime(t time.Time) time.Time {
+	switch {
+	case t.Before(minBound):
+		return minBound
+	case t.After(maxBound):
+		return maxBound
+	}
+	return t
+}
+
+// preferCount reads the count preference of a Prefer header (RFC 7240:
+// comma-separated preferences, each token[=value] with ;parameters):
+// count=exact or count=estimated; any other preference, or another count
+// value, is ignored, as the RFC asks of a preference a server does not
+// support.
+func preferCount(prefer string) plantstore.CountMode {
+	mode := plantstore.CountNone
+	for pref := range strings.SplitSeq(prefer, ",") {
+		pref, _, _ = strings.Cut(pref, ";")
+		name, value, _ := strings.Cut(strings.TrimSpace(pref), "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "count") {
+			continue
+		}
+		switch strings.Trim(strings.TrimSpace(value), `"`) {
+		case "exact":
+			mode = plantstore.CountExact
+		case "estimated":
+			mode = plantstore.CountEstimated
+		}
+	}
+	return mode
+}
+
+// nextLink is the RFC 8288 Link header value for the page of f's query
+// after last; q is the query's search text as the client sent it.
+func nextLink(f plantstore.PlantFilter, q string, last *plantstore.Plant) string {
+	v := url.Values{}
+	if q != "" {
+		v.Set("q", q)
+	}
+	for _, tag := range f.Tags {
+		v.Add("tag", tag)
+	}
+	if !f.CreatedAfter.IsZero() {
+		v.Set("created_after", f.CreatedAfter.Format(time.RFC3339Nano))
+	}
+	if !f.CreatedBefore.IsZero() {
+		v.Set("created_before", f.CreatedBefore.Format(time.RFC3339Nano))
+	}
+	if f.Sort != plantstore.SortID {
+		v.Set("sort", f.Sort.String())
+	}
+	return pageLink("/plants", v, f.Cursor(last), f.Limit)
 }
 
 // pageLink is the RFC 8288 Link header value of the next page of the list
@@ -186,6 +292,14 @@ func pageLink(path string, q url.Values, after string, limit int) string {
 
 func toAPI(p *plantstore.Plant) *oapi.Plant {
 	out := &oapi.Plant{ID: p.ID, Name: p.Name}
+	if !p.CreatedAt.IsZero() {
+		out.CreatedAt = oapi.NewOptDateTime(p.CreatedAt.UTC())
+		updated := p.UpdatedAt
+		if updated.IsZero() {
+			updated = p.CreatedAt
+		}
+		out.UpdatedAt = oapi.NewOptDateTime(updated.UTC())
+	}
 	if p.Tag != nil {
 		out.Tag = oapi.NewOptString(*p.Tag)
 	}

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	plantstorehttp "github.com/plantstore/plantstore/internal/http"
 	"github.com/plantstore/plantstore/internal/service"
 	"github.com/plantstore/plantstore/internal/sqlite"
+	"github.com/plantstore/plantstore/internal/textsearch"
 )
 
 // fuzzServer is the real handler stack (routing, body checks, generated
@@ -125,9 +128,11 @@ func checkErrorBody(t *testing.T, w *httptest.ResponseRecorder) int32 {
 
 // apiPlant is the contract's Plant, decoded strictly.
 type apiPlant struct {
-	ID   *int64  `json:"id"`
-	Name *string `json:"name"`
-	Tag  *string `json:"tag"`
+	ID        *int64  `json:"id"`
+	Name      *string `json:"name"`
+	Tag       *string `json:"tag"`
+	CreatedAt *string `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
 }
 
 // checkPlant checks p against the Plant schema as this service answers it.
@@ -142,6 +147,10 @@ func checkPlant(t *testing.T, p apiPlant) {
 	if p.Tag != nil && (utf8.RuneCountInString(*p.Tag) > plantstore.MaxTagLength || !utf8.ValidString(*p.Tag)) {
 		t.Fatalf("plant tag violates the schema: %q", *p.Tag)
 	}
+	if p.CreatedAt == nil || p.UpdatedAt == nil {
+		t.Fatalf("plant %d without created_at or updated_at", *p.ID)
+	}
+	checkTimes(t, *p.CreatedAt, *p.UpdatedAt)
 }
 
 // rawBody is what was sent, read back with encoding/json as the oracle.
@@ -204,6 +213,9 @@ func FuzzAddPlant(f *testing.F) {
 			t.Fatalf("200 body is not a Plant: %v: %q", err, w.Body.String())
 		}
 		checkPlant(t, got)
+		if *got.UpdatedAt != *got.CreatedAt {
+			t.Fatalf("a plant never changed: updated_at %s, created_at %s", *got.UpdatedAt, *got.CreatedAt)
+		}
 		// Clean up, so that the next input has a fresh id space.
 		defer func() {
 			if err := fs.plants.DeletePlant(context.Background(), fuzzOwner, *got.ID); err != nil {
@@ -246,9 +258,10 @@ var linkRE = regexp.MustCompile(`^<([^<>]*)>; rel="next"$`)
 
 // FuzzListPlants sends arbitrary limit, after and tag parameters (or, with
 // raw, limit as the whole raw query) to GET /plants. The answer is a 200
-// JSON array of matching plants, whose Link, if any, is `<...>; rel="next"`
-// with a URL that is accepted when followed, or a 400 with error 40003:
-// never a panic, never a 5xx.
+// JSON array of plants that match the query's filters, in its order, whose
+// Link, if any, is `<...>; rel="next"` with a URL that is accepted when
+// followed and answers the plants that come next, or a 400 with error 40003
+// or 40002: never a panic, never a 5xx.
 func FuzzListPlants(f *testing.F) {
 	f.Add("", "", "", uint8(0))
 	f.Add("2", "", "", uint8(1))
@@ -263,6 +276,11 @@ func FuzzListPlants(f *testing.F) {
 	f.Add("limit=1&limit=2&after=&tag=%zz", "", "", uint8(8))
 	f.Add("limit=2&tag=a&tag=b", "", "", uint8(8))
 	f.Add("1", "", "🌱", uint8(5))
+	// Search, sort and time filters, paged through by cursor.
+	f.Add("limit=3&sort=-name&tag=a&tag=b", "", "", uint8(8))
+	f.Add("limit=2&q=plant+1&sort=created_at", "", "", uint8(8))
+	f.Add("limit=4&sort=-id&created_after=2000-01-01T00:00:00.5Z&created_before=2200-01-01T00:00:00%2B01:00", "", "", uint8(8))
+	f.Add("limit=2&sort=-created_at&q=PLANT", "", "", uint8(8))
 
 	fs := newFuzzServer(f)
 	// Plants to page through, with tags that need escaping in the Link.
@@ -329,12 +347,34 @@ func FuzzListPlants(f *testing.F) {
 			t.Fatalf("query %q: status %d: %s", rawQuery, w.Code, w.Body.String())
 		}
 
-		checkPage := func(w *httptest.ResponseRecorder, q url.Values) []apiPlant {
+		q, _ := url.ParseQuery(rawQuery)
+		sort := cmp.Or(q.Get("sort"), "id")
+		// order compares two plants in the query's order (ties by id).
+		order := func(a, b apiPlant) int {
+			var c int
+			switch strings.TrimPrefix(sort, "-") {
+			case "name":
+				c = strings.Compare(*a.Name, *b.Name) // code point order
+			case "created_at":
+				c = strings.Compare(*a.CreatedAt, *b.CreatedAt) // fixed width: time order
+			}
+			if c == 0 {
+				c = cmp.Compare(*a.ID, *b.ID)
+			}
+			if strings.HasPrefix(sort, "-") {
+				c = -c
+			}
+			return c
+		}
+		// checkPage checks a page of q's query: the plants that match q's
+		// filters, in its order, after prev (the last plant of the page
+		// before) or, with prev nil, after q's after when it is an id.
+		checkPage := func(w *httptest.ResponseRecorder, prev *apiPlant) []apiPlant {
 			var plants []apiPlant
 			dec := json.NewDecoder(bytes.NewReader(w.Body.Bytes()))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&plants); err != nil || plants == nil {
-				t.Fatalf("query %q: 200 body is not a JSON array of plants (%v): %q", q.Encode(), err, w.Body.String())
+				t.Fatalf("query %q: 200 body is not a JSON array of plants (%v): %q", rawQuery, err, w.Body.String())
 			}
 			max := plantstore.DefaultPageSize
 			if s := q.Get("limit"); s != "" {
@@ -343,30 +383,52 @@ func FuzzListPlants(f *testing.F) {
 				}
 			}
 			if len(plants) > max {
-				t.Fatalf("query %q: %d plants, limit %d", q.Encode(), len(plants), max)
+				t.Fatalf("query %q: %d plants, limit %d", rawQuery, len(plants), max)
 			}
 			var afterID *int64
-			if s := q.Get("after"); s != "" {
+			if s := q.Get("after"); prev == nil && s != "" {
 				if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 					afterID = &n
 				}
 			}
+			bound := func(name string) (time.Time, bool) {
+				b, err := time.Parse(time.RFC3339Nano, q.Get(name))
+				return b, err == nil
+			}
+			createdAfter, hasAfter := bound("created_after")
+			createdBefore, hasBefore := bound("created_before")
+			words := textsearch.Words(q.Get("q"))
 			for i, p := range plants {
 				checkPlant(t, p)
 				if afterID != nil && *p.ID <= *afterID {
-					t.Fatalf("query %q: id %d not after %d", q.Encode(), *p.ID, *afterID)
+					t.Fatalf("query %q: id %d not after %d", rawQuery, *p.ID, *afterID)
 				}
-				if i > 0 && *p.ID <= *plants[i-1].ID {
-					t.Fatalf("query %q: ids not ascending", q.Encode())
+				if i == 0 && prev != nil && order(*prev, p) >= 0 {
+					t.Fatalf("query %q: the next page starts with plant %d, not after plant %d", rawQuery, *p.ID, *prev.ID)
 				}
-				if q.Has("tag") && (p.Tag == nil || *p.Tag != q.Get("tag")) {
-					t.Fatalf("query %q: plant %d has tag %v", q.Encode(), *p.ID, p.Tag)
+				if i > 0 && order(plants[i-1], p) >= 0 {
+					t.Fatalf("query %q: plants %d and %d not in %s order", rawQuery, *plants[i-1].ID, *p.ID, sort)
+				}
+				if tags := q["tag"]; len(tags) > 0 && (p.Tag == nil || !slices.Contains(tags, *p.Tag)) {
+					t.Fatalf("query %q: plant %d has tag %v", rawQuery, *p.ID, p.Tag)
+				}
+				doc := textsearch.Document(*p.Name, p.Tag)
+				for _, word := range words {
+					if !strings.Contains(doc, " "+word) {
+						t.Fatalf("query %q: plant %d (%q) has no word starting with %q", rawQuery, *p.ID, doc, word)
+					}
+				}
+				created, err := time.Parse(time.RFC3339Nano, *p.CreatedAt)
+				if err != nil {
+					t.Fatalf("query %q: plant %d: %v", rawQuery, *p.ID, err)
+				}
+				if (hasAfter && !created.After(createdAfter)) || (hasBefore && !created.Before(createdBefore)) {
+					t.Fatalf("query %q: plant %d created at %s", rawQuery, *p.ID, *p.CreatedAt)
 				}
 			}
 			return plants
 		}
-		q, _ := url.ParseQuery(rawQuery)
-		plants := checkPage(w, q)
+		plants := checkPage(w, nil)
 
 		link := w.Header().Values("Link")
 		if len(link) == 0 {
@@ -381,16 +443,18 @@ func FuzzListPlants(f *testing.F) {
 			t.Fatalf("query %q: Link target %q is not a relative /plants URL (%v)", rawQuery, m[1], err)
 		}
 		nq := next.Query()
-		if len(plants) == 0 || nq.Get("after") != strconv.FormatInt(*plants[len(plants)-1].ID, 10) {
+		if len(plants) == 0 || nq.Get("after") == "" {
 			t.Fatalf("query %q: Link %q does not continue after the last plant", rawQuery, m[1])
 		}
-		if q.Has("tag") != nq.Has("tag") || nq.Get("tag") != q.Get("tag") {
-			t.Fatalf("query %q: Link %q changes the tag filter", rawQuery, m[1])
+		set := func(list []string) []string { return slices.Compact(slices.Sorted(slices.Values(list))) }
+		if !slices.Equal(set(q["tag"]), set(nq["tag"])) || nq.Get("q") != q.Get("q") || cmp.Or(nq.Get("sort"), "id") != sort {
+			t.Fatalf("query %q: Link %q changes the query", rawQuery, m[1])
 		}
 		nw := list(t, m[1])
 		if nw.Code != http.StatusOK {
 			t.Fatalf("query %q: following Link %q: status %d: %s", rawQuery, m[1], nw.Code, nw.Body.String())
 		}
-		checkPage(nw, nq)
+		// The next page is of the same query, after this page's last plant.
+		checkPage(nw, &plants[len(plants)-1])
 	})
 }

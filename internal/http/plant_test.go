@@ -14,7 +14,7 @@ import (
 
 func TestAddPlant(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, fixedClock)
 	tok := ts.Token(t, "alice")
 
 	t.Run("OK", func(t *testing.T) {
@@ -25,19 +25,19 @@ func TestAddPlant(t *testing.T) {
 		if got, want := resp.Header.Get("Content-Type"), "application/json; charset=utf-8"; got != want {
 			t.Fatalf("Content-Type = %q, want %q", got, want)
 		}
-		if diff := cmp.Diff(`{"id":1,"name":"Fern","tag":"green"}`, string(resp.Body)); diff != "" {
+		if diff := cmp.Diff(atFixedNow(`{"id":1,"name":"Fern","tag":"green"}`), string(resp.Body)); diff != "" {
 			t.Fatal(diff)
 		}
 	})
 	t.Run("TagOmittedNotNull", func(t *testing.T) {
 		resp := ts.Post(t, tok, `{"id":2,"name":"Moss"}`)
-		if got, want := string(resp.Body), `{"id":2,"name":"Moss"}`; resp.Status != 200 || got != want {
+		if got, want := string(resp.Body), atFixedNow(`{"id":2,"name":"Moss"}`); resp.Status != 200 || got != want {
 			t.Fatalf("%d %s, want 200 %s", resp.Status, got, want)
 		}
 	})
 	t.Run("UnknownFieldsIgnored", func(t *testing.T) {
 		resp := ts.Post(t, tok, `{"id":3,"name":"Ivy","colour":"green","nested":{"a":[1,2]}}`)
-		if got, want := string(resp.Body), `{"id":3,"name":"Ivy"}`; resp.Status != 200 || got != want {
+		if got, want := string(resp.Body), atFixedNow(`{"id":3,"name":"Ivy"}`); resp.Status != 200 || got != want {
 			t.Fatalf("%d %s, want 200 %s", resp.Status, got, want)
 		}
 	})
@@ -53,7 +53,7 @@ func TestAddPlant(t *testing.T) {
 	t.Run("IDRange", func(t *testing.T) {
 		for _, id := range []string{"9223372036854775807", "-9223372036854775808", "0"} {
 			resp := ts.Post(t, tok, `{"id":`+id+`,"name":"Edge"}`)
-			if got, want := string(resp.Body), `{"id":`+id+`,"name":"Edge"}`; resp.Status != 200 || got != want {
+			if got, want := string(resp.Body), atFixedNow(`{"id":`+id+`,"name":"Edge"}`); resp.Status != 200 || got != want {
 				t.Fatalf("%d %s, want 200 %s", resp.Status, got, want)
 			}
 		}
@@ -160,12 +160,16 @@ func TestAddPlant_Invalid(t *testing.T) {
 
 func TestAddPlant_Idempotent(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	clock := &testClock{}
+	clock.Set(t, "2026-11-02T09:00:00.000001Z")
+	ts := MustOpenServer(t, clock.configure)
 	tok := ts.Token(t, "alice")
 	first := ts.Post(t, tok, `{"id":1,"name":"Fern","tag":"green"}`)
-	if first.Status != 200 {
-		t.Fatalf("status = %d", first.Status)
+	if want := timed(`{"id":1,"name":"Fern","tag":"green"}`, "2026-11-02T09:00:00.000001Z", "2026-11-02T09:00:00.000001Z"); first.Status != 200 || string(first.Body) != want {
+		t.Fatalf("create = %d %s, want 200 %s", first.Status, first.Body, want)
 	}
+	// Replays answer the stored plant, created then.
+	clock.Set(t, "2026-11-02T09:30:00Z")
 	t.Run("Replay", func(t *testing.T) {
 		// Key order and extra fields do not make a difference.
 		resp := ts.Post(t, tok, `{"tag":"green","name":"Fern","id":1,"extra":true}`)
@@ -192,7 +196,8 @@ func TestAddPlant_Idempotent(t *testing.T) {
 	})
 	t.Run("StoredUnchanged", func(t *testing.T) {
 		got := ts.Get(t, tok, "/plants")
-		if want := `[{"id":1,"name":"Fern","tag":"green"},{"id":2,"name":"Moss"}]`; string(got.Body) != want {
+		want := "[" + string(first.Body) + "," + timed(`{"id":2,"name":"Moss"}`, "2026-11-02T09:30:00.000000Z", "2026-11-02T09:30:00.000000Z") + "]"
+		if string(got.Body) != want {
 			t.Fatalf("plants = %s, want %s", got.Body, want)
 		}
 	})
@@ -207,9 +212,14 @@ func TestAddPlant_ConcurrentIdentical(t *testing.T) {
 	statuses, bodies := concurrently(t, 16, func(int) *Response {
 		return ts.Post(t, tok, `{"id":42,"name":"Fern","tag":"green"}`)
 	})
+	// Every answer is the one plant stored, with its creation time.
+	stored := ts.Get(t, tok, "/plants/42")
+	if got, want := withoutTimes(t, stored.Body), `{"id":42,"name":"Fern","tag":"green"}`; stored.Status != 200 || got != want {
+		t.Fatalf("GET = %d %s, want 200 %s", stored.Status, stored.Body, want)
+	}
 	for i := range statuses {
-		if statuses[i] != 200 || bodies[i] != `{"id":42,"name":"Fern","tag":"green"}` {
-			t.Fatalf("request %d: %d %s", i, statuses[i], bodies[i])
+		if statuses[i] != 200 || bodies[i] != string(stored.Body) {
+			t.Fatalf("request %d: %d %s, want 200 %s", i, statuses[i], bodies[i], stored.Body)
 		}
 	}
 	if got := mustPlants(t, ts.Get(t, tok, "/plants")); len(got) != 1 {
@@ -273,7 +283,7 @@ func concurrently(t *testing.T, n int, fn func(i int) *Response) ([]int, []strin
 
 func TestOwnership(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, fixedClock)
 	alice, bob := ts.Token(t, "alice"), ts.Token(t, "bob")
 	if resp := ts.Post(t, alice, `{"id":1,"name":"Fern"}`); resp.Status != 200 {
 		t.Fatalf("status = %d", resp.Status)
@@ -291,10 +301,10 @@ func TestOwnership(t *testing.T) {
 	})
 	t.Run("SameIDForOtherOwner", func(t *testing.T) {
 		resp := ts.Post(t, bob, `{"id":1,"name":"Cactus"}`)
-		if resp.Status != 200 || string(resp.Body) != `{"id":1,"name":"Cactus"}` {
+		if resp.Status != 200 || string(resp.Body) != atFixedNow(`{"id":1,"name":"Cactus"}`) {
 			t.Fatalf("%d %s", resp.Status, resp.Body)
 		}
-		if got := ts.Get(t, alice, "/plants/1"); string(got.Body) != `{"id":1,"name":"Fern"}` {
+		if got := ts.Get(t, alice, "/plants/1"); string(got.Body) != atFixedNow(`{"id":1,"name":"Fern"}`) {
 			t.Fatalf("alice's plant = %s", got.Body)
 		}
 	})
@@ -302,12 +312,12 @@ func TestOwnership(t *testing.T) {
 
 func TestGetAndDeletePlant(t *testing.T) {
 	t.Parallel()
-	ts := MustOpenServer(t)
+	ts := MustOpenServer(t, fixedClock)
 	tok := ts.Token(t, "alice")
 	ts.Post(t, tok, `{"id":-5,"name":"Fern","tag":"green"}`)
 	t.Run("Get", func(t *testing.T) {
 		resp := ts.Get(t, tok, "/plants/-5")
-		if resp.Status != 200 || string(resp.Body) != `{"id":-5,"name":"Fern","tag":"green"}` {
+		if resp.Status != 200 || string(resp.Body) != atFixedNow(`{"id":-5,"name":"Fern","tag":"green"}`) {
 			t.Fatalf("%d %s", resp.Status, resp.Body)
 		}
 	})
@@ -395,7 +405,7 @@ func TestListPlants(t *testing.T) {
 			t.Fatal(diff)
 		}
 		next := nextPath(t, resp.Header.Get("Link"))
-		if !strings.Contains(next, "tag=even") || !strings.Contains(next, "limit=2") || !strings.Contains(next, "after=4") {
+		if !strings.Contains(next, "tag=even") || !strings.Contains(next, "limit=2") || !strings.Contains(next, "after=") {
 			t.Fatalf("next = %q", next)
 		}
 		if diff := cmp.Diff([]int{6, 8}, ids(t, ts.Get(t, tok, next))); diff != "" {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -496,7 +497,7 @@ func (s *Server) route() http.Handler {
 		}
 		// A query parameter given twice is ambiguous as a duplicate JSON key
 		// is (the generated decoder would take the first): 400 40002.
-		if name, ok := repeatedParam(r.URL.RawQuery); ok {
+		if name, ok := repeatedParam(r.URL.RawQuery, listParams[r.URL.Path]); ok {
 			s.writeError(w, r, newError(plantstore.CodeInvalidBody, "invalid query parameter %q: given more than once: send it once", name))
 			return
 		}
@@ -504,7 +505,7 @@ func (s *Server) route() http.Handler {
 		// list (RFC 9110 §5.3); the generated decoder would read the
 		// first line only, and a line with junk after it must spoil the
 		// whole list (plantstore.MatchETag).
-		for _, name := range [...]string{"If-Match", "If-None-Match"} {
+		for _, name := range [...]string{"If-Match", "If-None-Match", "Prefer"} {
 			if v := r.Header[name]; len(v) > 1 {
 				r.Header[name] = []string{strings.Join(v, ", ")}
 			}
@@ -550,10 +551,18 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
+// listParams are, per path, the query parameters the contract declares as
+// lists (style form, explode): given once per value, so repeating them is
+// not ambiguous.
+var listParams = map[string][]string{
+	"/plants": {"tag"},
+}
+
 // repeatedParam returns the first parameter name that the raw query gives
-// more than once (names compared as decoded). A query of one parameter costs
-// nothing; a name that does not decode is left to the generated decoder.
-func repeatedParam(rawQuery string) (string, bool) {
+// more than once (names compared as decoded), lists aside. A query of one
+// parameter costs nothing; a name that does not decode is left to the
+// generated decoder.
+func repeatedParam(rawQuery string, lists []string) (string, bool) {
 	if strings.IndexByte(rawQuery, '&') < 0 {
 		return "", false
 	}
@@ -564,7 +573,7 @@ func repeatedParam(rawQuery string) (string, bool) {
 		if err != nil || pair == "" {
 			continue
 		}
-		if seen[name] {
+		if seen[name] && !slices.Contains(lists, name) {
 			return name, true
 		}
 		seen[name] = true

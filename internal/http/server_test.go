@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -285,6 +286,99 @@ func mustPlants(tb testing.TB, resp *Response) []map[string]any {
 	}
 	if out == nil {
 		tb.Fatalf("body %s is not an array", resp.Body)
+	}
+	return out
+}
+
+// fixedNow is the services' clock under fixedClock: every plant a test
+// creates or changes is at this instant, which answers show as fixedNowJSON
+// (microseconds, UTC).
+var fixedNow = time.Date(2026, 11, 2, 10, 0, 0, 123456789, time.FixedZone("CET", 3600))
+
+const fixedNowJSON = "2026-11-02T09:00:00.123456Z"
+
+// fixedClock is a MustOpenServer configure function: the services' clock
+// stands still at fixedNow.
+func fixedClock(ts *TestServer) { ts.Service.Now = func() time.Time { return fixedNow } }
+
+// atFixedNow returns the answer for the plant obj (a JSON object without
+// times, such as `{"id":1,"name":"Fern"}`) created under fixedClock.
+func atFixedNow(obj string) string { return timed(obj, fixedNowJSON, fixedNowJSON) }
+
+// timed returns the answer for the plant obj (a JSON object without times)
+// created and last changed at the given times, as the server writes them.
+func timed(obj, createdAt, updatedAt string) string {
+	return strings.TrimSuffix(obj, "}") + `,"created_at":"` + createdAt + `","updated_at":"` + updatedAt + `"}`
+}
+
+// testClock is a services' clock (configure it with its configure method)
+// that moves only when the test sets it.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) configure(ts *TestServer) { ts.Service.Now = c.Now }
+
+// Now returns the time last set.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set sets the clock to at, an RFC 3339 time.
+func (c *testClock) Set(tb testing.TB, at string) {
+	tb.Helper()
+	now, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.mu.Lock()
+	c.now = now
+	c.mu.Unlock()
+}
+
+// apiTimeRE is a time as plant answers carry it: RFC 3339, UTC, exactly
+// six fraction digits.
+var apiTimeRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
+
+// checkTimes checks that createdAt and updatedAt, a plant's times as an
+// answer carries them, are well-formed and updatedAt is not before
+// createdAt.
+func checkTimes(tb testing.TB, createdAt, updatedAt string) {
+	tb.Helper()
+	if !apiTimeRE.MatchString(createdAt) || !apiTimeRE.MatchString(updatedAt) {
+		tb.Fatalf("created_at %q, updated_at %q: want RFC 3339 UTC times with 6 fraction digits", createdAt, updatedAt)
+	}
+	// The fixed width makes string order time order.
+	if updatedAt < createdAt {
+		tb.Fatalf("updated_at %s is before created_at %s", updatedAt, createdAt)
+	}
+}
+
+// plantTimesRE matches the times of a plant answer, as the server writes
+// them: after the plant's other members, created_at then updated_at.
+var plantTimesRE = regexp.MustCompile(`,"created_at":("[^"]*"),"updated_at":("[^"]*")}`)
+
+// withoutTimes checks the times of each plant in body (a plant or an array
+// of plants, as the server writes them) with checkTimes and returns body
+// without them, for tests that do not control the clock.
+func withoutTimes(tb testing.TB, body []byte) string {
+	tb.Helper()
+	var objects int
+	out := plantTimesRE.ReplaceAllStringFunc(string(body), func(m string) string {
+		sub := plantTimesRE.FindStringSubmatch(m)
+		var createdAt, updatedAt string
+		if json.Unmarshal([]byte(sub[1]), &createdAt) != nil || json.Unmarshal([]byte(sub[2]), &updatedAt) != nil {
+			tb.Fatalf("times %s in %s", m, body)
+		}
+		checkTimes(tb, createdAt, updatedAt)
+		objects++
+		return "}"
+	})
+	if want := strings.Count(string(body), `"id":`); objects != want {
+		tb.Fatalf("%d plants with times in %s, want %d", objects, body, want)
 	}
 	return out
 }

@@ -331,7 +331,7 @@ func TestSameAsAPI(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", body, err)
 		}
-		stored.Owner, stored.CreatedAt = "", time.Time{}
+		stored.Owner, stored.CreatedAt, stored.UpdatedAt = "", time.Time{}, time.Time{}
 		if diff := cmp.Diff(lines[0].Plant, stored); diff != "" {
 			t.Errorf("%q: stored (-reader +API):\n%s", body, diff)
 		}

@@ -68,9 +68,11 @@ const maxUnresolved = 3
 
 const (
 	// qCreatePlants inserts a run of plants given as one array per column,
-	// in key order, skipping those whose key is taken. Each create it
-	// inserts that carries an event (an event id) also gets its
-	// plant.created event ($8 the type, $9 its bit): the owners'
+	// in key order, skipping those whose key is taken, with their
+	// updated_at ($9) and their words ($10, searchText: the search index
+	// is written in the same statement). Each create it inserts that
+	// carries an event (an event id) also gets its plant.created event
+	// ($11 the type, $12 its bit): the owners'
 	// event_sequences rows are advanced by their inserted creates (locked
 	// in owner order, held until the commit: see event.go) and the events
 	// numbered in key order, then written with their outbox rows by the one
@@ -79,11 +81,12 @@ const (
 	// deliveries it wrote, and its event's seq (0: none). It reads no plant
 	// (see above).
 	qCreatePlants = `WITH input AS (
-	SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[], $6::TEXT[], $7::TEXT[], $8::TIMESTAMPTZ[])
-	WITH ORDINALITY AS input (owner, id, name, tag, created_at, event_id, message_id, event_at, n)
+	SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[], $6::TEXT[], $7::TEXT[], $8::TIMESTAMPTZ[],
+		$9::TIMESTAMPTZ[], $10::TEXT[])
+	WITH ORDINALITY AS input (owner, id, name, tag, created_at, event_id, message_id, event_at, updated_at, words, n)
 ), inserted AS (
-	INSERT INTO plants (owner, id, name, tag, created_at)
-	SELECT owner, id, name, tag, created_at FROM input ORDER BY n
+	INSERT INTO plants (owner, id, name, tag, created_at, updated_at, search)
+	SELECT owner, id, name, tag, created_at, updated_at, ` + searchOf + `words` + searchEnd + ` FROM input ORDER BY n
 	ON CONFLICT (owner, id) DO NOTHING
 	RETURNING owner, id
 ), ev AS (
@@ -96,8 +99,8 @@ const (
 	ON CONFLICT (owner) DO UPDATE SET last = q.last + EXCLUDED.last
 	RETURNING owner, last
 ), evs AS (
-	SELECT e.owner, s.last - e.c + e.k AS seq, e.event_id AS id, $9::TEXT AS type, e.id AS plant_id, e.name, e.tag,
-		e.event_at AS created_at, e.message_id, $10::BIGINT AS bit, e.n
+	SELECT e.owner, s.last - e.c + e.k AS seq, e.event_id AS id, $11::TEXT AS type, e.id AS plant_id, e.name, e.tag,
+		e.event_at AS created_at, e.message_id, $12::BIGINT AS bit, e.n
 	FROM ev e JOIN seqs s USING (owner)
 ), written AS (
 	` + writeEventsSQL + `
@@ -439,14 +442,15 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 	n := len(run)
 	a := newCreateArgs(n)
 	msgIDs := messageIDsOf(run)
+	searchTexts(a.words, func(i int) *plantstore.Plant { return run[i].plant })
 	for i, op := range run {
 		p := op.plant
-		a.owners[i], a.ids[i], a.names[i], a.tags[i], a.created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
+		a.owners[i], a.ids[i], a.names[i], a.tags[i], a.created[i], a.updated[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt, updatedAt(p)
 		if ev := op.event; ev != nil {
 			a.eventIDs[i], a.messageIDs[i], a.eventsAt[i] = &ev.ID, &msgIDs[i], ev.CreatedAt
 		}
 	}
-	b.Queue(qCreatePlants, &a.owners, &a.ids, &a.names, &a.tags, &a.created, &a.eventIDs, &a.messageIDs, &a.eventsAt,
+	b.Queue(qCreatePlants, &a.owners, &a.ids, &a.names, &a.tags, &a.created, &a.eventIDs, &a.messageIDs, &a.eventsAt, &a.updated, &a.words,
 		plantstore.EventPlantCreated, int64(plantstore.EventBit(plantstore.EventPlantCreated))).Query(func(rows pgx.Rows) error {
 		var (
 			pos, deliveries int
@@ -473,19 +477,19 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 // createArgs are the array parameters of qCreatePlants for a run of n
 // creates, in one allocation and one per element type.
 type createArgs struct {
-	owners, names              textArray
+	owners, names, words       textArray
 	ids                        int8Array
 	tags, eventIDs, messageIDs nullTextArray
-	created, eventsAt          timestamptzArray
+	created, eventsAt, updated timestamptzArray
 }
 
 func newCreateArgs(n int) *createArgs {
-	texts, nullTexts, times := make([]string, 2*n), make([]*string, 3*n), make([]time.Time, 2*n)
+	texts, nullTexts, times := make([]string, 3*n), make([]*string, 3*n), make([]time.Time, 3*n)
 	return &createArgs{
-		owners: texts[:n:n], names: texts[n:],
+		owners: texts[:n:n], names: texts[n : 2*n : 2*n], words: texts[2*n:],
 		ids:  make(int8Array, n),
 		tags: nullTexts[:n:n], eventIDs: nullTexts[n : 2*n : 2*n], messageIDs: nullTexts[2*n:],
-		created: times[:n:n], eventsAt: times[n:],
+		created: times[:n:n], eventsAt: times[n : 2*n : 2*n], updated: times[2*n:],
 	}
 }
 

@@ -140,7 +140,7 @@ func TestApply_TakenKeys(t *testing.T) {
 	if want := []string{"taken by Fern", "created, 0 deliveries", "not found", "deleted"}; !slices.Equal(got, want) {
 		t.Fatalf("outcomes %q, want %q", got, want)
 	}
-	if got, want := ops[0].existing, (&plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow}); *got != *want {
+	if got, want := ops[0].existing, (&plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: fixedNow, UpdatedAt: fixedNow}); *got != *want {
 		t.Fatalf("existing %+v, want %+v", got, want)
 	}
 	if got, want := state(t, db, "alice"), "1:Fern 2:Ivy"; got != want {
@@ -168,7 +168,7 @@ BEGIN
 	RETURN NEW;
 END $$;
 CREATE TRIGGER ghost BEFORE INSERT ON plants FOR EACH ROW EXECUTE FUNCTION ghost();
-INSERT INTO plants (owner, id, name, created_at) VALUES ('haunt', 1, 'x', now())`)
+INSERT INTO plants (owner, id, name, created_at, updated_at, search) VALUES ('haunt', 1, 'x', now(), now(), '')`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestGroupCommit_Batches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer blocker.Rollback(context.Background())
-	if _, err := blocker.Exec(t.Context(), `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 0, 'Blocker', $1)`, fixedNow); err != nil {
+	if _, err := blocker.Exec(t.Context(), `INSERT INTO plants (owner, id, name, created_at, updated_at, search) VALUES ('alice', 0, 'Blocker', $1, $1, '')`, fixedNow); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -575,7 +575,7 @@ func TestCommit_TakenConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Rollback(context.Background())
-	if _, err := other.Exec(t.Context(), `INSERT INTO plants (owner, id, name, created_at) VALUES ('alice', 1, 'Other', $1)`, fixedNow); err != nil {
+	if _, err := other.Exec(t.Context(), `INSERT INTO plants (owner, id, name, created_at, updated_at, search) VALUES ('alice', 1, 'Other', $1, $1, '')`, fixedNow); err != nil {
 		t.Fatal(err)
 	}
 	fern := create(t, "alice", 1, "Fern", nil)

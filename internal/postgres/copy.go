@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/plantstore/plantstore"
@@ -111,7 +112,11 @@ func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []por
 		for i, r := range ins {
 			rows[i] = r
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Name}, names, pgx.CopyFromRows(rows)); err != nil {
+		cols := names
+		if t.Name == "plants" {
+			cols, rows = withSearch(t, rows)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.Name}, cols, pgx.CopyFromRows(rows)); err != nil {
 			return err
 		}
 		if t.Name != "webhook_subscriptions" {
@@ -128,4 +133,42 @@ func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []por
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	return wrap(op, err)
+}
+
+// withSearch returns the columns and rows of plants rows of t with their
+// search column, which the portable schema leaves out (the index, made from
+// name and tag: search.go), and updated_at, created_at's, if t has none.
+func withSearch(t *portable.Table, rows [][]any) ([]string, [][]any) {
+	cols := append(t.ColumnNames(), "search")
+	name, tag, created, updated := t.Index("name"), t.Index("tag"), t.Index("created_at"), t.Index("updated_at")
+	if updated < 0 {
+		cols = append(cols, "updated_at")
+	}
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		row := append(make([]any, 0, len(cols)), r...)
+		n, _ := r[name].(string)
+		var tg *string
+		if s, ok := r[tag].(string); ok {
+			tg = &s
+		}
+		row = append(row, searchVector(n, tg))
+		if updated < 0 {
+			row = append(row, r[created])
+		}
+		out[i] = row
+	}
+	return cols, out
+}
+
+// searchVector is the search vector of a plant with name and tag, as a
+// value (COPY takes no expression): the lexemes searchOf ... searchEnd make.
+func searchVector(name string, tag *string) pgtype.TSVector {
+	v := pgtype.TSVector{Valid: true}
+	if words := searchText(name, tag); words != "" {
+		for _, w := range strings.Split(words, " ") {
+			v.Lexemes = append(v.Lexemes, pgtype.TSVectorLexeme{Word: w})
+		}
+	}
+	return v
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,10 +46,14 @@ func (db *DB) DeletePlant(ctx context.Context, owner string, id int64, ev *plant
 }
 
 // qDeletePlantReturning deletes one plant and returns it as scanPlant reads.
-const qDeletePlantReturning = `DELETE FROM plants WHERE owner = $1 AND id = $2 RETURNING name, tag, created_at`
+const qDeletePlantReturning = `DELETE FROM plants WHERE owner = $1 AND id = $2 RETURNING ` + plantColumns
 
-// qFindPlant reads one plant; the owner and id are the caller's.
-const qFindPlant = `SELECT name, tag, created_at FROM plants WHERE owner = $1 AND id = $2`
+// plantColumns are the columns of a plant that scanPlant reads; the owner
+// and id are the caller's.
+const plantColumns = `name, tag, created_at, updated_at`
+
+// qFindPlant reads one plant.
+const qFindPlant = `SELECT ` + plantColumns + ` FROM plants WHERE owner = $1 AND id = $2`
 
 // FindPlant returns the owner's plant with id.
 func (db *DB) FindPlant(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
@@ -72,15 +75,15 @@ func (db *DB) FindPlant(ctx context.Context, owner string, id int64) (*plantstor
 // which pgx scans into without allocating a plan wrapper per call).
 type foundPlant struct {
 	plantstore.Plant
-	tag       pgtype.Text
-	createdAt pgtype.Timestamptz
+	tag                  pgtype.Text
+	createdAt, updatedAt pgtype.Timestamptz
 }
 
-// scanPlant scans the row of qFindPlant into a plant of owner with id; no
+// scanPlant scans a row of plantColumns into a plant of owner with id; no
 // row is plantstore.ErrNotFound.
 func scanPlant(row pgx.Row, owner string, id int64) (*plantstore.Plant, error) {
 	f := &foundPlant{Plant: plantstore.Plant{Owner: owner, ID: id}}
-	if err := row.Scan(&f.Name, &f.tag, &f.createdAt); errors.Is(err, pgx.ErrNoRows) {
+	if err := row.Scan(&f.Name, &f.tag, &f.createdAt, &f.updatedAt); errors.Is(err, pgx.ErrNoRows) {
 		return nil, plantstore.ErrNotFound
 	} else if err != nil {
 		return nil, err
@@ -88,36 +91,8 @@ func scanPlant(row pgx.Row, owner string, id int64) (*plantstore.Plant, error) {
 	if f.tag.Valid {
 		f.Tag = &f.tag.String
 	}
-	f.CreatedAt = f.createdAt.Time
+	f.CreatedAt, f.UpdatedAt = f.createdAt.Time, f.updatedAt.Time
 	return &f.Plant, nil
-}
-
-// ListPlants returns up to f.Limit of the owner's plants by id ascending:
-// one range scan of the primary key (or of the tag index), whatever the
-// page. See scanPage for how the rows become plants.
-func (db *DB) ListPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, error) {
-	args := []any{f.Owner}
-	param := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	sql := `SELECT id, name, tag, created_at FROM plants WHERE owner = $1`
-	if f.Tag != nil {
-		sql += ` AND tag = ` + param(*f.Tag)
-	}
-	if f.After != nil {
-		sql += ` AND id > ` + param(*f.After)
-	}
-	sql += ` ORDER BY id LIMIT ` + param(f.Limit)
-
-	ctx, cancel := db.opContext(ctx)
-	defer cancel()
-	rows, _ := db.pool.Query(ctx, sql, args...) // scanPage reports the error
-	page, err := scanPage(rows, f.Owner, f.Limit)
-	if err != nil {
-		return nil, wrap("list plants", err)
-	}
-	return page, nil
 }
 
 // pageChunk bounds the room for plants that scanPage allocates at first,
@@ -127,11 +102,11 @@ const (
 	pageText  = 32
 )
 
-// scanPage scans rows of (id, name, tag, created_at) into plants of owner
-// (at most limit of them) with a few allocations per page rather than
-// several per row: the plants share one slice (the owner is the filter's,
-// not read), their names and tags one string, sliced, and the tags point
-// into one slice of strings.
+// scanPage scans rows of (id, name, tag, created_at, updated_at) into
+// plants of owner (at most limit of them) with a few allocations per page
+// rather than several per row: the plants share one slice (the owner is
+// the filter's, not read), their names and tags one string, sliced, and
+// the tags point into one slice of strings.
 func scanPage(rows pgx.Rows, owner string, limit int) ([]*plantstore.Plant, error) {
 	defer rows.Close()
 	var (
@@ -139,13 +114,13 @@ func scanPage(rows pgx.Rows, owner string, limit int) ([]*plantstore.Plant, erro
 		spans     = make([][2]span, 0, cap(plants)) // each plant's name and tag in text
 		text      = make([]byte, 0, pageText*cap(plants))
 		name, tag = spanScanner{text: &text}, spanScanner{text: &text}
-		dest      = []any{nil, &name, &tag, nil} // one slice for every row's Scan
+		dest      = []any{nil, &name, &tag, nil, nil} // one slice for every row's Scan
 		tagged    = 0
 	)
 	for rows.Next() {
 		plants = append(plants, plantstore.Plant{Owner: owner})
 		p := &plants[len(plants)-1]
-		dest[0], dest[3] = &p.ID, &p.CreatedAt
+		dest[0], dest[3], dest[4] = &p.ID, &p.CreatedAt, &p.UpdatedAt
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
@@ -191,30 +166,44 @@ func (s *spanScanner) ScanBytes(src []byte) error {
 	return nil
 }
 
-// qBulkInsert inserts rows given as one array per column; rows whose key
-// exists (in the table, or earlier in the arrays) are skipped.
-const qBulkInsert = `INSERT INTO plants (owner, id, name, tag, created_at)
-SELECT * FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[])
+// qBulkInsert inserts rows given as one array per column, the last the
+// plants' words (searchText); rows whose key exists (in the table, or
+// earlier in the arrays) are skipped.
+const qBulkInsert = `INSERT INTO plants (owner, id, name, tag, created_at, updated_at, search)
+SELECT owner, id, name, tag, created_at, updated_at, ` + searchOf + `words` + searchEnd + `
+FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[], $6::TIMESTAMPTZ[], $7::TEXT[])
+	AS input (owner, id, name, tag, created_at, updated_at, words)
 ON CONFLICT (owner, id) DO NOTHING`
+
+// updatedAt returns p's UpdatedAt, or its CreatedAt when it has none.
+func updatedAt(p *plantstore.Plant) time.Time {
+	if p.UpdatedAt.IsZero() {
+		return p.CreatedAt
+	}
+	return p.UpdatedAt
+}
 
 // BulkInsertPlants stores plants in one statement (one transaction),
 // skipping keys that exist, with no outbox rows, and returns how many it
-// stored. The rows travel as five arrays in one round trip.
+// stored. The rows travel as seven arrays in one round trip.
 func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) (int, error) {
 	if len(plants) == 0 {
 		return 0, nil
 	}
 	var (
-		owners  = make([]string, len(plants))
-		ids     = make([]int64, len(plants))
-		names   = make([]string, len(plants))
-		tags    = make([]*string, len(plants))
-		created = make([]time.Time, len(plants))
+		owners  = make(textArray, len(plants))
+		ids     = make(int8Array, len(plants))
+		names   = make(textArray, len(plants))
+		tags    = make(nullTextArray, len(plants))
+		created = make(timestamptzArray, len(plants))
+		updated = make(timestamptzArray, len(plants))
+		words   = make(textArray, len(plants))
 	)
 	for i, p := range plants {
-		owners[i], ids[i], names[i], tags[i], created[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt
+		owners[i], ids[i], names[i], tags[i], created[i], updated[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt, updatedAt(p)
 	}
-	tag, err := db.exec(ctx, qBulkInsert, owners, ids, names, tags, created)
+	searchTexts(words, func(i int) *plantstore.Plant { return plants[i] })
+	tag, err := db.exec(ctx, qBulkInsert, &owners, &ids, &names, &tags, &created, &updated, &words)
 	if err != nil {
 		return 0, wrap("bulk insert plants", err)
 	}

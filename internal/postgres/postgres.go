@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync/atomic"
@@ -93,10 +94,14 @@ type DB struct {
 	// read-only (a failover: see failover.go), with that error, its
 	// password redacted. Set it before Open.
 	OnDropConns func(cause error)
+	// Logger, if set, gets the progress of long migrations (migration 11
+	// fills the search index of every plant); nil: slog's default.
+	Logger *slog.Logger
 
 	pool     *pgxpool.Pool
 	queue    *groupcommit.Queue[*writeOp]
-	settings settings // sent inside each transaction (session.go)
+	settings settings          // sent inside each transaction (session.go)
+	planned  pgx.QueryExecMode // of statements planned for their parameters (plannedArgs)
 
 	// dropped is when the pooled connections were last dropped (Unix
 	// nanoseconds; see failover.go).
@@ -136,6 +141,12 @@ func (db *DB) Open(ctx context.Context) error {
 	db.settings = newSettings(db.Config)
 	if db.Config.TransactionPooler && !setsExecMode(db.URL) {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	// Statements planned for their parameters (see plannedArgs): unnamed,
+	// where statements are prepared.
+	db.planned = cfg.ConnConfig.DefaultQueryExecMode
+	if db.planned == pgx.QueryExecModeCacheStatement {
+		db.planned = pgx.QueryExecModeCacheDescribe
 	}
 	cfg.ConnConfig.OnNotice = noteWarning
 	cfg.ConnConfig.Tracer = dropTracer{db}
@@ -274,7 +285,8 @@ func (db *DB) withMigrations(fn func(p *goose.Provider) error) error {
 	}
 	sqlDB := stdlib.OpenDBFromPool(db.pool)
 	defer sqlDB.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub, goose.WithLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sub, goose.WithLocker(locker),
+		goose.WithGoMigrations(db.searchMigration()))
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}

@@ -49,9 +49,9 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
-	now := s.now().UTC()
+	now := plantstore.TruncateTime(s.now())
 	stored := *p
-	stored.CreatedAt = now
+	stored.CreatedAt, stored.UpdatedAt = now, now
 	ev, err := newEvent(p.Owner, plantstore.EventPlantCreated, now)
 	if err != nil {
 		return nil, false, err
@@ -82,9 +82,9 @@ func (s *PlantService) FindPlantByID(ctx context.Context, owner string, id int64
 	return p, nil
 }
 
-// FindPlants returns one page of the owner's plants by id ascending and
-// whether another page follows (it asks the store for one row more). It
-// refuses a filter the stores cannot take (PlantFilter.Validate).
+// FindPlants returns one page of the owner's plants matching f, in f.Sort's
+// order, and whether another page follows (it asks the store for one row
+// more). It refuses a filter the stores cannot take (PlantFilter.Validate).
 func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error) {
 	if f.Limit == 0 {
 		f.Limit = plantstore.DefaultPageSize
@@ -105,6 +105,20 @@ func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter)
 		return plants[:want], true, nil
 	}
 	return plants, false, nil
+}
+
+// CountPlants returns how many of the owner's plants match f (its page
+// aside), exactly or estimated as mode says.
+func (s *PlantService) CountPlants(ctx context.Context, f plantstore.PlantFilter, mode plantstore.CountMode) (int64, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	f.After, f.Limit = nil, 0
+	n, err := s.store.CountPlants(ctx, f, mode == plantstore.CountEstimated)
+	if err != nil {
+		return 0, storeError("count plants", err)
+	}
+	return n, nil
 }
 
 // DeletePlant deletes the owner's plant with id.
@@ -173,7 +187,8 @@ func (s *PlantService) UpdatePlant(ctx context.Context, owner string, id int64, 
 	} else if upd.Empty() {
 		return s.FindPlantByID(ctx, owner, id)
 	}
-	ev, err := newEvent(owner, plantstore.EventPlantUpdated, s.now().UTC())
+	upd.At = plantstore.TruncateTime(s.now())
+	ev, err := newEvent(owner, plantstore.EventPlantUpdated, upd.At)
 	if err != nil {
 		return nil, err
 	}
@@ -222,14 +237,14 @@ func conditionalError(op string, id int64, err error) error {
 // nothing), then stores them in one transaction, skipping ids that exist,
 // with no webhook events.
 func (s *PlantService) ImportPlants(ctx context.Context, plants []*plantstore.Plant) (int, error) {
-	now := s.now().UTC()
+	now := plantstore.TruncateTime(s.now())
 	rows := make([]*plantstore.Plant, len(plants))
 	for i, p := range plants {
 		if err := p.Validate(); err != nil {
 			return 0, err
 		}
 		row := *p
-		row.CreatedAt = now
+		row.CreatedAt, row.UpdatedAt = now, now
 		rows[i] = &row
 	}
 	n, err := s.store.BulkInsertPlants(ctx, rows)

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pressly/goose/v3"
-
 	"github.com/plantstore/plantstore/internal/dbfile"
 )
 
@@ -155,18 +153,16 @@ func InspectFile(ctx context.Context, path string) (*FileReport, error) {
 	if r.Integrity != "ok" {
 		return r, nil // counts of a damaged file mean little
 	}
-	sub, err := fs.Sub(migrationFS, "migration")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
+	p, err := newProvider(db, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: migrations: %w", err)
 	}
 	if r.Schema, r.Known, err = p.GetVersions(ctx); err != nil {
 		return nil, fmt.Errorf("sqlite: inspect %s: schema version: %w", path, err)
 	}
-	names, err := queryStrings(ctx, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	// The search index (plant_search and its tables) is derived from plants.
+	names, err := queryStrings(ctx, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+AND name <> 'plant_search' AND name NOT LIKE 'plant\_search\_%' ESCAPE '\' ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: inspect %s: tables: %w", path, err)
 	}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/textsearch"
 )
 
 // BenchmarkCommit applies batches of creates as the group commit does
@@ -89,4 +91,77 @@ func benchCreate(owner string, id int64) *writeOp {
 	p := &plantstore.Plant{Owner: owner, ID: id, Name: "plant " + strconv.FormatInt(id, 10), Tag: &tag, CreatedAt: now}
 	ev := &plantstore.Event{Owner: owner, ID: fmt.Sprintf("evt_%024x", id), Type: plantstore.EventPlantCreated, CreatedAt: now}
 	return &writeOp{kind: opInsertPlant, plant: p, event: ev}
+}
+
+// BenchmarkListPlantsSearch reads the first page (100) of searches among
+// one owner's 200,000 plants, named from a Zipf-distributed vocabulary of
+// 3,000 words (vocab, makePlants): a rare word (in a few dozen plants), the
+// commonest, two common words and two prefixes, by id; the commonest by
+// name; and the counts of the commonest (estimated) and the rare (exact).
+//
+//	go test -run '^$' -bench ListPlantsSearch -benchtime 200x ./internal/sqlite/
+func BenchmarkListPlantsSearch(b *testing.B) {
+	const n = 200000
+	db := NewDB(filepath.Join(b.TempDir(), "search.db"))
+	db.Durability = DurabilityRelaxed
+	if err := db.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	words := vocab(3000)
+	plants := makePlants("bench", 1, n, words, 9)
+	for rest := plants; len(rest) > 0; rest = rest[min(len(rest), 50000):] {
+		if _, err := db.BulkInsertPlants(context.Background(), rest[:min(len(rest), 50000)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The rare word: the one in fewest plants, of those in 20 or more.
+	seen := map[string]int{}
+	for _, p := range plants {
+		for _, w := range textsearch.Words(p.Name) {
+			seen[w]++
+		}
+	}
+	rare := ""
+	for w, k := range seen {
+		if k >= 20 && (rare == "" || k < seen[rare] || k == seen[rare] && w < rare) {
+			rare = w
+		}
+	}
+	common := textsearch.Words(words[0] + " " + words[1])
+	for _, c := range []struct {
+		name  string
+		f     plantstore.PlantFilter
+		count int // 0: list; 1: estimated count; 2: exact count
+	}{
+		{name: fmt.Sprintf("rare=%s(%d)", rare, seen[rare]), f: plantstore.PlantFilter{Words: []string{rare}}},
+		{name: fmt.Sprintf("common=%s(%d)", common[0], seen[common[0]]), f: plantstore.PlantFilter{Words: common[:1]}},
+		{name: "two=" + strings.Join(common, "+"), f: plantstore.PlantFilter{Words: common}},
+		{name: "prefixes=" + common[0][:3] + "+" + common[1][:3], f: plantstore.PlantFilter{Words: []string{common[0][:3], common[1][:3]}}},
+		{name: "common/sort=name", f: plantstore.PlantFilter{Words: common[:1], Sort: plantstore.SortName}},
+		{name: "common/count=estimated", f: plantstore.PlantFilter{Words: common[:1]}, count: 1},
+		{name: "rare/count=exact", f: plantstore.PlantFilter{Words: []string{rare}}, count: 2},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := c.f
+			f.Owner, f.Limit = "bench", 100
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				switch c.count {
+				case 0:
+					_, err = db.ListPlants(ctx, f)
+				default:
+					_, err = db.CountPlants(ctx, f, c.count == 1)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -94,7 +94,7 @@ func BenchmarkFindPlants(b *testing.B) {
 	for b.Loop() {
 		after := (i * 7919) % (n - 100)
 		i++
-		plants, _, err := svc.FindPlants(ctx, plantstore.PlantFilter{Owner: "bench", After: &after, Limit: 100})
+		plants, _, err := svc.FindPlants(ctx, plantstore.PlantFilter{Owner: "bench", After: &plantstore.PlantKey{ID: after}, Limit: 100})
 		if err != nil || len(plants) != 100 {
 			b.Fatalf("FindPlants after %d: %d plants, err=%v", after, len(plants), err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/portable"
+	"github.com/plantstore/plantstore/internal/textsearch"
 )
 
 // Snapshot starts a read transaction on a connection of the read pool: in
@@ -93,15 +94,23 @@ func (c *cursor) Values() ([]any, error) {
 
 // ReplaceRows deletes and inserts in one write transaction of the group
 // commit, with statements prepared for it: times are stored as integer
-// nanoseconds.
+// nanoseconds. A plant's words, which plants holds beside its portable
+// columns, are computed from its name and tag; its docid is the next free
+// one (the trigger plants_search_insert_nodoc).
 func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []portable.Row) error {
 	names := t.ColumnNames()
 	where := make([]string, t.Key)
 	for i, n := range names[:t.Key] {
 		where[i] = n + " = ?"
 	}
+	cols := names
+	name, tag := t.Index("name"), t.Index("tag")
+	words := t.Name == "plants" && name >= 0 && tag >= 0
+	if words {
+		cols = append(cols[:len(cols):len(cols)], "words")
+	}
 	qDel := `DELETE FROM ` + t.Name + ` WHERE ` + strings.Join(where, " AND ")
-	qIns := `INSERT INTO ` + t.Name + ` (` + strings.Join(names, ", ") + `) VALUES (?` + strings.Repeat(", ?", len(names)-1) + `)`
+	qIns := `INSERT INTO ` + t.Name + ` (` + strings.Join(cols, ", ") + `) VALUES (?` + strings.Repeat(", ?", len(cols)-1) + `)`
 	op := "replace " + t.Name + " rows"
 	return db.update(ctx, op, func(ctx context.Context, tx *Tx) error {
 		if t.Name == "webhook_subscriptions" {
@@ -129,13 +138,21 @@ func (db *DB) ReplaceRows(ctx context.Context, t *portable.Table, del, ins []por
 			return wrap(op, err)
 		}
 		defer st.Close()
-		args := make([]any, len(names))
+		args := make([]any, len(cols))
 		for _, r := range ins {
 			for i, v := range r {
 				if tm, ok := v.(time.Time); ok {
 					v = tm.UnixNano()
 				}
 				args[i] = v
+			}
+			if words {
+				n, _ := r[name].(string)
+				var tp *string
+				if s, ok := r[tag].(string); ok {
+					tp = &s
+				}
+				args[len(args)-1] = textsearch.Document(n, tp)
 			}
 			if _, err := st.ExecContext(ctx, args...); err != nil {
 				if isUniqueViolation(err) {

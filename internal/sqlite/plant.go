@@ -10,9 +10,18 @@ import (
 	"strings"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/textsearch"
 )
 
-const plantColumns = `owner, id, name, tag, created_at`
+// plantColumns are a plant's columns as the write path reads them back
+// (rawPlant, scanPlant).
+const plantColumns = `owner, id, name, tag, created_at, updated_at`
+
+// qMaxDoc is the last docid of plant_search (its content table's rowid):
+// a write transaction gives its new plants the docids after it (see
+// insertChunk). Writes are serialised, and each statement reads it anew,
+// so no docid is given twice, whatever wrote before in the transaction.
+const qMaxDoc = `SELECT coalesce(max(docid), 0) FROM plant_search_content`
 
 // InsertPlant stores p with its event ev, or returns the owner's plant with
 // p.ID when there is one. It joins the group commit: consecutive creates of
@@ -97,12 +106,38 @@ func (m *multiInsert) build(n int) string {
 // RETURNING names the rows it stored (those whose key was free), in no
 // particular order; insertPlantIDsSQL names them by id alone, for chunks
 // whose ids are distinct (no owner string to read back per row).
+//
+// Each row carries the plant's words (textsearch.Document) and a docid
+// (doc): the trigger plants_search_insert indexes the row in plant_search
+// in the same statement (search_migration.go); a row that is not stored
+// (its key was taken) leaves its docid unused.
 var (
-	insertPlantsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `,
-		`(?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`).sql
-	insertPlantIDsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at) VALUES `,
-		`(?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id`).sql
+	insertPlantsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at, updated_at, words, doc) VALUES `,
+		`(?,?,?,?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id, owner`).sql
+	insertPlantIDsSQL = newMultiInsert(`INSERT INTO plants (owner, id, name, tag, created_at, updated_at, words, doc) VALUES `,
+		`(?,?,?,?,?,?,?,?)`, ` ON CONFLICT (owner, id) DO NOTHING RETURNING id`).sql
 )
+
+// plantWords returns the words p is found by (textsearch.Document).
+func plantWords(p *plantstore.Plant) string { return textsearch.Document(p.Name, p.Tag) }
+
+// updatedNanos is p's updated_at: its UpdatedAt, or CreatedAt when unset.
+func updatedNanos(p *plantstore.Plant, created int64) int64 {
+	if p.UpdatedAt.IsZero() {
+		return created
+	}
+	return p.UpdatedAt.UnixNano()
+}
+
+// maxDoc reads qMaxDoc on the writer.
+func maxDoc(w *writer) (int64, error) {
+	w.reset()
+	row, err := w.one(qMaxDoc)
+	if err != nil {
+		return 0, err
+	}
+	return int64Of(row[0])
+}
 
 // plantVals are a create's column values boxed for the driver once, for
 // its plant row and its event's (each boxed string or large integer is an
@@ -167,6 +202,10 @@ func (db *DB) insertPlants(w *writer, run []*writeOp) error {
 }
 
 func (db *DB) insertChunk(w *writer, ops []*writeOp) error {
+	doc, err := maxDoc(w)
+	if err != nil {
+		return err
+	}
 	w.reset()
 	for _, op := range ops {
 		op.vals = w.vals(op.plant)
@@ -175,6 +214,14 @@ func (db *DB) insertChunk(w *writer, ops []*writeOp) error {
 		w.arg(op.vals.name)
 		w.arg(op.vals.tag)
 		w.arg(op.vals.created)
+		if op.plant.UpdatedAt.IsZero() || op.plant.UpdatedAt.Equal(op.plant.CreatedAt) {
+			w.arg(op.vals.created) // a new plant's: its box
+		} else {
+			w.arg(op.plant.UpdatedAt.UnixNano())
+		}
+		w.arg(plantWords(op.plant))
+		doc++
+		w.arg(doc)
 	}
 	byID := distinctIDs(ops)
 	q := insertPlantsSQL(len(ops))
@@ -249,7 +296,7 @@ func deletePlant(w *writer, owner string, id int64) (*plantstore.Plant, error) {
 	return rawPlant(row)
 }
 
-// rawPlant reads a row of owner, id, name, tag, created_at.
+// rawPlant reads a row of plantColumns.
 func rawPlant(row []driver.Value) (*plantstore.Plant, error) {
 	var p plantstore.Plant
 	var ok [4]bool
@@ -269,6 +316,10 @@ func rawPlant(row []driver.Value) (*plantstore.Plant, error) {
 		return nil, fmt.Errorf("sqlite: plant tag of %T", tag)
 	}
 	p.CreatedAt = fromNanos(created)
+	p.UpdatedAt = p.CreatedAt
+	if n, ok := row[5].(int64); ok {
+		p.UpdatedAt = fromNanos(n)
+	}
 	return &p, nil
 }
 
@@ -301,13 +352,18 @@ func scanPlant(s scanner) (*plantstore.Plant, error) {
 	var p plantstore.Plant
 	var tag sql.NullString
 	var created int64
-	if err := s.Scan(&p.Owner, &p.ID, &p.Name, &tag, &created); err != nil {
+	var updated sql.NullInt64
+	if err := s.Scan(&p.Owner, &p.ID, &p.Name, &tag, &created, &updated); err != nil {
 		return nil, err
 	}
 	if tag.Valid {
 		p.Tag = &tag.String
 	}
 	p.CreatedAt = fromNanos(created)
+	p.UpdatedAt = p.CreatedAt
+	if updated.Valid {
+		p.UpdatedAt = fromNanos(updated.Int64)
+	}
 	return &p, nil
 }
 
@@ -320,9 +376,15 @@ func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) 
 		stored = 0
 		for rest := plants; len(rest) > 0; {
 			n := min(len(rest), maxChunk)
-			args := make([]any, 0, 5*n)
+			var doc int64
+			if err := tx.queryRow(ctx, qMaxDoc).Scan(&doc); err != nil {
+				return wrap("bulk insert plants", err)
+			}
+			args := make([]any, 0, 8*n)
 			for _, p := range rest[:n] {
-				args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano())
+				created := p.CreatedAt.UnixNano()
+				doc++
+				args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), created, updatedNanos(p, created), plantWords(p), doc)
 			}
 			q := strings.TrimSuffix(insertPlantsSQL(n), ` RETURNING id, owner`)
 			res, err := tx.ExecContext(ctx, q, args...)

@@ -19,7 +19,7 @@ func ptr[T any](v T) *T { return &v }
 func TestPlantTimeToTheNanosecond(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow}
+	want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow, UpdatedAt: fixedNow}
 	ev := &plantstore.Event{Type: plantstore.EventPlantCreated, ID: "evt_1", PlantID: 1, CreatedAt: fixedNow}
 	if existing, _, err := insert3(db.InsertPlant(ctx, want, ev)); err != nil || existing != nil {
 		t.Fatalf("InsertPlant = %v, %v; want nil, nil", existing, err)

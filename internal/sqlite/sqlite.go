@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,6 +33,9 @@ import (
 	"github.com/plantstore/plantstore/internal/storeopt"
 )
 
+// migrationFS holds the SQL migrations; version 12 is Go, not a file
+// (search_migration.go), so the next file is 00013.
+//
 //go:embed migration/*.sql
 var migrationFS embed.FS
 
@@ -103,11 +107,18 @@ type DB struct {
 	// could not (err; the file is opened all the same). See FileMode.
 	OnFileMode func(path string, was fs.FileMode, err error)
 
+	// Logger gets what a migration reports while it runs (the progress of
+	// a long one); nil: slog.Default().
+	Logger *slog.Logger
+
 	// memName is the memdb name of a Memory database, set by Open.
 	memName string
 
 	write *sql.DB
 	read  *sql.DB
+	// migrations is a pool of two write connections for migrations (see
+	// provider), closed when idle.
+	migrations *sql.DB
 	// readers is the plant read pool (reader.go).
 	readers       chan *reader
 	readersClosed atomic.Bool
@@ -259,6 +270,11 @@ func (db *DB) openPools(ctx context.Context) error {
 	if db.read, err = sql.Open("sqlite3", readDSN); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)
 	}
+	if db.migrations, err = sql.Open("sqlite3", writeDSN); err != nil {
+		return fmt.Errorf("sqlite: open: %w", err)
+	}
+	db.migrations.SetMaxOpenConns(2)
+	db.migrations.SetMaxIdleConns(0)
 	db.read.SetMaxOpenConns(readConns)
 	db.read.SetMaxIdleConns(readConns)
 	db.read.SetConnMaxIdleTime(0)
@@ -268,8 +284,13 @@ func (db *DB) openPools(ctx context.Context) error {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
 	// The plant readers open now too, in turn: each applies the DSN's
-	// journal mode.
-	if err := db.openReaders(readDSN); err != nil {
+	// journal mode. A memory database's pages are in memory already: its
+	// readers keep SQLite's default cache.
+	plantDSN := readDSN
+	if !db.Memory {
+		plantDSN += "&_cache_size=-" + strconv.Itoa(readerCacheKiB)
+	}
+	if err := db.openReaders(plantDSN); err != nil {
 		return err
 	}
 	// Batch spans when db.TracerProvider is set, an error when a write
@@ -304,6 +325,9 @@ func (db *DB) Close() error {
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
+	if db.migrations != nil {
+		errs = append(errs, db.migrations.Close())
+	}
 	if db.write != nil {
 		errs = append(errs, db.write.Close())
 	}
@@ -332,12 +356,21 @@ func unavailable(err error) bool {
 		storageFault(err)
 }
 
+// provider returns the migrations on the migration pool: goose holds one
+// connection while it migrates, and a Go migration that commits as it goes
+// (search_migration.go) needs another.
 func (db *DB) provider() (*goose.Provider, error) {
+	return newProvider(db.migrations, db.Logger)
+}
+
+// newProvider returns the migrations of sqlDB: the SQL files of migration/
+// and the Go ones (migration 12, search_migration.go), which log to log.
+func newProvider(sqlDB *sql.DB, log *slog.Logger) (*goose.Provider, error) {
 	sub, err := fs.Sub(migrationFS, "migration")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	return goose.NewProvider(goose.DialectSQLite3, db.write, sub)
+	return goose.NewProvider(goose.DialectSQLite3, sqlDB, sub, goose.WithGoMigrations(searchMigration(log)))
 }
 
 // SchemaStatus returns the schema version of the database and the newest one

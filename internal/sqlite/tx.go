@@ -21,8 +21,8 @@ type Tx struct {
 
 // Queries of the write path.
 const (
-	qFindPlant          = `SELECT owner, id, name, tag, created_at FROM plants WHERE owner = ? AND id = ?`
-	qDeletePlant        = `DELETE FROM plants WHERE owner = ? AND id = ? RETURNING owner, id, name, tag, created_at`
+	qFindPlant          = `SELECT ` + plantColumns + ` FROM plants WHERE owner = ? AND id = ?`
+	qDeletePlant        = `DELETE FROM plants WHERE owner = ? AND id = ? RETURNING ` + plantColumns
 	qCountSubscriptions = `SELECT COUNT(*) FROM webhook_subscriptions WHERE owner = ? AND disabled_at IS NULL`
 	qDataVersion        = `PRAGMA data_version`
 )

@@ -8,23 +8,17 @@ import (
 	"github.com/plantstore/plantstore"
 )
 
-// Conditional plant writes (PATCH, and DELETE with If-Match). Each is one
-// statement that checks the content it expects in its WHERE clause, so the
-// check and the write are atomic; they join the group commit as generic
-// writes.
+// Conditional plant writes (PATCH, and DELETE with If-Match). They join the
+// group commit as generic writes: each reads the plant and writes it in
+// the batch's transaction, which holds SQLite's write lock, so the check
+// and the write are atomic.
 const (
-	// qUpdatePlant applies a merge patch: ?1 the new name or NULL (keep),
-	// ?2 whether to set the tag, ?3 the new tag (NULL: none); only when it
-	// changes the row: a patch that leaves name and tag as they are
-	// matches no row, so it writes nothing (updateOutcome tells why).
-	qUpdatePlant = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
-WHERE owner = ?4 AND id = ?5 AND (name IS NOT COALESCE(?1, name) OR (?2 AND tag IS NOT ?3))
-RETURNING owner, id, name, tag, created_at`
-	// qUpdatePlantIf is qUpdatePlant while the plant has name ?6 and tag ?7.
-	qUpdatePlantIf = `UPDATE plants SET name = COALESCE(?1, name), tag = CASE WHEN ?2 THEN ?3 ELSE tag END
-WHERE owner = ?4 AND id = ?5 AND name = ?6 AND tag IS ?7 AND (name IS NOT COALESCE(?1, name) OR (?2 AND tag IS NOT ?3))
-RETURNING owner, id, name, tag, created_at`
-	qDeletePlantIf = `DELETE FROM plants WHERE owner = ? AND id = ? AND name = ? AND tag IS ? RETURNING owner, id, name, tag, created_at`
+	// qUpdatePlant writes a plant's new name, tag, words and updated_at
+	// (?4; NULL: kept); the trigger plants_search_update re-indexes it when
+	// its words changed.
+	qUpdatePlant = `UPDATE plants SET name = ?1, tag = ?2, words = ?3, updated_at = coalesce(?4, updated_at)
+WHERE owner = ?5 AND id = ?6 RETURNING ` + plantColumns
+	qDeletePlantIf = `DELETE FROM plants WHERE owner = ? AND id = ? AND name = ? AND tag IS ? RETURNING ` + plantColumns
 	qPlantExists   = `SELECT 1 FROM plants WHERE owner = ? AND id = ?`
 )
 
@@ -32,9 +26,9 @@ RETURNING owner, id, name, tag, created_at`
 // expect's name and tag when expect is set (else ErrChanged), and returns
 // the plant as stored; ErrNotFound when there is none. A patch that leaves
 // the plant's name and tag as they are writes nothing, neither the row nor
-// the event (Seq 0): the check is the statement's own, in the
-// write's transaction, so it is atomic with and without expect. It joins
-// the group commit.
+// the event (Seq 0). The plant is read and written in the write's
+// transaction, so the decision is atomic with and without expect. It
+// joins the group commit.
 func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plantstore.PlantUpdate, expect *plantstore.Plant, ev *plantstore.Event) (plantstore.WriteResult, error) {
 	var (
 		res     plantstore.WriteResult
@@ -42,25 +36,28 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 	)
 	err := db.update(ctx, "update plant", func(ctx context.Context, tx *Tx) error {
 		res, outcome = plantstore.WriteResult{}, nil
-		var name, tag any
-		if upd.Name != nil {
-			name = *upd.Name
-		}
-		if upd.Tag != nil {
-			tag = *upd.Tag
-		}
-		var row *sql.Row
-		if expect == nil {
-			row = tx.queryRow(ctx, qUpdatePlant, name, upd.SetTag, tag, owner, id)
-		} else {
-			row = tx.queryRow(ctx, qUpdatePlantIf, name, upd.SetTag, tag, owner, id, expect.Name, nullable(expect.Tag))
-		}
-		p, err := scanPlant(row)
+		cur, err := scanPlant(tx.queryRow(ctx, qFindPlant, owner, id))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			res.Plant, outcome, err = db.updateOutcome(ctx, tx, owner, id, expect)
-			return wrap("update plant", err)
+			outcome = plantstore.ErrNotFound
+			return nil
 		case err != nil:
+			return wrap("update plant", err)
+		case expect != nil && !sameNameAndTag(cur, expect):
+			outcome = plantstore.ErrChanged
+			return nil
+		}
+		next := upd.Apply(cur)
+		if sameNameAndTag(cur, next) {
+			res.Plant = cur // the patch changes nothing: nothing written
+			return nil
+		}
+		var at any
+		if !upd.At.IsZero() {
+			at = upd.At.UnixNano()
+		}
+		p, err := scanPlant(tx.queryRow(ctx, qUpdatePlant, next.Name, nullable(next.Tag), plantWords(next), at, owner, id))
+		if err != nil {
 			return wrap("update plant", err)
 		}
 		res.Plant = p
@@ -79,23 +76,6 @@ func (db *DB) UpdatePlant(ctx context.Context, owner string, id int64, upd plant
 		return plantstore.WriteResult{}, outcome
 	}
 	return res, nil
-}
-
-// updateOutcome tells why an update matched no row, in the write's
-// transaction (nothing changed in between): no plant (ErrNotFound); with
-// expect, a plant of other content (ErrChanged); otherwise the patch
-// leaves the plant as it is, which is returned.
-func (db *DB) updateOutcome(ctx context.Context, tx *Tx, owner string, id int64, expect *plantstore.Plant) (unchanged *plantstore.Plant, outcome, err error) {
-	cur, err := scanPlant(tx.queryRow(ctx, qFindPlant, owner, id))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, plantstore.ErrNotFound, nil
-	case err != nil:
-		return nil, nil, err
-	case expect != nil && !sameNameAndTag(cur, expect):
-		return nil, plantstore.ErrChanged, nil
-	}
-	return cur, nil, nil
 }
 
 // sameNameAndTag reports whether p and q have the same name and tag.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/plantstore/plantstore/client"
 	"github.com/plantstore/plantstore/internal/cli/cliexit"
@@ -139,39 +140,63 @@ func (c *plantsDeleteCmd) Run(ctx context.Context, e *Env) error {
 type plantsListCmd struct {
 	clientFlags
 	formatFlag
-	All   bool    `help:"Follow the Link header through every page and print all plants."`
-	Limit int     `help:"Page size (1..1000); default: the server's (100)."`
-	After *int64  `help:"Only plants whose id is greater (the cursor of the next page)."`
-	Tag   *string `help:"Only plants with exactly this tag."`
+	All           bool      `help:"Follow the Link header through every page and print all plants."`
+	Limit         int       `help:"Page size (1..1000); default: the server's (100)."`
+	Q             string    `name:"q" placeholder:"TEXT" help:"Search: only plants whose name or tag has, for every word of TEXT, a word starting with it (case and accents ignored: --q 'mon del' finds Monstera deliciosa)."`
+	Tag           []string  `sep:"none" placeholder:"TAG" help:"Only plants with exactly this tag; repeat the flag for any of several."`
+	CreatedAfter  time.Time `name:"created-after" placeholder:"TIME" help:"Only plants created after TIME (exclusive), RFC 3339 with a zone: 2025-03-01T12:00:00Z."`
+	CreatedBefore time.Time `name:"created-before" placeholder:"TIME" help:"Only plants created before TIME (exclusive), RFC 3339 with a zone."`
+	Sort          string    `enum:",id,-id,name,-name,created_at,-created_at" default:"" placeholder:"KEY" help:"Order: id (the default), name or created_at; a leading - for descending (--sort=-name)."`
+	After         string    `placeholder:"CURSOR" help:"The cursor of the next page, as the previous page printed it on stderr, with the same query flags (a plant id works too, by id)."`
+	Count         string    `enum:",exact,estimated" default:"" help:"Also count the plants the query matches, printed on stderr (N plants match (exact)), never on stdout: exact, or estimated (cheap at any size, exact up to 1,000)."`
 }
 
 // Run prints one page (and, on stderr, the flag for the next one) or all
-// plants.
+// plants, and on stderr the count --count asks for.
 func (c *plantsListCmd) Run(ctx context.Context, e *Env) error {
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	opts := client.ListPlantsOptions{Limit: c.Limit, After: c.After, Tag: c.Tag}
-	if !c.All {
-		page, err := cl.ListPlants(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if err := c.print(e.Stdout, page.Plants, false); err != nil {
-			return err
-		}
-		if page.Next != nil && page.Next.After != nil {
-			fmt.Fprintf(e.Stderr, "more plants follow: --after %d (or --all)\n", *page.Next.After)
-		}
-		return nil
+	opts := client.ListPlantsOptions{
+		Limit: c.Limit, Q: c.Q, Tags: c.Tag, CreatedAfter: c.CreatedAfter, CreatedBefore: c.CreatedBefore,
+		Sort: c.Sort, After: c.After, Count: c.Count,
 	}
-	var plants []client.Plant
-	for p, err := range cl.Plants(ctx, opts) {
-		if err != nil {
-			return err
-		}
-		plants = append(plants, p)
+	// The first page answers the count; --all follows its next link.
+	page, err := cl.ListPlants(ctx, opts)
+	if err != nil {
+		return err
 	}
-	return c.print(e.Stdout, plants, false)
+	plants := page.Plants
+	if c.All && page.Next != nil {
+		for p, err := range cl.Plants(ctx, *page.Next) {
+			if err != nil {
+				return err
+			}
+			plants = append(plants, p)
+		}
+	}
+	if err := c.print(e.Stdout, plants, false); err != nil {
+		return err
+	}
+	if page.Total != nil {
+		fmt.Fprintln(e.Stderr, matchCount(*page.Total, page.TotalEstimated))
+	}
+	if !c.All && page.Next != nil {
+		fmt.Fprintf(e.Stderr, "more plants follow: --after %s (with the same query flags; or --all)\n", page.Next.After)
+	}
+	return nil
+}
+
+// matchCount is the line that tells a list's count: "1204 plants match
+// (exact)", "about 1204 plants match (estimated)".
+func matchCount(n int64, estimated bool) string {
+	what := "plants match"
+	if n == 1 {
+		what = "plant matches"
+	}
+	if estimated {
+		return fmt.Sprintf("about %d %s (estimated)", n, what)
+	}
+	return fmt.Sprintf("%d %s (exact)", n, what)
 }

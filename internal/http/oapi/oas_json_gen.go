@@ -2211,12 +2211,26 @@ func (s *NewPlant) encodeFields(e *jx.Encoder) {
 			s.Tag.Encode(e)
 		}
 	}
+	{
+		if s.CreatedAt.Set {
+			e.FieldStart("created_at")
+			s.CreatedAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.000000Z07:00"))
+		}
+	}
+	{
+		if s.UpdatedAt.Set {
+			e.FieldStart("updated_at")
+			s.UpdatedAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.000000Z07:00"))
+		}
+	}
 }
 
-var jsonFieldsNameOfNewPlant = [3]string{
+var jsonFieldsNameOfNewPlant = [5]string{
 	0: "id",
 	1: "name",
 	2: "tag",
+	3: "created_at",
+	4: "updated_at",
 }
 
 // Decode decodes NewPlant from json.
@@ -2261,6 +2275,26 @@ func (s *NewPlant) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"tag\"")
+			}
+		case "created_at":
+			if err := func() error {
+				s.CreatedAt.Reset()
+				if err := s.CreatedAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.000000Z07:00")); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"created_at\"")
+			}
+		case "updated_at":
+			if err := func() error {
+				s.UpdatedAt.Reset()
+				if err := s.UpdatedAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.000000Z07:00")); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"updated_at\"")
 			}
 		default:
 			return d.Skip()
@@ -3491,12 +3525,26 @@ func (s *Plant) encodeFields(e *jx.Encoder) {
 			s.Tag.Encode(e)
 		}
 	}
+	{
+		if s.CreatedAt.Set {
+			e.FieldStart("created_at")
+			s.CreatedAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.000000Z07:00"))
+		}
+	}
+	{
+		if s.UpdatedAt.Set {
+			e.FieldStart("updated_at")
+			s.UpdatedAt.Encode(e, json.NewTimeEncoder("2006-01-02T15:04:05.000000Z07:00"))
+		}
+	}
 }
 
-var jsonFieldsNameOfPlant = [3]string{
+var jsonFieldsNameOfPlant = [5]string{
 	0: "id",
 	1: "name",
 	2: "tag",
+	3: "created_at",
+	4: "updated_at",
 }
 
 // Decode decodes Plant from json.
@@ -3541,6 +3589,26 @@ func (s *Plant) Decode(d *jx.Decoder) error {
 				return nil
 			}(); err != nil {
 				return errors.Wrap(err, "decode field \"tag\"")
+			}
+		case "created_at":
+			if err := func() error {
+				s.CreatedAt.Reset()
+				if err := s.CreatedAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.000000Z07:00")); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"created_at\"")
+			}
+		case "updated_at":
+			if err := func() error {
+				s.UpdatedAt.Reset()
+				if err := s.UpdatedAt.Decode(d, json.NewTimeDecoder("2006-01-02T15:04:05.000000Z07:00")); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return errors.Wrap(err, "decode field \"updated_at\"")
 			}
 		default:
 			return d.Skip()

@@ -5,6 +5,7 @@ package oapi
 import (
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/go-faster/errors"
 	"github.com/ogen-go/ogen/conv"
@@ -1038,15 +1039,80 @@ func decodeHeadPlantParams(args [1]string, argsEscaped bool, r *http.Request) (p
 
 // HeadPlantsParams is parameters of headPlants operation.
 type HeadPlantsParams struct {
+	// Search: only plants whose name or tag has, for every word of `q`, a word that starts with it
+	// (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and `q=CAFÉ`
+	// find "Café au lait"); words are split on anything that is not a letter or a digit, and every
+	// character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or separators). Empty, or
+	// only separators: every plant. At most 200 characters and 16 words. A filter: the order is `sort`'s.
+	Q OptString `json:",omitempty,omitzero"`
+	// Only plants with exactly one of these tags; repeat the parameter for more than one
+	// (`tag=green&tag=succulent`, at most 64).
+	Tag []string `json:",omitempty"`
+	// Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+	CreatedAfter OptDateTime `json:",omitempty,omitzero"`
+	// Only plants created before this time (exclusive), RFC 3339 with a zone. With `created_after`, it
+	// must be later than that (else 400).
+	CreatedBefore OptDateTime `json:",omitempty,omitzero"`
+	// The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending with a
+	// leading `-`. Ties are broken by id in the same direction. Default `id`.
+	Sort OptPlantSort `json:",omitempty,omitzero"`
 	// The max number of results to return (1..1000, default 100).
 	Limit OptInt32 `json:",omitempty,omitzero"`
-	// Only plants with exactly this tag.
-	Tag OptString `json:",omitempty,omitzero"`
-	// Only plants whose id is greater than this one (exclusive).
-	After OptInt64 `json:",omitempty,omitzero"`
+	// The page's position: the opaque cursor of the `Link: rel="next"` header of the page before, valid
+	// only with the same `q`, filters and `sort` (else 400). A plant id is taken too, with `sort=id` only:
+	// the plants after that id.
+	After OptString `json:",omitempty,omitzero"`
+	// `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences are
+	// ignored.
+	Prefer OptString `json:",omitempty,omitzero"`
 }
 
 func unpackHeadPlantsParams(packed middleware.Parameters) (params HeadPlantsParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "q",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Q = v.(OptString)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "tag",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Tag = v.([]string)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "created_after",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.CreatedAfter = v.(OptDateTime)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "created_before",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.CreatedBefore = v.(OptDateTime)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "sort",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Sort = v.(OptPlantSort)
+		}
+	}
 	{
 		key := middleware.ParameterKey{
 			Name: "limit",
@@ -1058,20 +1124,20 @@ func unpackHeadPlantsParams(packed middleware.Parameters) (params HeadPlantsPara
 	}
 	{
 		key := middleware.ParameterKey{
-			Name: "tag",
-			In:   "query",
-		}
-		if v, ok := packed[key]; ok {
-			params.Tag = v.(OptString)
-		}
-	}
-	{
-		key := middleware.ParameterKey{
 			Name: "after",
 			In:   "query",
 		}
 		if v, ok := packed[key]; ok {
-			params.After = v.(OptInt64)
+			params.After = v.(OptString)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "Prefer",
+			In:   "header",
+		}
+		if v, ok := packed[key]; ok {
+			params.Prefer = v.(OptString)
 		}
 	}
 	return params
@@ -1079,6 +1145,278 @@ func unpackHeadPlantsParams(packed middleware.Parameters) (params HeadPlantsPara
 
 func decodeHeadPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (params HeadPlantsParams, _ error) {
 	q := uri.NewQueryDecoder(r.URL.Query())
+	h := uri.NewHeaderDecoder(r.Header)
+	// Decode query: q.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "q",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotQVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotQVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Q.SetTo(paramsDotQVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.Q.Get(); ok {
+					if err := func() error {
+						if err := (validate.String{
+							MinLength:     0,
+							MinLengthSet:  false,
+							MaxLength:     200,
+							MaxLengthSet:  true,
+							Email:         false,
+							Hostname:      false,
+							Regex:         nil,
+							MinNumeric:    0,
+							MinNumericSet: false,
+							MaxNumeric:    0,
+							MaxNumericSet: false,
+						}).Validate(string(value)); err != nil {
+							return errors.Wrap(err, "string")
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "q",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: tag.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "tag",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				params.Tag = nil
+				return d.DecodeArray(func(d uri.Decoder) error {
+					var paramsDotTagVal string
+					if err := func() error {
+						val, err := d.DecodeValue()
+						if err != nil {
+							return err
+						}
+
+						c, err := conv.ToString(val)
+						if err != nil {
+							return err
+						}
+
+						paramsDotTagVal = c
+						return nil
+					}(); err != nil {
+						return err
+					}
+					params.Tag = append(params.Tag, paramsDotTagVal)
+					return nil
+				})
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if params.Tag == nil {
+					return nil // optional
+				}
+				if err := (validate.Array{
+					MinLength:    0,
+					MinLengthSet: false,
+					MaxLength:    64,
+					MaxLengthSet: true,
+				}).ValidateLength(len(params.Tag)); err != nil {
+					return errors.Wrap(err, "array")
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "tag",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: created_after.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "created_after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotCreatedAfterVal time.Time
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotCreatedAfterVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.CreatedAfter.SetTo(paramsDotCreatedAfterVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "created_after",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: created_before.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "created_before",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotCreatedBeforeVal time.Time
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotCreatedBeforeVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.CreatedBefore.SetTo(paramsDotCreatedBeforeVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "created_before",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Set default value for query: sort.
+	{
+		val := PlantSort("id")
+		params.Sort.SetTo(val)
+	}
+	// Decode query: sort.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "sort",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotSortVal PlantSort
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotSortVal = PlantSort(c)
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Sort.SetTo(paramsDotSortVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.Sort.Get(); ok {
+					if err := func() error {
+						if err := value.Validate(); err != nil {
+							return err
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "sort",
+			In:   "query",
+			Err:  err,
+		}
+	}
 	// Set default value for query: limit.
 	{
 		val := int32(100)
@@ -1150,47 +1488,6 @@ func decodeHeadPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (
 			Err:  err,
 		}
 	}
-	// Decode query: tag.
-	if err := func() error {
-		cfg := uri.QueryParameterDecodingConfig{
-			Name:    "tag",
-			Style:   uri.QueryStyleForm,
-			Explode: true,
-		}
-
-		if err := q.HasParam(cfg); err == nil {
-			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
-				var paramsDotTagVal string
-				if err := func() error {
-					val, err := d.DecodeValue()
-					if err != nil {
-						return err
-					}
-
-					c, err := conv.ToString(val)
-					if err != nil {
-						return err
-					}
-
-					paramsDotTagVal = c
-					return nil
-				}(); err != nil {
-					return err
-				}
-				params.Tag.SetTo(paramsDotTagVal)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}(); err != nil {
-		return params, &ogenerrors.DecodeParamError{
-			Name: "tag",
-			In:   "query",
-			Err:  err,
-		}
-	}
 	// Decode query: after.
 	if err := func() error {
 		cfg := uri.QueryParameterDecodingConfig{
@@ -1201,14 +1498,14 @@ func decodeHeadPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (
 
 		if err := q.HasParam(cfg); err == nil {
 			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
-				var paramsDotAfterVal int64
+				var paramsDotAfterVal string
 				if err := func() error {
 					val, err := d.DecodeValue()
 					if err != nil {
 						return err
 					}
 
-					c, err := conv.ToInt64(val)
+					c, err := conv.ToString(val)
 					if err != nil {
 						return err
 					}
@@ -1223,12 +1520,78 @@ func decodeHeadPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (
 			}); err != nil {
 				return err
 			}
+			if err := func() error {
+				if value, ok := params.After.Get(); ok {
+					if err := func() error {
+						if err := (validate.String{
+							MinLength:     0,
+							MinLengthSet:  false,
+							MaxLength:     512,
+							MaxLengthSet:  true,
+							Email:         false,
+							Hostname:      false,
+							Regex:         nil,
+							MinNumeric:    0,
+							MinNumericSet: false,
+							MaxNumeric:    0,
+							MaxNumericSet: false,
+						}).Validate(string(value)); err != nil {
+							return errors.Wrap(err, "string")
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
 		}
 		return nil
 	}(); err != nil {
 		return params, &ogenerrors.DecodeParamError{
 			Name: "after",
 			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode header: Prefer.
+	if err := func() error {
+		cfg := uri.HeaderParameterDecodingConfig{
+			Name:    "Prefer",
+			Explode: false,
+		}
+		if err := h.HasParam(cfg); err == nil {
+			if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotPreferVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotPreferVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Prefer.SetTo(paramsDotPreferVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "Prefer",
+			In:   "header",
 			Err:  err,
 		}
 	}
@@ -2286,15 +2649,80 @@ func decodeListEventsParams(args [0]string, argsEscaped bool, r *http.Request) (
 
 // ListPlantsParams is parameters of listPlants operation.
 type ListPlantsParams struct {
+	// Search: only plants whose name or tag has, for every word of `q`, a word that starts with it
+	// (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and `q=CAFÉ`
+	// find "Café au lait"); words are split on anything that is not a letter or a digit, and every
+	// character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or separators). Empty, or
+	// only separators: every plant. At most 200 characters and 16 words. A filter: the order is `sort`'s.
+	Q OptString `json:",omitempty,omitzero"`
+	// Only plants with exactly one of these tags; repeat the parameter for more than one
+	// (`tag=green&tag=succulent`, at most 64).
+	Tag []string `json:",omitempty"`
+	// Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+	CreatedAfter OptDateTime `json:",omitempty,omitzero"`
+	// Only plants created before this time (exclusive), RFC 3339 with a zone. With `created_after`, it
+	// must be later than that (else 400).
+	CreatedBefore OptDateTime `json:",omitempty,omitzero"`
+	// The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending with a
+	// leading `-`. Ties are broken by id in the same direction. Default `id`.
+	Sort OptPlantSort `json:",omitempty,omitzero"`
 	// The max number of results to return (1..1000, default 100).
 	Limit OptInt32 `json:",omitempty,omitzero"`
-	// Only plants with exactly this tag.
-	Tag OptString `json:",omitempty,omitzero"`
-	// Only plants whose id is greater than this one (exclusive); used by the next link.
-	After OptInt64 `json:",omitempty,omitzero"`
+	// The page's position: the opaque cursor of the `Link: rel="next"` header of the page before, valid
+	// only with the same `q`, filters and `sort` (else 400). A plant id is taken too, with `sort=id` only:
+	// the plants after that id.
+	After OptString `json:",omitempty,omitzero"`
+	// `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences are
+	// ignored.
+	Prefer OptString `json:",omitempty,omitzero"`
 }
 
 func unpackListPlantsParams(packed middleware.Parameters) (params ListPlantsParams) {
+	{
+		key := middleware.ParameterKey{
+			Name: "q",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Q = v.(OptString)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "tag",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Tag = v.([]string)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "created_after",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.CreatedAfter = v.(OptDateTime)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "created_before",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.CreatedBefore = v.(OptDateTime)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "sort",
+			In:   "query",
+		}
+		if v, ok := packed[key]; ok {
+			params.Sort = v.(OptPlantSort)
+		}
+	}
 	{
 		key := middleware.ParameterKey{
 			Name: "limit",
@@ -2306,20 +2734,20 @@ func unpackListPlantsParams(packed middleware.Parameters) (params ListPlantsPara
 	}
 	{
 		key := middleware.ParameterKey{
-			Name: "tag",
-			In:   "query",
-		}
-		if v, ok := packed[key]; ok {
-			params.Tag = v.(OptString)
-		}
-	}
-	{
-		key := middleware.ParameterKey{
 			Name: "after",
 			In:   "query",
 		}
 		if v, ok := packed[key]; ok {
-			params.After = v.(OptInt64)
+			params.After = v.(OptString)
+		}
+	}
+	{
+		key := middleware.ParameterKey{
+			Name: "Prefer",
+			In:   "header",
+		}
+		if v, ok := packed[key]; ok {
+			params.Prefer = v.(OptString)
 		}
 	}
 	return params
@@ -2327,6 +2755,278 @@ func unpackListPlantsParams(packed middleware.Parameters) (params ListPlantsPara
 
 func decodeListPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (params ListPlantsParams, _ error) {
 	q := uri.NewQueryDecoder(r.URL.Query())
+	h := uri.NewHeaderDecoder(r.Header)
+	// Decode query: q.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "q",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotQVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotQVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Q.SetTo(paramsDotQVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.Q.Get(); ok {
+					if err := func() error {
+						if err := (validate.String{
+							MinLength:     0,
+							MinLengthSet:  false,
+							MaxLength:     200,
+							MaxLengthSet:  true,
+							Email:         false,
+							Hostname:      false,
+							Regex:         nil,
+							MinNumeric:    0,
+							MinNumericSet: false,
+							MaxNumeric:    0,
+							MaxNumericSet: false,
+						}).Validate(string(value)); err != nil {
+							return errors.Wrap(err, "string")
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "q",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: tag.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "tag",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				params.Tag = nil
+				return d.DecodeArray(func(d uri.Decoder) error {
+					var paramsDotTagVal string
+					if err := func() error {
+						val, err := d.DecodeValue()
+						if err != nil {
+							return err
+						}
+
+						c, err := conv.ToString(val)
+						if err != nil {
+							return err
+						}
+
+						paramsDotTagVal = c
+						return nil
+					}(); err != nil {
+						return err
+					}
+					params.Tag = append(params.Tag, paramsDotTagVal)
+					return nil
+				})
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if params.Tag == nil {
+					return nil // optional
+				}
+				if err := (validate.Array{
+					MinLength:    0,
+					MinLengthSet: false,
+					MaxLength:    64,
+					MaxLengthSet: true,
+				}).ValidateLength(len(params.Tag)); err != nil {
+					return errors.Wrap(err, "array")
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "tag",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: created_after.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "created_after",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotCreatedAfterVal time.Time
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotCreatedAfterVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.CreatedAfter.SetTo(paramsDotCreatedAfterVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "created_after",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode query: created_before.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "created_before",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotCreatedBeforeVal time.Time
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := time.Parse("2006-01-02T15:04:05.999999999Z07:00", val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotCreatedBeforeVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.CreatedBefore.SetTo(paramsDotCreatedBeforeVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "created_before",
+			In:   "query",
+			Err:  err,
+		}
+	}
+	// Set default value for query: sort.
+	{
+		val := PlantSort("id")
+		params.Sort.SetTo(val)
+	}
+	// Decode query: sort.
+	if err := func() error {
+		cfg := uri.QueryParameterDecodingConfig{
+			Name:    "sort",
+			Style:   uri.QueryStyleForm,
+			Explode: true,
+		}
+
+		if err := q.HasParam(cfg); err == nil {
+			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotSortVal PlantSort
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotSortVal = PlantSort(c)
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Sort.SetTo(paramsDotSortVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := func() error {
+				if value, ok := params.Sort.Get(); ok {
+					if err := func() error {
+						if err := value.Validate(); err != nil {
+							return err
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "sort",
+			In:   "query",
+			Err:  err,
+		}
+	}
 	// Set default value for query: limit.
 	{
 		val := int32(100)
@@ -2398,47 +3098,6 @@ func decodeListPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (
 			Err:  err,
 		}
 	}
-	// Decode query: tag.
-	if err := func() error {
-		cfg := uri.QueryParameterDecodingConfig{
-			Name:    "tag",
-			Style:   uri.QueryStyleForm,
-			Explode: true,
-		}
-
-		if err := q.HasParam(cfg); err == nil {
-			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
-				var paramsDotTagVal string
-				if err := func() error {
-					val, err := d.DecodeValue()
-					if err != nil {
-						return err
-					}
-
-					c, err := conv.ToString(val)
-					if err != nil {
-						return err
-					}
-
-					paramsDotTagVal = c
-					return nil
-				}(); err != nil {
-					return err
-				}
-				params.Tag.SetTo(paramsDotTagVal)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}(); err != nil {
-		return params, &ogenerrors.DecodeParamError{
-			Name: "tag",
-			In:   "query",
-			Err:  err,
-		}
-	}
 	// Decode query: after.
 	if err := func() error {
 		cfg := uri.QueryParameterDecodingConfig{
@@ -2449,14 +3108,14 @@ func decodeListPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (
 
 		if err := q.HasParam(cfg); err == nil {
 			if err := q.DecodeParam(cfg, func(d uri.Decoder) error {
-				var paramsDotAfterVal int64
+				var paramsDotAfterVal string
 				if err := func() error {
 					val, err := d.DecodeValue()
 					if err != nil {
 						return err
 					}
 
-					c, err := conv.ToInt64(val)
+					c, err := conv.ToString(val)
 					if err != nil {
 						return err
 					}
@@ -2471,12 +3130,78 @@ func decodeListPlantsParams(args [0]string, argsEscaped bool, r *http.Request) (
 			}); err != nil {
 				return err
 			}
+			if err := func() error {
+				if value, ok := params.After.Get(); ok {
+					if err := func() error {
+						if err := (validate.String{
+							MinLength:     0,
+							MinLengthSet:  false,
+							MaxLength:     512,
+							MaxLengthSet:  true,
+							Email:         false,
+							Hostname:      false,
+							Regex:         nil,
+							MinNumeric:    0,
+							MinNumericSet: false,
+							MaxNumeric:    0,
+							MaxNumericSet: false,
+						}).Validate(string(value)); err != nil {
+							return errors.Wrap(err, "string")
+						}
+						return nil
+					}(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
 		}
 		return nil
 	}(); err != nil {
 		return params, &ogenerrors.DecodeParamError{
 			Name: "after",
 			In:   "query",
+			Err:  err,
+		}
+	}
+	// Decode header: Prefer.
+	if err := func() error {
+		cfg := uri.HeaderParameterDecodingConfig{
+			Name:    "Prefer",
+			Explode: false,
+		}
+		if err := h.HasParam(cfg); err == nil {
+			if err := h.DecodeParam(cfg, func(d uri.Decoder) error {
+				var paramsDotPreferVal string
+				if err := func() error {
+					val, err := d.DecodeValue()
+					if err != nil {
+						return err
+					}
+
+					c, err := conv.ToString(val)
+					if err != nil {
+						return err
+					}
+
+					paramsDotPreferVal = c
+					return nil
+				}(); err != nil {
+					return err
+				}
+				params.Prefer.SetTo(paramsDotPreferVal)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		return params, &ogenerrors.DecodeParamError{
+			Name: "Prefer",
+			In:   "header",
 			Err:  err,
 		}
 	}

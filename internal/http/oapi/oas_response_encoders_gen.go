@@ -3349,7 +3349,7 @@ func encodeHeadPlantResponse(response HeadPlantRes, w http.ResponseWriter) error
 func encodeHeadPlantsResponse(response HeadPlantsRes, w http.ResponseWriter) error {
 	switch response := response.(type) {
 	case *HeadPlantsOK:
-		w.Header().Set("Access-Control-Expose-Headers", "Link,Ratelimit,Ratelimit-Policy")
+		w.Header().Set("Access-Control-Expose-Headers", "Link,Preference-Applied,Ratelimit,Ratelimit-Policy,X-Total-Count")
 		// Encoding response headers.
 		{
 			h := uri.NewHeaderEncoder(w.Header())
@@ -3366,6 +3366,21 @@ func encodeHeadPlantsResponse(response HeadPlantsRes, w http.ResponseWriter) err
 					return nil
 				}); err != nil {
 					return errors.Wrap(err, "encode Link header")
+				}
+			}
+			// Encode "Preference-Applied" header.
+			{
+				cfg := uri.HeaderParameterEncodingConfig{
+					Name:    "Preference-Applied",
+					Explode: false,
+				}
+				if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+					if val, ok := response.PreferenceApplied.Get(); ok {
+						return e.EncodeValue(conv.StringToString(string(val)))
+					}
+					return nil
+				}); err != nil {
+					return errors.Wrap(err, "encode Preference-Applied header")
 				}
 			}
 			// Encode "RateLimit" header.
@@ -3396,6 +3411,21 @@ func encodeHeadPlantsResponse(response HeadPlantsRes, w http.ResponseWriter) err
 					return nil
 				}); err != nil {
 					return errors.Wrap(err, "encode RateLimit-Policy header")
+				}
+			}
+			// Encode "X-Total-Count" header.
+			{
+				cfg := uri.HeaderParameterEncodingConfig{
+					Name:    "X-Total-Count",
+					Explode: false,
+				}
+				if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+					if val, ok := response.XTotalCount.Get(); ok {
+						return e.EncodeValue(conv.Int64ToString(val))
+					}
+					return nil
+				}); err != nil {
+					return errors.Wrap(err, "encode X-Total-Count header")
 				}
 			}
 		}
@@ -4682,7 +4712,7 @@ func encodeListPlantsResponse(response ListPlantsRes, w http.ResponseWriter) err
 	switch response := response.(type) {
 	case *ListPlantsOKHeaders:
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Header().Set("Access-Control-Expose-Headers", "Link,Ratelimit,Ratelimit-Policy")
+		w.Header().Set("Access-Control-Expose-Headers", "Link,Preference-Applied,Ratelimit,Ratelimit-Policy,X-Total-Count")
 		// Encoding response headers.
 		{
 			h := uri.NewHeaderEncoder(w.Header())
@@ -4699,6 +4729,21 @@ func encodeListPlantsResponse(response ListPlantsRes, w http.ResponseWriter) err
 					return nil
 				}); err != nil {
 					return errors.Wrap(err, "encode Link header")
+				}
+			}
+			// Encode "Preference-Applied" header.
+			{
+				cfg := uri.HeaderParameterEncodingConfig{
+					Name:    "Preference-Applied",
+					Explode: false,
+				}
+				if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+					if val, ok := response.PreferenceApplied.Get(); ok {
+						return e.EncodeValue(conv.StringToString(string(val)))
+					}
+					return nil
+				}); err != nil {
+					return errors.Wrap(err, "encode Preference-Applied header")
 				}
 			}
 			// Encode "RateLimit" header.
@@ -4729,6 +4774,21 @@ func encodeListPlantsResponse(response ListPlantsRes, w http.ResponseWriter) err
 					return nil
 				}); err != nil {
 					return errors.Wrap(err, "encode RateLimit-Policy header")
+				}
+			}
+			// Encode "X-Total-Count" header.
+			{
+				cfg := uri.HeaderParameterEncodingConfig{
+					Name:    "X-Total-Count",
+					Explode: false,
+				}
+				if err := h.EncodeParam(cfg, func(e uri.Encoder) error {
+					if val, ok := response.XTotalCount.Get(); ok {
+						return e.EncodeValue(conv.Int64ToString(val))
+					}
+					return nil
+				}); err != nil {
+					return errors.Wrap(err, "encode X-Total-Count header")
 				}
 			}
 		}

@@ -24,8 +24,8 @@ var (
 		"HEAD": "Authorization",
 	}
 	rn1AllowedHeaders = map[string]string{
-		"GET":  "Authorization",
-		"HEAD": "Authorization",
+		"GET":  "Authorization,Prefer",
+		"HEAD": "Authorization,Prefer",
 		"POST": "Authorization,Content-Type",
 	}
 	rn6AllowedHeaders = map[string]string{

@@ -105,8 +105,9 @@ type Handler interface {
 	HeadPlant(ctx context.Context, params HeadPlantParams) (HeadPlantRes, error)
 	// HeadPlants implements headPlants operation.
 	//
-	// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate
-	// limit), without a body.
+	// The headers `GET /plants` would answer with the same query (`Link` to the next page, the rate limit,
+	// and the count a `Prefer: count=...` asks for), without a body: the cheap way to ask how many plants
+	// match.
 	//
 	// HEAD /plants
 	HeadPlants(ctx context.Context, params HeadPlantsParams) (HeadPlantsRes, error)
@@ -154,8 +155,18 @@ type Handler interface {
 	ListEvents(ctx context.Context, params ListEventsParams) (ListEventsRes, error)
 	// ListPlants implements listPlants operation.
 	//
-	// Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination). When
-	// more plants follow, the `Link` header carries the next page's URL (`rel="next"`).
+	// Returns the plants of the token's owner, a page at a time: all of them, or those a search (`q`) and
+	// filters (`tag`, `created_after`, `created_before`) select, every given filter applying, in the order
+	// `sort` names (by id ascending by default). Paging is keyset, never offset: when more plants follow,
+	// the `Link` header carries the next page's URL (`rel="next"`), whose `after` cursor is valid only
+	// with the query it came from. A page is consistent under concurrent writes: no plant appears on two
+	// pages, and a plant that existed before the first page and still exists after the last is on exactly
+	// one (a plant renamed while its owner pages by `name` moves across the pages, as in any keyset list).
+	//
+	// `Prefer: count=exact` adds `X-Total-Count`, the number of plants the query matches (not the page),
+	// and `Preference-Applied: count=exact`; `Prefer: count=estimated` a figure that costs little at any
+	// size (exact up to 1,000 matches, then an estimate of the storage's planner or index), marked
+	// `Preference-Applied: count=estimated`. Without either no count is computed.
 	//
 	// GET /plants
 	ListPlants(ctx context.Context, params ListPlantsParams) (ListPlantsRes, error)

@@ -125,6 +125,64 @@ func (s *GetPlantOKHeaders) Validate() error {
 	return nil
 }
 
+func (s *HeadPlantsOK) Validate() error {
+	if s == nil {
+		return validate.ErrNilPointer
+	}
+
+	var failures []validate.FieldError
+	if err := func() error {
+		if value, ok := s.PreferenceApplied.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "PreferenceApplied",
+			Error: err,
+		})
+	}
+	if err := func() error {
+		if value, ok := s.XTotalCount.Get(); ok {
+			if err := func() error {
+				if err := (validate.Int{
+					MinSet:        true,
+					Min:           0,
+					MaxSet:        false,
+					Max:           0,
+					MinExclusive:  false,
+					MaxExclusive:  false,
+					MultipleOfSet: false,
+					MultipleOf:    0,
+					Pattern:       nil,
+				}).Validate(int64(value)); err != nil {
+					return errors.Wrap(err, "int")
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "XTotalCount",
+			Error: err,
+		})
+	}
+	if len(failures) > 0 {
+		return &validate.Error{Fields: failures}
+	}
+	return nil
+}
+
 func (s *ListEventsOKHeaders) Validate() error {
 	if s == nil {
 		return validate.ErrNilPointer
@@ -171,6 +229,52 @@ func (s *ListPlantsOKHeaders) Validate() error {
 	}
 
 	var failures []validate.FieldError
+	if err := func() error {
+		if value, ok := s.PreferenceApplied.Get(); ok {
+			if err := func() error {
+				if err := value.Validate(); err != nil {
+					return err
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "PreferenceApplied",
+			Error: err,
+		})
+	}
+	if err := func() error {
+		if value, ok := s.XTotalCount.Get(); ok {
+			if err := func() error {
+				if err := (validate.Int{
+					MinSet:        true,
+					Min:           0,
+					MaxSet:        false,
+					Max:           0,
+					MinExclusive:  false,
+					MaxExclusive:  false,
+					MultipleOfSet: false,
+					MultipleOf:    0,
+					Pattern:       nil,
+				}).Validate(int64(value)); err != nil {
+					return errors.Wrap(err, "int")
+				}
+				return nil
+			}(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}(); err != nil {
+		failures = append(failures, validate.FieldError{
+			Name:  "XTotalCount",
+			Error: err,
+		})
+	}
 	if err := func() error {
 		if s.Response == nil {
 			return errors.New("nil is invalid value")
@@ -871,6 +975,36 @@ func (s *PlantPatch) Validate() error {
 		return &validate.Error{Fields: failures}
 	}
 	return nil
+}
+
+func (s PlantSort) Validate() error {
+	switch s {
+	case "id":
+		return nil
+	case "-id":
+		return nil
+	case "name":
+		return nil
+	case "-name":
+		return nil
+	case "created_at":
+		return nil
+	case "-created_at":
+		return nil
+	default:
+		return errors.Errorf("invalid value: %v", s)
+	}
+}
+
+func (s PreferenceApplied) Validate() error {
+	switch s {
+	case "count=exact":
+		return nil
+	case "count=estimated":
+		return nil
+	default:
+		return errors.Errorf("invalid value: %v", s)
+	}
 }
 
 func (s *QueuedDelivery) Validate() error {

@@ -24,6 +24,7 @@ type PlantService struct {
 	CreatePlantFn   func(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error)
 	FindPlantByIDFn func(ctx context.Context, owner string, id int64) (*plantstore.Plant, error)
 	FindPlantsFn    func(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error)
+	CountPlantsFn   func(ctx context.Context, f plantstore.PlantFilter, mode plantstore.CountMode) (int64, error)
 	DeletePlantFn   func(ctx context.Context, owner string, id int64) error
 	ImportPlantsFn  func(ctx context.Context, plants []*plantstore.Plant) (int, error)
 	DeletePlantIfFn func(ctx context.Context, owner string, id int64, ifMatch string) error
@@ -43,6 +44,11 @@ func (s *PlantService) FindPlantByID(ctx context.Context, owner string, id int64
 // FindPlants calls FindPlantsFn.
 func (s *PlantService) FindPlants(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error) {
 	return s.FindPlantsFn(ctx, f)
+}
+
+// CountPlants calls CountPlantsFn.
+func (s *PlantService) CountPlants(ctx context.Context, f plantstore.PlantFilter, mode plantstore.CountMode) (int64, error) {
+	return s.CountPlantsFn(ctx, f, mode)
 }
 
 // DeletePlant calls DeletePlantFn.

@@ -41,13 +41,13 @@ func testImportPlants(t *testing.T, bs Backends) {
 		}
 		wantAlice := []*plantstore.Plant{
 			fern,
-			{Owner: "alice", ID: 2, Name: "Ivy", Tag: ptr("climbing"), CreatedAt: at},
-			{Owner: "alice", ID: 3, Name: "Moss", CreatedAt: at},
+			{Owner: "alice", ID: 2, Name: "Ivy", Tag: ptr("climbing"), CreatedAt: at, UpdatedAt: at},
+			{Owner: "alice", ID: 3, Name: "Moss", CreatedAt: at, UpdatedAt: at},
 		}
 		if diff := cmp.Diff(wantAlice, listAll(t, svc, "alice"), equateTime); diff != "" {
 			t.Fatalf("alice's plants (-want +got):\n%s", diff)
 		}
-		wantBob := []*plantstore.Plant{{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: at}}
+		wantBob := []*plantstore.Plant{{Owner: "bob", ID: 1, Name: "Cactus", CreatedAt: at, UpdatedAt: at}}
 		if diff := cmp.Diff(wantBob, listAll(t, svc, "bob"), equateTime); diff != "" {
 			t.Fatalf("bob's plants (-want +got):\n%s", diff)
 		}
@@ -114,9 +114,12 @@ func testImportPlants(t *testing.T, bs Backends) {
 }
 
 // bulkInsert calls BulkInsertPlants and fails the test unless it stored want
-// rows.
+// rows. Plants without UpdatedAt get their CreatedAt first (setUpdatedAt).
 func bulkInsert(t *testing.T, b plantstore.Backend, plants []*plantstore.Plant, want int) {
 	t.Helper()
+	for _, p := range plants {
+		setUpdatedAt(p)
+	}
 	n, err := b.BulkInsertPlants(t.Context(), plants)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +143,7 @@ func listStore(t *testing.T, b plantstore.Backend, owner string) []*plantstore.P
 		if len(plants) < f.Limit {
 			return all
 		}
-		f.After = ptr(plants[len(plants)-1].ID)
+		f.After = plantstore.KeyOf(plants[len(plants)-1])
 	}
 }
 
@@ -149,8 +152,8 @@ func testBulkInsert(t *testing.T, bs Backends) {
 	t.Run("StoredAsGiven", func(t *testing.T) {
 		b := bs.Open(t)
 		rows := []*plantstore.Plant{
-			{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.In(elsewhere)},
-			{Owner: "alice", ID: 2, Name: "Ivy 🌿", CreatedAt: fixedNow.Add(time.Minute)},
+			{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.In(elsewhere), UpdatedAt: fixedNow.Add(time.Hour).In(elsewhere)},
+			{Owner: "alice", ID: 2, Name: "Ivy 🌿", CreatedAt: fixedNow.Add(time.Minute), UpdatedAt: fixedNow.Add(time.Minute)},
 			{Owner: "alice", ID: 3, Name: "Moss", Tag: ptr(""), CreatedAt: fixedNow.Add(-time.Hour)},
 		}
 		bulkInsert(t, b, rows, 3)

@@ -56,7 +56,7 @@ func testCreatePlant(t *testing.T, bs Backends) {
 			t.Fatalf("created = %v, want %v", got, want)
 		}
 		checkTimeBetween(t, "CreatedAt", stored.CreatedAt, before, after)
-		want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: stored.CreatedAt}
+		want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: stored.CreatedAt, UpdatedAt: stored.CreatedAt}
 		if diff := cmp.Diff(want, stored); diff != "" {
 			t.Fatalf("returned plant (-want +got):\n%s", diff)
 		}
@@ -276,7 +276,7 @@ func testCreatePlantConcurrent(t *testing.T, bs Backends) {
 			if r.created {
 				createdCount++
 			}
-			want := &plantstore.Plant{Owner: "alice", ID: 42, Name: "Fern", Tag: ptr("green"), CreatedAt: r.stored.CreatedAt}
+			want := &plantstore.Plant{Owner: "alice", ID: 42, Name: "Fern", Tag: ptr("green"), CreatedAt: r.stored.CreatedAt, UpdatedAt: r.stored.CreatedAt}
 			if diff := cmp.Diff(want, r.stored); diff != "" {
 				t.Fatalf("create %d returned (-want +got):\n%s", i, diff)
 			}
@@ -402,23 +402,23 @@ func testFindPlants(t *testing.T, bs Backends) {
 		{"LimitMax", plantstore.PlantFilter{Owner: "alice", Limit: plantstore.MaxPageSize}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, false},
 		{"FullPageNothingFollows", plantstore.PlantFilter{Owner: "alice", Limit: 10}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, false},
 		{"OneFollows", plantstore.PlantFilter{Owner: "alice", Limit: 9}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9}, true},
-		{"AfterExclusive", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(3)), Limit: 3}, []int64{4, 5, 6}, true},
-		{"AfterLastPageFull", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(7)), Limit: 3}, []int64{8, 9, 10}, false},
-		{"AfterLastPageShort", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(8)), Limit: 3}, []int64{9, 10}, false},
-		{"AfterMissingID", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(-100)), Limit: 2}, []int64{1, 2}, true},
-		{"AfterZero", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(0)), Limit: 1}, []int64{1}, true},
-		{"AfterLast", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(10)), Limit: 3}, []int64{}, false},
-		{"AfterMaxInt64", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(math.MaxInt64)), Limit: 3}, []int64{}, false},
-		{"AfterMinInt64", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(math.MinInt64)), Limit: 2}, []int64{1, 2}, true},
-		{"Tag", plantstore.PlantFilter{Owner: "alice", Tag: ptr("even"), Limit: 100}, []int64{2, 4, 6, 8, 10}, false},
-		{"TagLimit", plantstore.PlantFilter{Owner: "alice", Tag: ptr("even"), Limit: 2}, []int64{2, 4}, true},
-		{"TagAfter", plantstore.PlantFilter{Owner: "alice", Tag: ptr("even"), After: ptr(int64(4)), Limit: 2}, []int64{6, 8}, true},
-		{"TagAfterFullLastPage", plantstore.PlantFilter{Owner: "alice", Tag: ptr("even"), After: ptr(int64(6)), Limit: 2}, []int64{8, 10}, false},
-		{"TagSingle", plantstore.PlantFilter{Owner: "alice", Tag: ptr("five"), Limit: 1}, []int64{5}, false},
-		{"TagUnknown", plantstore.PlantFilter{Owner: "alice", Tag: ptr("odd"), Limit: 100}, []int64{}, false},
-		{"TagEmptyMatchesNothing", plantstore.PlantFilter{Owner: "alice", Tag: ptr(""), Limit: 100}, []int64{}, false},
-		{"TagCase", plantstore.PlantFilter{Owner: "alice", Tag: ptr("Even"), Limit: 100}, []int64{}, false},
-		{"TagOtherOwner", plantstore.PlantFilter{Owner: "bob", Tag: ptr("even"), Limit: 100}, []int64{}, false},
+		{"AfterExclusive", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 3}, Limit: 3}, []int64{4, 5, 6}, true},
+		{"AfterLastPageFull", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 7}, Limit: 3}, []int64{8, 9, 10}, false},
+		{"AfterLastPageShort", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 8}, Limit: 3}, []int64{9, 10}, false},
+		{"AfterMissingID", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: -100}, Limit: 2}, []int64{1, 2}, true},
+		{"AfterZero", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 0}, Limit: 1}, []int64{1}, true},
+		{"AfterLast", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 10}, Limit: 3}, []int64{}, false},
+		{"AfterMaxInt64", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: math.MaxInt64}, Limit: 3}, []int64{}, false},
+		{"AfterMinInt64", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: math.MinInt64}, Limit: 2}, []int64{1, 2}, true},
+		{"Tag", plantstore.PlantFilter{Owner: "alice", Tags: []string{"even"}, Limit: 100}, []int64{2, 4, 6, 8, 10}, false},
+		{"TagLimit", plantstore.PlantFilter{Owner: "alice", Tags: []string{"even"}, Limit: 2}, []int64{2, 4}, true},
+		{"TagAfter", plantstore.PlantFilter{Owner: "alice", Tags: []string{"even"}, After: &plantstore.PlantKey{ID: 4}, Limit: 2}, []int64{6, 8}, true},
+		{"TagAfterFullLastPage", plantstore.PlantFilter{Owner: "alice", Tags: []string{"even"}, After: &plantstore.PlantKey{ID: 6}, Limit: 2}, []int64{8, 10}, false},
+		{"TagSingle", plantstore.PlantFilter{Owner: "alice", Tags: []string{"five"}, Limit: 1}, []int64{5}, false},
+		{"TagUnknown", plantstore.PlantFilter{Owner: "alice", Tags: []string{"odd"}, Limit: 100}, []int64{}, false},
+		{"TagEmptyMatchesNothing", plantstore.PlantFilter{Owner: "alice", Tags: []string{""}, Limit: 100}, []int64{}, false},
+		{"TagCase", plantstore.PlantFilter{Owner: "alice", Tags: []string{"Even"}, Limit: 100}, []int64{}, false},
+		{"TagOtherOwner", plantstore.PlantFilter{Owner: "bob", Tags: []string{"even"}, Limit: 100}, []int64{}, false},
 		{"OtherOwner", plantstore.PlantFilter{Owner: "bob", Limit: 100}, []int64{1, 2, 3}, false},
 		{"OwnerCase", plantstore.PlantFilter{Owner: "Alice", Limit: 100}, []int64{}, false},
 		{"UnknownOwner", plantstore.PlantFilter{Owner: "carol", Limit: 100}, []int64{}, false},
@@ -445,13 +445,13 @@ func testFindPlants(t *testing.T, bs Backends) {
 	}
 
 	t.Run("Content", func(t *testing.T) {
-		plants, _, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: ptr(int64(4)), Limit: 2})
+		plants, _, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 4}, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := []*plantstore.Plant{
-			{Owner: "alice", ID: 5, Name: "A5", Tag: ptr("five"), CreatedAt: stored[5].CreatedAt},
-			{Owner: "alice", ID: 6, Name: "A6", Tag: ptr("even"), CreatedAt: stored[6].CreatedAt},
+			{Owner: "alice", ID: 5, Name: "A5", Tag: ptr("five"), CreatedAt: stored[5].CreatedAt, UpdatedAt: stored[5].CreatedAt},
+			{Owner: "alice", ID: 6, Name: "A6", Tag: ptr("even"), CreatedAt: stored[6].CreatedAt, UpdatedAt: stored[6].CreatedAt},
 		}
 		if diff := cmp.Diff(want, plants, equateTime); diff != "" {
 			t.Fatalf("plants (-want +got):\n%s", diff)
@@ -476,7 +476,7 @@ func testFindPlants(t *testing.T, bs Backends) {
 			if !more {
 				break
 			}
-			f.After = ptr(plants[len(plants)-1].ID)
+			f.After = plantstore.KeyOf(plants[len(plants)-1])
 		}
 		if diff := cmp.Diff([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, ids); diff != "" {
 			t.Fatalf("ids over all pages (-want +got):\n%s", diff)
@@ -501,7 +501,7 @@ func testFindPlants(t *testing.T, bs Backends) {
 	// compare such text).
 	t.Run("ErrTag", func(t *testing.T) {
 		for _, tag := range []string{"\x00", "even\x00", "\x00even", "\xff", "even\xc3"} {
-			plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Tag: &tag})
+			plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", Tags: []string{tag}})
 			checkCode(t, fmt.Sprintf("tag %q", tag), err, plantstore.CodeInvalidBody)
 			if len(plants) != 0 || more {
 				t.Fatalf("tag %q: got %d plants, more %v with an error", tag, len(plants), more)
@@ -516,16 +516,16 @@ func testFindPlants(t *testing.T, bs Backends) {
 		}
 		for _, tt := range []struct {
 			name     string
-			after    *int64
+			after    *plantstore.PlantKey
 			limit    int
 			wantIDs  []int64
 			wantMore bool
 		}{
 			{"All", nil, 10, []int64{math.MinInt64, -1, 0, math.MaxInt64}, false},
 			{"First", nil, 1, []int64{math.MinInt64}, true},
-			{"AfterMinInt64", ptr(int64(math.MinInt64)), 2, []int64{-1, 0}, true},
-			{"AfterZero", ptr(int64(0)), 1, []int64{math.MaxInt64}, false},
-			{"AfterMaxInt64", ptr(int64(math.MaxInt64)), 10, []int64{}, false},
+			{"AfterMinInt64", &plantstore.PlantKey{ID: math.MinInt64}, 2, []int64{-1, 0}, true},
+			{"AfterZero", &plantstore.PlantKey{ID: 0}, 1, []int64{math.MaxInt64}, false},
+			{"AfterMaxInt64", &plantstore.PlantKey{ID: math.MaxInt64}, 10, []int64{}, false},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				plants, more, err := svc.Plants.FindPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: tt.after, Limit: tt.limit})

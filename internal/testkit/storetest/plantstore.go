@@ -23,10 +23,20 @@ func newEvent(t *testing.T, p *plantstore.Plant, at time.Time) *plantstore.Event
 	return &plantstore.Event{Owner: p.Owner, ID: id, Type: plantstore.EventPlantCreated, PlantID: p.ID, Name: p.Name, Tag: p.Tag, CreatedAt: at}
 }
 
-// insertPlant is b.InsertPlant, its result as values.
+// insertPlant is b.InsertPlant, its result as values. A p without
+// UpdatedAt gets its CreatedAt first, as the service makes a new plant.
 func insertPlant(ctx context.Context, b plantstore.Backend, p *plantstore.Plant, ev *plantstore.Event) (existing *plantstore.Plant, deliveries int, err error) {
+	setUpdatedAt(p)
 	res, err := b.InsertPlant(ctx, p, ev)
 	return res.Existing, res.Deliveries, err
+}
+
+// setUpdatedAt sets p.UpdatedAt to p.CreatedAt if it has none: a new
+// plant's, as the service makes it.
+func setUpdatedAt(p *plantstore.Plant) {
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = p.CreatedAt
+	}
 }
 
 // errOnly returns the error of a call that returns a result too.
@@ -74,8 +84,10 @@ func testPlantStore(t *testing.T, bs Backends) {
 		b := bs.Open(t)
 		ctx := t.Context()
 		sub := insertSubscription(t, b, "alice", fixedNow, nil)
-		p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.In(elsewhere)}
-		// The event's time differs from the plant's, to tell them apart.
+		// UpdatedAt is stored as given (a plant restored from a backup
+		// keeps its own); the event's time differs from the plant's, to
+		// tell them apart.
+		p := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow.In(elsewhere), UpdatedAt: fixedNow.Add(time.Minute).In(elsewhere)}
 		ev := newEvent(t, p, fixedNow.Add(time.Second).In(elsewhere))
 		existing, deliveries, err := insertPlant(ctx, b, p, ev)
 		if err != nil {
@@ -244,10 +256,10 @@ func testPlantStore(t *testing.T, bs Backends) {
 			{"LimitAll", plantstore.PlantFilter{Owner: "alice", Limit: 10}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
 			{"LimitOver", plantstore.PlantFilter{Owner: "alice", Limit: 11}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
 			{"LimitMaxPageSizePlusOne", plantstore.PlantFilter{Owner: "alice", Limit: plantstore.MaxPageSize + 1}, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
-			{"AfterLimit", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(2)), Limit: 3}, []int64{3, 4, 5}},
-			{"AfterShort", plantstore.PlantFilter{Owner: "alice", After: ptr(int64(8)), Limit: 5}, []int64{9, 10}},
-			{"TagLimit", plantstore.PlantFilter{Owner: "alice", Tag: ptr("even"), Limit: 2}, []int64{2, 4}},
-			{"TagAfterLimit", plantstore.PlantFilter{Owner: "alice", Tag: ptr("even"), After: ptr(int64(4)), Limit: 2}, []int64{6, 8}},
+			{"AfterLimit", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 2}, Limit: 3}, []int64{3, 4, 5}},
+			{"AfterShort", plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 8}, Limit: 5}, []int64{9, 10}},
+			{"TagLimit", plantstore.PlantFilter{Owner: "alice", Tags: []string{"even"}, Limit: 2}, []int64{2, 4}},
+			{"TagAfterLimit", plantstore.PlantFilter{Owner: "alice", Tags: []string{"even"}, After: &plantstore.PlantKey{ID: 4}, Limit: 2}, []int64{6, 8}},
 			{"OtherOwner", plantstore.PlantFilter{Owner: "bob", Limit: 2}, []int64{1, 2}},
 			{"UnknownOwner", plantstore.PlantFilter{Owner: "carol", Limit: 2}, []int64{}},
 		} {
@@ -272,13 +284,13 @@ func testPlantStore(t *testing.T, bs Backends) {
 			})
 		}
 		t.Run("Content", func(t *testing.T) {
-			plants, err := b.ListPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: ptr(int64(4)), Limit: 2})
+			plants, err := b.ListPlants(t.Context(), plantstore.PlantFilter{Owner: "alice", After: &plantstore.PlantKey{ID: 4}, Limit: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := []*plantstore.Plant{
-				{Owner: "alice", ID: 5, Name: "A5", CreatedAt: fixedNow.Add(5 * time.Second)},
-				{Owner: "alice", ID: 6, Name: "A6", Tag: ptr("even"), CreatedAt: fixedNow.Add(6 * time.Second)},
+				{Owner: "alice", ID: 5, Name: "A5", CreatedAt: fixedNow.Add(5 * time.Second), UpdatedAt: fixedNow.Add(5 * time.Second)},
+				{Owner: "alice", ID: 6, Name: "A6", Tag: ptr("even"), CreatedAt: fixedNow.Add(6 * time.Second), UpdatedAt: fixedNow.Add(6 * time.Second)},
 			}
 			if diff := cmp.Diff(want, plants, equateTime); diff != "" {
 				t.Fatalf("plants (-want +got):\n%s", diff)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -40,35 +41,46 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 		check(t, want)
 	}
 	cur := *fern
+	// Each update happens a minute after the one before: a change sets
+	// UpdatedAt to its At, a patch that changes nothing leaves it.
+	step := 0
+	next := func() time.Time {
+		step++
+		return fixedNow.Add(time.Duration(step) * time.Minute)
+	}
 
 	t.Run("Name", func(t *testing.T) {
-		cur.Name = "Boston fern"
-		update(t, plantstore.PlantUpdate{Name: ptr("Boston fern")}, nil, &cur)
+		at := next()
+		cur.Name, cur.UpdatedAt = "Boston fern", at
+		update(t, plantstore.PlantUpdate{Name: ptr("Boston fern"), At: at}, nil, &cur)
 	})
 	t.Run("RemoveTag", func(t *testing.T) {
-		cur.Tag = nil
-		update(t, plantstore.PlantUpdate{SetTag: true}, nil, &cur)
+		at := next()
+		cur.Tag, cur.UpdatedAt = nil, at
+		update(t, plantstore.PlantUpdate{SetTag: true, At: at}, nil, &cur)
 	})
 	t.Run("SetTag", func(t *testing.T) {
-		cur.Tag = ptr("shade")
-		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("shade")}, nil, &cur)
+		at := next()
+		cur.Tag, cur.UpdatedAt = ptr("shade"), at
+		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("shade"), At: at}, nil, &cur)
 	})
 	t.Run("Nothing", func(t *testing.T) {
-		update(t, plantstore.PlantUpdate{}, nil, &cur)
+		update(t, plantstore.PlantUpdate{At: next()}, nil, &cur)
 	})
 	// A patch that leaves name and tag as they are writes nothing: not
-	// the row, not the event, with or without the expected plant (issue
-	// 21: without If-Match it wrote a plant.updated event each time).
+	// the row (UpdatedAt stays), not the event, with or without the
+	// expected plant (issue 21: without If-Match it wrote a plant.updated
+	// event each time).
 	t.Run("NoChange", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
 			upd    plantstore.PlantUpdate
 			expect bool
 		}{
-			{"SameName", plantstore.PlantUpdate{Name: ptr(cur.Name)}, false},
-			{"SameTag", plantstore.PlantUpdate{SetTag: true, Tag: cur.Tag}, false},
-			{"SameBoth", plantstore.PlantUpdate{Name: ptr(cur.Name), SetTag: true, Tag: cur.Tag}, false},
-			{"SameBothExpected", plantstore.PlantUpdate{Name: ptr(cur.Name), SetTag: true, Tag: cur.Tag}, true},
+			{"SameName", plantstore.PlantUpdate{Name: ptr(cur.Name), At: next()}, false},
+			{"SameTag", plantstore.PlantUpdate{SetTag: true, Tag: cur.Tag, At: next()}, false},
+			{"SameBoth", plantstore.PlantUpdate{Name: ptr(cur.Name), SetTag: true, Tag: cur.Tag, At: next()}, false},
+			{"SameBothExpected", plantstore.PlantUpdate{Name: ptr(cur.Name), SetTag: true, Tag: cur.Tag, At: next()}, true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				var expect *plantstore.Plant
@@ -95,18 +107,21 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 		}
 		// A tag given, none stored (and the other way round) is a change.
 		ev := updateEvent(t, 1)
-		cur.Tag = ptr("")
-		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("")}, nil, &cur)
-		cur.Tag = nil
-		if res, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{SetTag: true}, nil, ev); err != nil || res.Seq == 0 {
+		at := next()
+		cur.Tag, cur.UpdatedAt = ptr(""), at
+		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr(""), At: at}, nil, &cur)
+		at = next()
+		cur.Tag, cur.UpdatedAt = nil, at
+		if res, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{SetTag: true, At: at}, nil, ev); err != nil || res.Seq == 0 {
 			t.Fatalf("removing an empty tag: seq %d, %v; want an event", res.Seq, err)
 		}
 		check(t, &cur)
 	})
 	t.Run("Expected", func(t *testing.T) {
 		expect := cur
-		cur.Name, cur.Tag = "Fern", nil
-		update(t, plantstore.PlantUpdate{Name: ptr("Fern"), SetTag: true}, &expect, &cur)
+		at := next()
+		cur.Name, cur.Tag, cur.UpdatedAt = "Fern", nil, at
+		update(t, plantstore.PlantUpdate{Name: ptr("Fern"), SetTag: true, At: at}, &expect, &cur)
 	})
 	t.Run("ErrChanged", func(t *testing.T) {
 		// cur is Fern with no tag: every other content is not it.
@@ -117,16 +132,17 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 			{Owner: "alice", ID: 1, Name: "fern", Tag: nil},                 // case differs
 			{Owner: "alice", ID: 1, Name: "Boston fern", Tag: ptr("shade")}, // an older version
 		} {
-			_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, expect, nil)
+			_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost"), At: next()}, expect, nil)
 			checkIs(t, "UpdatePlant", err, plantstore.ErrChanged)
 			checkIs(t, "DeletePlantIf", errOnly(b.DeletePlantIf(ctx, "alice", 1, expect, nil)), plantstore.ErrChanged)
 			check(t, &cur)
 		}
 		// With a tag stored, an expected plant without one is not it.
 		expect := cur
-		cur.Tag = ptr("green")
-		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("green")}, &expect, &cur)
-		_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost")}, &expect, nil)
+		at := next()
+		cur.Tag, cur.UpdatedAt = ptr("green"), at
+		update(t, plantstore.PlantUpdate{SetTag: true, Tag: ptr("green"), At: at}, &expect, &cur)
+		_, err := b.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Lost"), At: next()}, &expect, nil)
 		checkIs(t, "UpdatePlant, tag expected absent", err, plantstore.ErrChanged)
 		check(t, &cur)
 	})
@@ -136,13 +152,13 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 			id    int64
 		}{{"alice", 2}, {"carol", 1}} {
 			for _, expect := range []*plantstore.Plant{nil, &cur} {
-				_, err := b.UpdatePlant(ctx, key.owner, key.id, plantstore.PlantUpdate{Name: ptr("x")}, expect, nil)
+				_, err := b.UpdatePlant(ctx, key.owner, key.id, plantstore.PlantUpdate{Name: ptr("x"), At: next()}, expect, nil)
 				checkIs(t, "UpdatePlant", err, plantstore.ErrNotFound)
 			}
 			checkIs(t, "DeletePlantIf", errOnly(b.DeletePlantIf(ctx, key.owner, key.id, &cur, nil)), plantstore.ErrNotFound)
 		}
 		// bob's plant, same id, is untouched by alice's writes.
-		check(t, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow})
+		check(t, &plantstore.Plant{Owner: "bob", ID: 1, Name: "Fern", Tag: ptr("green"), CreatedAt: fixedNow, UpdatedAt: fixedNow})
 	})
 	t.Run("DeletePlantIf", func(t *testing.T) {
 		if err := errOnly(b.DeletePlantIf(ctx, "alice", 1, &cur, nil)); err != nil {
@@ -169,19 +185,34 @@ func updateEvent(t *testing.T, id int64) *plantstore.Event {
 // PATCH and DELETE with If-Match over each backend.
 func testUpdatePlant(t *testing.T, bs Backends) {
 	t.Run("MergePatch", func(t *testing.T) {
-		svc := openServices(t, bs)
+		c := newClock(fixedNow)
+		_, svc := open(t, bs, service.Config{Now: c.Now})
 		created := mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green")})
+		checkTime(t, "CreatedAt", created.CreatedAt, plantstore.TruncateTime(fixedNow))
+		checkTime(t, "UpdatedAt of a new plant", created.UpdatedAt, created.CreatedAt)
+		// A change an hour later is the plant's UpdatedAt.
+		at := plantstore.TruncateTime(c.Add(time.Hour))
 		got, err := svc.Plants.UpdatePlant(t.Context(), "alice", 1, plantstore.PlantUpdate{SetTag: true}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: created.CreatedAt}
+		want := &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", CreatedAt: created.CreatedAt, UpdatedAt: at}
 		if diff := cmp.Diff(want, got, equateTime); diff != "" {
 			t.Fatalf("(-want +got):\n%s", diff)
 		}
-		got, err = svc.Plants.UpdatePlant(t.Context(), "alice", 1, plantstore.PlantUpdate{}, "")
-		if err != nil || got.ETag() != want.ETag() {
-			t.Fatalf("empty patch: %+v, %v", got, err)
+		if got, err := svc.Plants.FindPlantByID(t.Context(), "alice", 1); err != nil || !cmp.Equal(want, got, equateTime) {
+			t.Fatalf("stored: %+v, %v; want %+v", got, err, want)
+		}
+		// A patch that changes nothing, later still, leaves UpdatedAt.
+		c.Add(time.Hour)
+		for _, upd := range []plantstore.PlantUpdate{{}, {Name: ptr("Fern")}, {SetTag: true}} {
+			got, err = svc.Plants.UpdatePlant(t.Context(), "alice", 1, upd, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, equateTime); diff != "" {
+				t.Fatalf("patch %+v that changes nothing (-want +got):\n%s", upd, diff)
+			}
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {
