@@ -5,9 +5,13 @@
 //   node internal/console/e2e.mjs       (from anywhere; .ci/run runs it after npm ci in internal/console/)
 //
 // It signs in (a bad token refused with GET /me's 401 message) and uses every page through the
-// accessible names of the issue (roles and names, never CSS classes): plants (create, filter, next
-// page, edit, a 412 after a change made through the API and its reload, delete with a confirmation,
-// during which no request fails: the browser sees the DELETE finish with its 204), events (a create
+// accessible names of the issue (roles and names, never CSS classes): plants (create, filter by tag,
+// next page; Search as you type, one request after the pause, word prefixes folded for case and
+// accents, with the count the API's X-Total-Count gives ("4 plants match") in a live region; sorting
+// by the ID, Name and Created headers' buttons (aria-sort on the th); the query in the page's URL,
+// kept by Back, Forward and a reload; edit, a 412 after a change made through the API and its
+// reload, delete with a confirmation, during which no request fails: the browser sees the DELETE
+// finish with its 204), events (a create
 // shown in "Live events" within 2 s; the Live list, scrolling, cuts no row at 1440 and 375 px; the
 // stream resumed with Last-Event-ID after the server restarts; history by type and page, taking the
 // live events that match its filter on its newest page), webhooks (create, the secret shown once and
@@ -360,14 +364,14 @@ try {
     rows: document.querySelectorAll('table tbody tr').length,
   }));
   if (paint.rows !== 100) throw new Error(`the plants table has ${paint.rows} rows, want 100`);
-  for (const c of ['ID', 'Name', 'Tag']) await get(c, 'columnheader');
+  for (const c of ['ID', 'Name', 'Tag', 'Created']) await get(c, 'columnheader');
   await bodyHas('100 plants');
-  step(`plants page: 100 rows, column headers ID/Name/Tag, count "100 plants"; first contentful paint ${paint.fcp?.toFixed(0)} ms, table of 100 rendered at ${paint.table?.toFixed(0)} ms after navigation start`);
+  step(`plants page: 100 rows, column headers ID/Name/Tag/Created, count "100 plants"; first contentful paint ${paint.fcp?.toFixed(0)} ms, table of 100 rendered at ${paint.table?.toFixed(0)} ms after navigation start`);
   await checkPage('plants');
 
   // filter
   await fill('Filter by tag', 'green', 'searchbox');
-  await bodyHas('33 plants tagged green');
+  await bodyHas('33 plants match');
   await get('99', 'link');
   await gone('1', 'link');
   await fill('Filter by tag', '', 'searchbox');
@@ -438,6 +442,109 @@ try {
   if (deletes.length !== 1 || deletes[0].response()?.status() !== 204) throw new Error(`the DELETE did not finish with its 204 in the browser: ${deletes.map((r) => `${r.url()} ${r.response()?.status()}`).join(', ')}`);
   if ((await apiCall('GET', '/plants/101')).status !== 404) throw new Error('Confirm did not delete the plant');
   step('Delete: a dialog with Confirm and Cancel; Cancel kept the plant, Confirm deleted it; the browser saw DELETE /plants/101 finish with 204 and no request fail');
+
+  {
+    // search, sort and count: through the Search box, the column headers' buttons and the live count
+    const finds = [['301', 'Monstera deliciosa', 'green'], ['302', 'Money tree', 'lucky'], ['303', 'Café au lait', 'dahlia'],
+      ['304', 'Monstera adansonii', 'green'], ['305', 'Lemon balm', 'herb'], ['306', 'Snake plant', 'monocot']];
+    for (const [id, name, tag] of finds) { // one after the other: created_at in id order
+      const r = await apiCall('POST', '/plants', { id: Number(id), name, tag });
+      if (r.status !== 200) throw new Error(`seed plant ${id}: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+    const listRequests = [];
+    const onList = (r) => {
+      const u = new URL(r.url());
+      if (r.method() === 'GET' && u.pathname === '/plants') listRequests.push({ q: u.searchParams.get('q'), prefer: r.headers().prefer });
+    };
+    page.on('request', onList);
+    // rows: the IDs the table lists, in order; sorted: the header whose th has aria-sort, and its value.
+    const rows = () => page.evaluate(() => {
+      const table = [...document.querySelectorAll('table')].find((t) => [...t.querySelectorAll('thead th')].some((th) => th.textContent.trim() === 'Created'));
+      const k = [...table.querySelectorAll('thead th')].findIndex((th) => th.textContent.trim() === 'ID');
+      return [...table.tBodies[0].rows].filter((tr) => tr.cells.length > 1).map((tr) => tr.cells[k].textContent.trim());
+    });
+    const sorted = () => page.evaluate(() => [...document.querySelectorAll('thead th[aria-sort]')]
+      .filter((th) => th.getAttribute('aria-sort') !== 'none').map((th) => `${th.textContent.trim()} ${th.getAttribute('aria-sort')}`));
+    const listShows = async (want, count, sort, what) => {
+      await page.waitForFunction((want, count) => {
+        const table = [...document.querySelectorAll('table')].find((t) => [...t.querySelectorAll('thead th')].some((th) => th.textContent.trim() === 'Created'));
+        if (!table || table.getAttribute('aria-busy') === 'true') return false;
+        const k = [...table.querySelectorAll('thead th')].findIndex((th) => th.textContent.trim() === 'ID');
+        const ids = [...table.tBodies[0].rows].filter((tr) => tr.cells.length > 1).map((tr) => tr.cells[k].textContent.trim());
+        const live = [...document.querySelectorAll('[role="status"], [aria-live="polite"]')].some((e) => e.textContent.trim() === count);
+        return JSON.stringify(ids) === JSON.stringify(want) && live;
+      }, { timeout: 5000 }, want, count).catch(async () => {
+        const live = await page.evaluate(() => [...document.querySelectorAll('[role="status"]')].map((e) => e.textContent.trim()).filter(Boolean));
+        throw new Error(`${what}: the list shows ${JSON.stringify(await rows())} with ${JSON.stringify(live)} in a live region; want ${JSON.stringify(want)} and "${count}"`);
+      });
+      const s = await sorted();
+      if (JSON.stringify(s) !== JSON.stringify([sort])) throw new Error(`${what}: aria-sort on ${JSON.stringify(s)}, want only "${sort}"`);
+    };
+    const urlQuery = () => Object.fromEntries(new URL(page.url()).searchParams);
+    const wantURL = (want, what) => {
+      const got = urlQuery();
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`${what}: the page's URL has ${JSON.stringify(got)}, want ${JSON.stringify(want)} (${page.url()})`);
+    };
+    const searchBox = await get('Search', 'searchbox');
+    if (await searchBox.evaluate((e) => e.type) !== 'search') throw new Error('the Search box is not an input of type search');
+    await searchBox.focus();
+    listRequests.length = 0;
+    await searchBox.type('mon');
+    await listShows(['301', '302', '304', '306'], '4 plants match', 'ID ascending', 'Search "mon"');
+    const typed = listRequests.map((r) => r.q);
+    if (typed.includes('m') || typed.includes('mo') || !typed.includes('mon')) throw new Error(`typing "mon" asked GET /plants with q ${JSON.stringify(typed)}: want one search, for "mon", after the typing paused`);
+    if (!listRequests.every((r) => r.prefer === 'count=exact')) throw new Error(`GET /plants without Prefer: count=exact: ${JSON.stringify(listRequests)}`);
+    wantURL({ q: 'mon' }, 'Search "mon"');
+    const created = await apiCall('GET', '/plants/301');
+    const when = await page.evaluate((id) => {
+      const tr = [...document.querySelectorAll('table tbody tr')].find((r) => r.cells[0]?.textContent.trim() === id);
+      const t = tr?.querySelector('time');
+      return t ? { datetime: t.getAttribute('datetime'), text: t.textContent.trim() } : null;
+    }, '301');
+    if (!created.body.created_at || when?.datetime !== created.body.created_at || !timeRe.test(when.text)) throw new Error(`plant 301's Created cell: ${JSON.stringify(when)}, want a <time datetime="${created.body.created_at}"> in the one format`);
+    step(`Search "mon" (typed, one request after the pause, Prefer: count=exact): Monstera deliciosa, Money tree, Monstera adansonii, Snake plant (tag monocot), not Lemon balm; "4 plants match" in a live region; ?q=mon in the URL; Created shows created_at in a <time>`);
+
+    await click('Name');
+    await listShows(['302', '304', '301', '306'], '4 plants match', 'Name ascending', 'Name clicked');
+    wantURL({ q: 'mon', sort: 'name' }, 'Name clicked');
+    await click('Name');
+    await listShows(['306', '301', '304', '302'], '4 plants match', 'Name descending', 'Name clicked again');
+    wantURL({ q: 'mon', sort: '-name' }, 'Name clicked again');
+    await page.evaluate(() => history.back());
+    await listShows(['302', '304', '301', '306'], '4 plants match', 'Name ascending', 'Back');
+    await page.evaluate(() => history.forward());
+    await listShows(['306', '301', '304', '302'], '4 plants match', 'Name descending', 'Forward');
+    await checkPage('plants-search');
+    await page.reload({ waitUntil: 'load' });
+    await listShows(['306', '301', '304', '302'], '4 plants match', 'Name descending', 'reload');
+    const kept = await (await get('Search', 'searchbox')).evaluate((e) => e.value);
+    if (kept !== 'mon') throw new Error(`after a reload the Search box has ${JSON.stringify(kept)}, want "mon"`);
+    step('Name header\'s button: ascending, then descending (aria-sort on its th, order by name, ?sort=name / -name); Back and Forward restore each order; a reload keeps the search, the order and the count');
+
+    await fill('Search', 'mon del', 'searchbox');
+    await listShows(['301'], '1 plant matches', 'Name descending', 'Search "mon del"');
+    await fill('Search', 'CAFE', 'searchbox');
+    await listShows(['303'], '1 plant matches', 'Name descending', 'Search "CAFE"');
+    await fill('Search', 'mon', 'searchbox');
+    await fill('Filter by tag', 'green', 'searchbox');
+    await listShows(['301', '304'], '2 plants match', 'Name descending', 'Search "mon", tag green');
+    wantURL({ q: 'mon', tag: 'green', sort: '-name' }, 'Search "mon", tag green');
+    await click('Created');
+    await listShows(['301', '304'], '2 plants match', 'Created ascending', 'Created clicked');
+    await click('Created');
+    await listShows(['304', '301'], '2 plants match', 'Created descending', 'Created clicked again');
+    await fill('Search', 'zzz', 'searchbox');
+    await listShows([], '0 plants match', 'Created descending', 'Search "zzz"');
+    await bodyHas('No plant matches.');
+    await fill('Search', '', 'searchbox');
+    await fill('Filter by tag', '', 'searchbox');
+    await click('ID');
+    const all = (await apiCall('GET', '/plants?limit=1000')).body.map((p) => String(p.id));
+    await listShows(all.slice(0, 100), `${all.length} plants`, 'ID ascending', 'no search');
+    wantURL({}, 'no search');
+    page.off('request', onList);
+    step(`Search "mon del": 1 plant matches; "CAFE" finds Café au lait; "mon" with tag green: 2, by Created ascending then descending; "zzz": 0 and "No plant matches."; emptied and by ID: "${all.length} plants"`);
+  }
 
   // ---- events ----
   const streams = [];

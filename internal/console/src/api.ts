@@ -16,6 +16,9 @@ export type Token = components['schemas']['Token'];
 export type TokenWithSecret = components['schemas']['TokenWithSecret'];
 export type ApiErrorBody = components['schemas']['Error'];
 export type Paths = paths;
+// PlantSort is an order GET /plants takes: id, name or created_at, a
+// leading - for descending.
+export type PlantSort = NonNullable<NonNullable<paths['/plants']['get']['parameters']['query']>['sort']>;
 
 export const eventTypes: readonly EventType[] = ['plant.created', 'plant.updated', 'plant.deleted'];
 

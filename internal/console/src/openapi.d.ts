@@ -10,8 +10,19 @@ export interface paths {
         };
         /**
          * List plants
-         * @description Returns the plants of the token's owner, by id ascending, a page at a time (keyset pagination).
-         *     When more plants follow, the `Link` header carries the next page's URL (`rel="next"`).
+         * @description Returns the plants of the token's owner, a page at a time: all of them, or those a search
+         *     (`q`) and filters (`tag`, `created_after`, `created_before`) select, every given filter
+         *     applying, in the order `sort` names (by id ascending by default). Paging is keyset, never
+         *     offset: when more plants follow, the `Link` header carries the next page's URL
+         *     (`rel="next"`), whose `after` cursor is valid only with the query it came from. A page is
+         *     consistent under concurrent writes: no plant appears on two pages, and a plant that existed
+         *     before the first page and still exists after the last is on exactly one (a plant renamed
+         *     while its owner pages by `name` moves across the pages, as in any keyset list).
+         *
+         *     `Prefer: count=exact` adds `X-Total-Count`, the number of plants the query matches (not the
+         *     page), and `Preference-Applied: count=exact`; `Prefer: count=estimated` a figure that costs
+         *     little at any size (exact up to 1,000 matches, then an estimate of the storage's planner or
+         *     index), marked `Preference-Applied: count=estimated`. Without either no count is computed.
          */
         get: operations["listPlants"];
         put?: never;
@@ -25,7 +36,8 @@ export interface paths {
         /**
          * Headers of a plant list
          * @description The headers `GET /plants` would answer with the same query (`Link` to the next page, the
-         *     rate limit), without a body.
+         *     rate limit, and the count a `Prefer: count=...` asks for), without a body: the cheap way to
+         *     ask how many plants match.
          */
         head: operations["headPlants"];
         patch?: never;
@@ -559,7 +571,9 @@ export interface components {
          * @example {
          *       "id": 1,
          *       "name": "Fern",
-         *       "tag": "green"
+         *       "tag": "green",
+         *       "created_at": "2026-11-29T10:15:30.123456Z",
+         *       "updated_at": "2026-11-29T10:15:30.123456Z"
          *     }
          */
         Plant: {
@@ -581,6 +595,19 @@ export interface components {
              * @example green
              */
             tag?: string;
+            /**
+             * Format: date-time
+             * @description When the plant was created (RFC 3339, UTC, microseconds); set by the server, ignored in a request.
+             * @example 2026-11-29T10:15:30.123456Z
+             */
+            readonly created_at?: string;
+            /**
+             * Format: date-time
+             * @description When the plant's name or tag last changed (RFC 3339, UTC, microseconds); `created_at`
+             *     until a change. Set by the server, ignored in a request.
+             * @example 2026-11-29T10:15:30.123456Z
+             */
+            readonly updated_at?: string;
         };
         /**
          * @example {
@@ -1302,6 +1329,52 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Search: only plants whose name or tag has, for every word of `q`, a word that starts with
+         *     it (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and
+         *     `q=CAFÉ` find "Café au lait"); words are split on anything that is not a letter or a digit,
+         *     and every character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or
+         *     separators). Empty, or only separators: every plant. At most 200 characters and 16 words.
+         *     A filter: the order is `sort`'s.
+         */
+        PlantQuery: string;
+        /**
+         * @description Only plants with exactly one of these tags; repeat the parameter for more than one
+         *     (`tag=green&tag=succulent`, at most 64).
+         */
+        PlantTag: string[];
+        /**
+         * @description Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+         * @example 2026-11-01T00:00:00Z
+         */
+        CreatedAfter: string;
+        /**
+         * @description Only plants created before this time (exclusive), RFC 3339 with a zone. With
+         *     `created_after`, it must be later than that (else 400).
+         * @example 2026-12-01T00:00:00Z
+         */
+        CreatedBefore: string;
+        /**
+         * @description The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending
+         *     with a leading `-`. Ties are broken by id in the same direction. Default `id`.
+         * @example -created_at
+         */
+        PlantSort: "id" | "-id" | "name" | "-name" | "created_at" | "-created_at";
+        /** @description The max number of results to return (1..1000, default 100). */
+        PlantLimit: number;
+        /**
+         * @description The page's position: the opaque cursor of the `Link: rel="next"` header of the page
+         *     before, valid only with the same `q`, filters and `sort` (else 400). A plant id is taken
+         *     too, with `sort=id` only: the plants after that id.
+         * @example AQAbP1x2cX0fYQI
+         */
+        PlantAfter: string;
+        /**
+         * @description `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences
+         *     are ignored.
+         * @example count=exact
+         */
+        PreferCount: string;
+        /**
          * @description Change only if the plant's current `ETag` is one of these (comma-separated, strong
          *     comparison; `*`: any existing plant); else 412 (error 41201) and nothing changes. A value
          *     that is not an RFC 9110 entity-tag list (such as junk after a tag) matches nothing: 412.
@@ -1382,6 +1455,17 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description The number of plants the query matches, all pages together; only when `Prefer` asked for a
+         *     count (exact, or estimated: see `Preference-Applied`).
+         * @example 1204
+         */
+        "X-Total-Count": number;
+        /**
+         * @description The count preference honoured (RFC 7240), `count=exact` or `count=estimated`.
+         * @example count=exact
+         */
+        "Preference-Applied": "count=exact" | "count=estimated";
+        /**
          * @description Strong entity tag of the plant's content (`id`, `name`, `tag`; RFC 9110 §8.8.3): the same
          *     content always has the same tag, any change gives a new one. Use it in `If-None-Match` and
          *     `If-Match`.
@@ -1409,14 +1493,55 @@ export interface operations {
     listPlants: {
         parameters: {
             query?: {
+                /**
+                 * @description Search: only plants whose name or tag has, for every word of `q`, a word that starts with
+                 *     it (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and
+                 *     `q=CAFÉ` find "Café au lait"); words are split on anything that is not a letter or a digit,
+                 *     and every character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or
+                 *     separators). Empty, or only separators: every plant. At most 200 characters and 16 words.
+                 *     A filter: the order is `sort`'s.
+                 */
+                q?: components["parameters"]["PlantQuery"];
+                /**
+                 * @description Only plants with exactly one of these tags; repeat the parameter for more than one
+                 *     (`tag=green&tag=succulent`, at most 64).
+                 */
+                tag?: components["parameters"]["PlantTag"];
+                /**
+                 * @description Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                created_after?: components["parameters"]["CreatedAfter"];
+                /**
+                 * @description Only plants created before this time (exclusive), RFC 3339 with a zone. With
+                 *     `created_after`, it must be later than that (else 400).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                created_before?: components["parameters"]["CreatedBefore"];
+                /**
+                 * @description The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending
+                 *     with a leading `-`. Ties are broken by id in the same direction. Default `id`.
+                 * @example -created_at
+                 */
+                sort?: components["parameters"]["PlantSort"];
                 /** @description The max number of results to return (1..1000, default 100). */
-                limit?: number;
-                /** @description Only plants with exactly this tag. */
-                tag?: string;
-                /** @description Only plants whose id is greater than this one (exclusive); used by the next link. */
-                after?: number;
+                limit?: components["parameters"]["PlantLimit"];
+                /**
+                 * @description The page's position: the opaque cursor of the `Link: rel="next"` header of the page
+                 *     before, valid only with the same `q`, filters and `sort` (else 400). A plant id is taken
+                 *     too, with `sort=id` only: the plants after that id.
+                 * @example AQAbP1x2cX0fYQI
+                 */
+                after?: components["parameters"]["PlantAfter"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences
+                 *     are ignored.
+                 * @example count=exact
+                 */
+                Prefer?: components["parameters"]["PreferCount"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1427,6 +1552,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 link to the next page, `<url>; rel="next"`; absent on the last page. */
                     Link?: string;
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
@@ -1556,14 +1683,55 @@ export interface operations {
     headPlants: {
         parameters: {
             query?: {
+                /**
+                 * @description Search: only plants whose name or tag has, for every word of `q`, a word that starts with
+                 *     it (`q=mon del` finds "Monstera deliciosa"). Case and accents do not matter (`q=cafe` and
+                 *     `q=CAFÉ` find "Café au lait"); words are split on anything that is not a letter or a digit,
+                 *     and every character is data, never syntax (quotes, `*`, `-`, `OR`, `NOT` are words or
+                 *     separators). Empty, or only separators: every plant. At most 200 characters and 16 words.
+                 *     A filter: the order is `sort`'s.
+                 */
+                q?: components["parameters"]["PlantQuery"];
+                /**
+                 * @description Only plants with exactly one of these tags; repeat the parameter for more than one
+                 *     (`tag=green&tag=succulent`, at most 64).
+                 */
+                tag?: components["parameters"]["PlantTag"];
+                /**
+                 * @description Only plants created after this time (exclusive), RFC 3339 with a zone (`Z` or an offset).
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                created_after?: components["parameters"]["CreatedAfter"];
+                /**
+                 * @description Only plants created before this time (exclusive), RFC 3339 with a zone. With
+                 *     `created_after`, it must be later than that (else 400).
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                created_before?: components["parameters"]["CreatedBefore"];
+                /**
+                 * @description The order: `id`, `name` (by Unicode code point) or `created_at`, ascending, or descending
+                 *     with a leading `-`. Ties are broken by id in the same direction. Default `id`.
+                 * @example -created_at
+                 */
+                sort?: components["parameters"]["PlantSort"];
                 /** @description The max number of results to return (1..1000, default 100). */
-                limit?: number;
-                /** @description Only plants with exactly this tag. */
-                tag?: string;
-                /** @description Only plants whose id is greater than this one (exclusive). */
-                after?: number;
+                limit?: components["parameters"]["PlantLimit"];
+                /**
+                 * @description The page's position: the opaque cursor of the `Link: rel="next"` header of the page
+                 *     before, valid only with the same `q`, filters and `sort` (else 400). A plant id is taken
+                 *     too, with `sort=id` only: the plants after that id.
+                 * @example AQAbP1x2cX0fYQI
+                 */
+                after?: components["parameters"]["PlantAfter"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description `count=exact` or `count=estimated` (RFC 7240) asks for `X-Total-Count`; other preferences
+                 *     are ignored.
+                 * @example count=exact
+                 */
+                Prefer?: components["parameters"]["PreferCount"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1574,6 +1742,8 @@ export interface operations {
                 headers: {
                     /** @description RFC 8288 link to the next page, `<url>; rel="next"`; absent on the last page. */
                     Link?: string;
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;

@@ -22,6 +22,13 @@ export function replaceQuery(q: URLSearchParams): void {
   history.replaceState(null, '', location.pathname + (s ? `?${s}` : ''));
 }
 
+// pushQuery adds a history entry with the current path and query q, without
+// rendering again (the page shows it in place; Back renders the one before).
+export function pushQuery(q: URLSearchParams): void {
+  const s = q.toString();
+  history.pushState(null, '', location.pathname + (s ? `?${s}` : ''));
+}
+
 // takeNotice returns the note navigate was given, once.
 export function takeNotice(): string {
   const n = notice;

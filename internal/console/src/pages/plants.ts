@@ -1,63 +1,240 @@
-// The Plants pages: the paged table with a tag filter, counts and the New
-// plant form (/console/plants), and one plant's form with Save and Delete
-// (/console/plants/{id}).
-import { ApiError, api, idParam, int64, nextCursor, ok, type Plant } from '../api';
-import { empty, field, h, plural, replace } from '../dom';
-import { base, navigate, replaceQuery } from '../router';
+// The Plants pages: the paged table with a search box, a tag filter,
+// sortable columns and the number of plants that match, and the New plant
+// form (/console/plants?q=&tag=&sort=&after=), and one plant's form with
+// Save and Delete (/console/plants/{id}).
+import { ApiError, api, idParam, int64, nextCursor, ok, type Plant, type PlantSort } from '../api';
+import { empty, field, h, replace, timeEl } from '../dom';
+import { base, navigate, pushQuery, replaceQuery } from '../router';
 import { can, scopes } from '../session';
 import { busy, confirm, pageHead, pager, type Ctx } from '../ui';
 
 const pageSize = 100;
-// The count walks the list 1000 at a time, at most countPages pages.
-const countPages = 10;
+// How long typing pauses before the list follows it, in ms.
+const typingPause = 250;
+
+const sorts: readonly PlantSort[] = ['id', '-id', 'name', '-name', 'created_at', '-created_at'];
+type SortKey = 'id' | 'name' | 'created_at';
+// The sortable columns' headers.
+const sortLabels: Record<SortKey, string> = { id: 'ID', name: 'Name', created_at: 'Created' };
+
+// PlantQuery is what the list shows, as the page's URL keeps it.
+interface PlantQuery {
+  q: string;
+  tag: string;
+  sort: PlantSort;
+}
+
+function sortKey(s: PlantSort): SortKey {
+  return s.startsWith('-') ? s.slice(1) as SortKey : s as SortKey;
+}
+
+// toggled is the order a click on key's header asks for: the other
+// direction of the current order by key, else key ascending.
+function toggled(cur: PlantSort, key: SortKey): PlantSort {
+  const want = cur === key ? `-${key}` : key;
+  return sorts.find((s) => s === want) ?? 'id';
+}
+
+// urlQuery is the page URL's query for q at the page after (the API's
+// cursor; empty: the first page). The default order is left out.
+function urlQuery(q: PlantQuery, after: string): URLSearchParams {
+  const u = new URLSearchParams();
+  if (q.q) u.set('q', q.q);
+  if (q.tag) u.set('tag', q.tag);
+  if (q.sort !== 'id') u.set('sort', q.sort);
+  if (after) u.set('after', after);
+  return u;
+}
+
+function plantsURL(q: PlantQuery, after: string): string {
+  const s = urlQuery(q, after).toString();
+  return `${base}/plants${s ? `?${s}` : ''}`;
+}
+
+const grouped = new Intl.NumberFormat('en-US');
+
+// totalText is the count an answer to Prefer: count=exact carries ("1,204
+// plants match", "1 plant matches"; unfiltered "1,204 plants"), or "" when
+// it carries none.
+export function totalText(res: Response, filtered: boolean): string {
+  const v = res.headers.get('X-Total-Count')?.trim() ?? '';
+  if (!/^\d{1,19}$/.test(v)) return '';
+  const n = BigInt(v);
+  const about = /count=estimated/.test(res.headers.get('Preference-Applied') ?? '') ? 'About ' : '';
+  const plants = `${about}${grouped.format(n)} ${n === 1n ? 'plant' : 'plants'}`;
+  if (!filtered) return plants;
+  return `${plants} ${n === 1n ? 'matches' : 'match'}`;
+}
 
 // Earlier pages' cursors, to go back (keyset pages have no "previous").
 let previous: string[] = [];
 let previousKey = '';
+const keyOf = (q: PlantQuery) => JSON.stringify([q.q, q.tag, q.sort]);
 
 export async function plantsPage(ctx: Ctx): Promise<void> {
   const { root, signal, messages } = ctx;
-  const tag = ctx.query.get('tag') ?? '';
-  const after = ctx.query.get('after') ?? '';
-  if (previousKey !== tag || !after) { previous = []; previousKey = tag; }
+  const query: PlantQuery = {
+    q: ctx.query.get('q') ?? '',
+    tag: ctx.query.get('tag') ?? '',
+    sort: sorts.find((s) => s === ctx.query.get('sort')) ?? 'id',
+  };
+  let after = ctx.query.get('after') ?? '';
+  if (previousKey !== keyOf(query) || !after) { previous = []; previousKey = keyOf(query); }
 
-  const count = h('p', { class: 'count', id: 'plants-count' }, 'Counting…');
-  const filter = h('input', { type: 'search', name: 'tag', value: tag, autocomplete: 'off', maxlength: 64 });
+  // The count is a live region: a screen reader hears how many plants
+  // match as the list follows the search.
+  const count = h('p', { class: 'count', role: 'status' });
+  const search = h('input', { type: 'search', name: 'q', value: query.q, autocomplete: 'off', spellcheck: 'false', maxlength: 200 });
+  const filter = h('input', { type: 'search', name: 'tag', value: query.tag, autocomplete: 'off', maxlength: 64 });
   const newBtn = h('button', { type: 'button', 'aria-expanded': 'false' }, 'New plant');
   const formSlot = h('div');
   const tbody = h('tbody');
+  const caption = h('caption', { class: 'visually-hidden' });
+  // Each sortable header is a button in its th; the th carries aria-sort
+  // while the list is in its order.
+  const heads = {} as Record<SortKey, HTMLTableCellElement>;
+  for (const key of ['id', 'name', 'created_at'] as const) {
+    const btn = h('button', { type: 'button', class: 'sort' }, sortLabels[key]);
+    btn.addEventListener('click', () => {
+      query.sort = toggled(query.sort, key);
+      show(false);
+    });
+    heads[key] = h('th', { scope: 'col', class: 'sortable' }, btn);
+  }
   const table = h('table', { class: 'plants' },
-    h('caption', { class: 'visually-hidden' }, tag ? `Plants tagged ${tag}` : 'Plants'),
-    h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'ID'), h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Tag'))),
+    caption,
+    h('thead', null, h('tr', null, heads.id, heads.name, h('th', { scope: 'col' }, 'Tag'), heads.created_at)),
     tbody);
   const pages = h('div');
   replace(root,
     pageHead('Plants', count),
     h('div', { class: 'toolbar' },
-      h('form', { role: 'search', class: 'filter', onsubmit: (e: Event) => { e.preventDefault(); apply(); } },
+      h('form', { role: 'search', class: 'filter', onsubmit: (e: Event) => { e.preventDefault(); apply(true); } },
+        field('Search', search),
         field('Filter by tag', filter)),
       can(scopes.plantsWrite) ? newBtn : null),
     formSlot,
     h('div', { class: 'table-wrap' }, table),
     pages);
 
-  // The filter applies as the user types (after a pause) and on Enter.
-  let timer = 0;
-  const apply = () => {
-    window.clearTimeout(timer);
-    const q = new URLSearchParams();
-    const v = filter.value.trim();
-    if (v) q.set('tag', v);
-    if (v === tag && !after) return;
-    const s = q.toString();
-    navigate(`${base}/plants${s ? `?${s}` : ''}`);
+  // describe shows the query's order on the headers and in the caption.
+  const describe = () => {
+    const key = sortKey(query.sort);
+    for (const k of ['id', 'name', 'created_at'] as const) {
+      if (k === key) heads[k].setAttribute('aria-sort', query.sort.startsWith('-') ? 'descending' : 'ascending');
+      else heads[k].removeAttribute('aria-sort');
+    }
+    const what = [query.q ? `matching \u201c${query.q}\u201d` : '', query.tag ? `tagged ${query.tag}` : ''].filter(Boolean).join(', ');
+    caption.textContent = `Plants${what ? ` ${what}` : ''}, sorted by ${sortLabels[key]}, ${query.sort.startsWith('-') ? 'descending' : 'ascending'}`;
   };
-  filter.addEventListener('input', () => {
+  describe();
+
+  // load shows the page of the query at after: its rows, the count, the
+  // pager. A newer load cancels an older one.
+  let loading: AbortController | null = null;
+  let failed = false;
+  let first = true;
+  const load = async (): Promise<void> => {
+    loading?.abort();
+    const ac = new AbortController();
+    loading = ac;
+    const stop = () => ac.abort();
+    signal.addEventListener('abort', stop);
+    table.setAttribute('aria-busy', 'true');
+    try {
+      const { data, response } = await ok(api.GET('/plants', {
+        params: {
+          query: {
+            limit: pageSize,
+            q: query.q || undefined,
+            tag: query.tag ? [query.tag] : undefined,
+            sort: query.sort === 'id' ? undefined : query.sort,
+            after: after || undefined,
+          },
+          header: { Prefer: 'count=exact' },
+        },
+        signal: ac.signal,
+      }));
+      const filtered = query.q !== '' || query.tag !== '';
+      const rows = data.map((p) => h('tr', null,
+        h('td', { class: 'id' }, h('a', { href: `${base}/plants/${String(p.id)}` }, String(p.id))),
+        h('td', null, p.name),
+        h('td', null, p.tag ?? empty('no tag')),
+        h('td', { class: 'created' }, p.created_at ? timeEl(p.created_at) : empty('not known'))));
+      if (rows.length === 0) {
+        rows.push(h('tr', null, h('td', { colspan: 4, class: 'empty' }, filtered ? 'No plant matches.' : 'No plants yet.')));
+      }
+      replace(tbody, rows);
+      if (first) performance.mark('console:plants-rendered');
+      first = false;
+      count.textContent = totalText(response, filtered);
+      const next = nextCursor(response)?.get('after') ?? null;
+      replace(pages, pager(previous.length > 0 || after !== '', next !== null,
+        () => navigate(plantsURL(query, previous.pop() ?? '')),
+        () => {
+          if (next === null) return;
+          previous.push(after);
+          navigate(plantsURL(query, next));
+        }));
+      if (failed) messages.clearError();
+      failed = false;
+    } catch (e) {
+      if (ac.signal.aborted) return;
+      count.textContent = '';
+      failed = true;
+      messages.error(e);
+    } finally {
+      signal.removeEventListener('abort', stop);
+      if (loading === ac) {
+        loading = null;
+        table.removeAttribute('aria-busy');
+      }
+    }
+  };
+
+  // show lists the first page of the query in place and keeps the query in
+  // the URL: typing replaces the entry its first pause added, so Back leaves
+  // the search whole; a sort adds one.
+  let typing = false;
+  const show = (typed: boolean) => {
+    after = '';
+    previous = [];
+    previousKey = keyOf(query);
+    const u = urlQuery(query, '');
+    if ((typed && typing) || `?${u.toString()}` === location.search || (u.size === 0 && location.search === '')) replaceQuery(u);
+    else pushQuery(u);
+    typing = typed;
+    describe();
+    void load();
+  };
+
+  // The search and the filter apply as the user types (after a pause) and
+  // on Enter, which also goes back to the first page.
+  let timer = 0;
+  const apply = (submitted: boolean) => {
     window.clearTimeout(timer);
-    timer = window.setTimeout(apply, 300);
-  });
-  signal.addEventListener('abort', () => window.clearTimeout(timer));
-  if (document.activeElement === document.body && tag) filter.focus();
+    const q = search.value.trim();
+    const tag = filter.value.trim();
+    if (q === query.q && tag === query.tag && !(submitted && after)) return;
+    query.q = q;
+    query.tag = tag;
+    show(!submitted);
+  };
+  const pause = () => {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(() => apply(false), typingPause);
+  };
+  search.addEventListener('input', pause);
+  filter.addEventListener('input', pause);
+  signal.addEventListener('abort', () => { window.clearTimeout(timer); loading?.abort(); });
+  const focusEnd = (el: HTMLInputElement) => {
+    el.focus();
+    el.setSelectionRange(el.value.length, el.value.length);
+  };
+  if (document.activeElement === document.body) {
+    if (query.q) focusEnd(search);
+    else if (query.tag) focusEnd(filter);
+  }
 
   newBtn.addEventListener('click', () => {
     if (formSlot.firstChild) {
@@ -73,61 +250,7 @@ export async function plantsPage(ctx: Ctx): Promise<void> {
     formSlot.querySelector('input')?.focus();
   });
 
-  // The page.
-  const { data, response } = await ok(api.GET('/plants', {
-    params: { query: { limit: pageSize, tag: tag || undefined, after: after ? idParam(after) : undefined } },
-    signal,
-  })).catch((e: unknown) => { count.textContent = ''; throw e; });
-  const rows = data.map((p) => h('tr', null,
-    h('td', { class: 'id' }, h('a', { href: `${base}/plants/${String(p.id)}` }, String(p.id))),
-    h('td', null, p.name),
-    h('td', null, p.tag ?? empty('no tag'))));
-  if (rows.length === 0) {
-    rows.push(h('tr', null, h('td', { colspan: 3, class: 'empty' }, tag ? `No plant is tagged ${tag}.` : 'No plants yet.')));
-  }
-  replace(tbody, rows);
-  performance.mark('console:plants-rendered');
-  const next = nextCursor(response)?.get('after') ?? null;
-  replace(pages, pager(previous.length > 0 || after !== '', next !== null,
-    () => {
-      const prev = previous.pop() ?? '';
-      const q = new URLSearchParams();
-      if (tag) q.set('tag', tag);
-      if (prev) q.set('after', prev);
-      navigate(`${base}/plants${q.size ? `?${q}` : ''}`);
-    },
-    () => {
-      if (next === null) return;
-      previous.push(after);
-      const q = new URLSearchParams();
-      if (tag) q.set('tag', tag);
-      q.set('after', next);
-      navigate(`${base}/plants?${q}`);
-    }));
-
-  // The count: the first page answers it when it is the only one;
-  // otherwise walk the list in pages of 1000, at most countPages of them.
-  const what = tag ? ` tagged ${tag}` : '';
-  if (!after && next === null) {
-    count.textContent = `${plural(data.length, 'plant', 'plants')}${what}`;
-    return;
-  }
-  let n = 0;
-  let cursor: string | undefined;
-  for (let i = 0; i < countPages; i++) {
-    const r = await ok(api.GET('/plants', {
-      params: { query: { limit: 1000, tag: tag || undefined, after: cursor !== undefined ? idParam(cursor) : undefined } },
-      signal,
-    }));
-    n += r.data.length;
-    const c = nextCursor(r.response)?.get('after');
-    if (!c) {
-      count.textContent = `${plural(n, 'plant', 'plants')}${what}`;
-      return;
-    }
-    cursor = c;
-  }
-  count.textContent = `More than ${n.toLocaleString('en')} plants${what}`;
+  await load();
 }
 
 // newPlantForm is the New plant form: ID, Name, Tag, Create.
