@@ -1,7 +1,14 @@
 -- wrk script: GET one path, for GET /plants/{id} and GET /plants?limit=N.
 --
 --   BENCH_TOKEN=secret BENCH_PATH='/plants?limit=100' wrk -t1 -c64 -d10s -s bench/get.lua http://127.0.0.1:8080
+--   BENCH_TOKEN=secret BENCH_PATH='/plants?q=mon&limit=1' BENCH_HEADER='Prefer: count=exact' wrk ...
 --
+-- BENCH_HEADER='Name: value' adds one request header (search.sh: Prefer).
+-- BENCH_METHOD (default GET) changes the method; not HEAD against
+-- plantstore: its HEAD answers carry no Content-Length (net/http sends none
+-- when the handler writes no body) and wrk, which does not know a HEAD
+-- answer has no body, then waits for one until the connection closes, so
+-- every request times out. search.sh measures HEAD's work as a GET.
 -- With BENCH_AFTER_MAX=N > 0 each request adds after=<random 0..N> to the
 -- path, so list pages start anywhere in a large table (growth.sh); otherwise
 -- the request is fixed and wrk sends it without calling Lua per request.
@@ -10,10 +17,16 @@
 local token = os.getenv("BENCH_TOKEN") or error("BENCH_TOKEN is not set")
 local path = os.getenv("BENCH_PATH") or "/plants?limit=100"
 local after_max = tonumber(os.getenv("BENCH_AFTER_MAX") or "0")
+local header = os.getenv("BENCH_HEADER") or ""
 
-wrk.method = "GET"
+wrk.method = os.getenv("BENCH_METHOD") or "GET"
 wrk.path = path
 wrk.headers["Authorization"] = "Bearer " .. token
+if header ~= "" then
+  local name, value = header:match("^%s*([^:]+):%s*(.-)%s*$")
+  if not name then error("BENCH_HEADER must be 'Name: value', not " .. header) end
+  wrk.headers[name] = value
+end
 
 local threads = 0
 function setup(thread)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/growth.sh: does plantstore slow down as its table grows? For each
 # size in SIZES it preloads the owner's plants up to that size without HTTP
-# (internal/bench/preload: the plant service's bulk import, big transactions on both
+# (internal/bench/preload: the row store's bulk insert, big transactions on both
 # backends), then measures creates/s (POST c=64) and GET /plants?limit=100
 # (c=64, pages starting at random ids across the table): req/s, p99, RSS.
 #

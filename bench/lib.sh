@@ -177,7 +177,8 @@ pg_postmaster() { head -1 "$PG_DATA/postmaster.pid"; }
 # ---- servers under test ---------------------------------------------------
 
 # start_plantstore DB [DURABILITY]: serve plantstore on DB pinned to
-# SERVER_CPU, with --durability DURABILITY (default: $DURABILITY, else full);
+# SERVER_CPU, with --durability DURABILITY (default: $DURABILITY, else full)
+# (the binary: $PLANTSTORE_BIN, default $TMP/plantstore);
 # sets SERVER_PID, SERVER_URL, METRICS_URL (its /metrics, a listener of its
 # own), SERVER_KIND.
 start_plantstore() {
@@ -186,7 +187,7 @@ start_plantstore() {
   mport=$(free_port)
   local create=()
   [[ $db == postgres://* ]] || create=(--create-db) # a fresh SQLite file (issue 12: never implicit)
-  taskset -c "$SERVER_CPU" "$TMP/plantstore" serve --addr "127.0.0.1:$port" --metrics-addr "127.0.0.1:$mport" \
+  taskset -c "$SERVER_CPU" "${PLANTSTORE_BIN:-$TMP/plantstore}" serve --addr "127.0.0.1:$port" --metrics-addr "127.0.0.1:$mport" \
     --db "$db" "${create[@]}" \
     --rate-limit 0 --bootstrap-token "$TOKEN" --durability "$durability" ${SERVE_ARGS:-} \
     >>"$TMP/plantstore-$port.log" 2>&1 &

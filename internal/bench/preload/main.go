@@ -1,20 +1,31 @@
 // Command preload fills a plantstore database with plants of one owner for
-// the growth benchmark, directly through the storage layer rather than over
-// HTTP: it opens the backend (sqlite.NewDB or postgres.NewDB), applies the
-// migrations, then imports ids from..to through the plant service's
-// ImportPlants in big batches (one transaction each), which skips ids that
-// exist already.
+// the growth and search benchmarks, directly through the storage layer
+// rather than over HTTP: it opens the backend (sqlite.NewDB or
+// postgres.NewDB), applies the migrations, then stores ids from..to with the
+// backend's BulkInsertPlants (what the plant service's ImportPlants calls) in
+// big batches (one transaction each), which skips ids that exist already.
+// It calls the store itself, not ImportPlants, to give every plant its own
+// creation time (ImportPlants stamps a whole batch with one).
+//
+// Names, tags and creation times are functions of the id (vocab.go): 2 or 3
+// words from a Zipf-distributed vocabulary of 3,000 words, one of 20 tags
+// (none for every tenth plant), createdBase plus id milliseconds. --words
+// prints the search benchmark's queries with how many of the plants
+// from..to each matches, --print the plants themselves; neither needs --db.
 //
 //	preload --db /tmp/p.db --owner admin --from 1 --to 1000000
 //	preload --db 'postgres://postgres@127.0.0.1:5433/plantstore?sslmode=disable' --owner admin --to 1000000
+//	preload --words --to 10000000
+//	preload --print --from 1 --to 20
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +33,8 @@ import (
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/postgres"
-	"github.com/plantstore/plantstore/internal/service"
 	"github.com/plantstore/plantstore/internal/sqlite"
+	"github.com/plantstore/plantstore/internal/textsearch"
 )
 
 type options struct {
@@ -41,7 +52,22 @@ func main() {
 	flag.Int64Var(&o.to, "to", 0, "last id (inclusive); nothing to do when to < from")
 	flag.Int64Var(&o.batch, "batch", 50000, "rows per transaction")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
+	words := flag.Bool("words", false, "print the search benchmark's queries and how many of the plants from..to each matches (no --db)")
+	printPlantsFlag := flag.Bool("print", false, "print the plants from..to: id, created_at, tag, name (no --db)")
 	flag.Parse()
+	if *words || *printPlantsFlag {
+		out := bufio.NewWriter(os.Stdout)
+		if *words {
+			printWords(out, o.from, o.to)
+		} else {
+			printPlants(out, o.from, o.to)
+		}
+		if err := out.Flush(); err != nil {
+			fmt.Fprintln(os.Stderr, "preload:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.db == "" || o.owner == "" || o.batch < 1 {
 		fmt.Fprintln(os.Stderr, "preload: --db and --owner are required, --batch must be positive")
 		os.Exit(2)
@@ -107,24 +133,27 @@ func preload(ctx context.Context, o options) (int64, error) {
 	return n, nil
 }
 
-// load migrates, then imports ids from..to through the plant service,
-// o.batch plants per transaction, and closes db. It returns how many plants
-// it stored (ids that existed already are skipped).
+// load migrates, then stores ids from..to, o.batch plants per transaction,
+// and closes db. It returns how many plants it stored (ids that existed
+// already are skipped).
 func load(ctx context.Context, db plantstore.Backend, o options) (int64, error) {
 	defer db.Close()
 	if _, err := db.Migrate(ctx); err != nil {
 		return 0, err
 	}
-	plants := service.New(db, service.Config{}).Plants
 	var stored int64
 	batch := make([]*plantstore.Plant, 0, o.batch)
 	for lo := o.from; lo <= o.to; lo += o.batch {
 		hi := min(o.to, lo+o.batch-1)
 		batch = batch[:0]
 		for id := lo; id <= hi; id++ {
-			batch = append(batch, &plantstore.Plant{Owner: o.owner, ID: id, Name: plantName(id), Tag: plantTag(id)})
+			p := newPlant(o.owner, id)
+			if err := p.Validate(); err != nil {
+				return stored, fmt.Errorf("plant %d: %w", id, err)
+			}
+			batch = append(batch, p)
 		}
-		n, err := plants.ImportPlants(ctx, batch)
+		n, err := db.BulkInsertPlants(ctx, batch)
 		if err != nil {
 			return stored, fmt.Errorf("ids %d..%d: %w", lo, hi, err)
 		}
@@ -133,13 +162,71 @@ func load(ctx context.Context, db plantstore.Backend, o options) (int64, error) 
 	return stored, db.Close()
 }
 
-func plantName(id int64) string { return "plant " + strconv.FormatInt(id, 10) }
+// newPlant returns plant id of owner, as the plant service would store it.
+func newPlant(owner string, id int64) *plantstore.Plant {
+	at := plantstore.TruncateTime(plantCreatedAt(id))
+	return &plantstore.Plant{Owner: owner, ID: id, Name: plantName(id), Tag: plantTag(id), CreatedAt: at, UpdatedAt: at}
+}
 
-// plantTag gives every tenth plant no tag, like real data with optional tags.
-func plantTag(id int64) *string {
-	if id%10 == 0 {
-		return nil
+// benchQuery is one of the search benchmark's queries.
+type benchQuery struct {
+	kind, query string
+	match       func(doc string, tag *string) bool
+}
+
+// benchQueries are the search benchmark's queries: q matches a plant when
+// its textsearch.Document has every word of q as a word prefix; the tag
+// filter is an exact tag.
+func benchQueries() []benchQuery {
+	q := func(kind, query string) benchQuery {
+		words := textsearch.Words(query)
+		return benchQuery{kind, query, func(doc string, _ *string) bool {
+			for _, w := range words {
+				if !strings.Contains(doc, " "+w) {
+					return false
+				}
+			}
+			return true
+		}}
 	}
-	t := "bench"
-	return &t
+	return []benchQuery{
+		q("common", queryCommon),
+		q("rare", queryRare),
+		q("two", queryTwo),
+		q("prefix", queryPrefix),
+		{"tag", filterTag, func(_ string, tag *string) bool { return tag != nil && *tag == filterTag }},
+	}
+}
+
+// printWords writes one line per benchmark query, "kind<TAB>query<TAB>N",
+// N the plants among from..to that it matches, then "all<TAB><TAB>N".
+func printWords(w io.Writer, from, to int64) {
+	qs := benchQueries()
+	counts := make([]int64, len(qs))
+	for id := from; id <= to; id++ {
+		tag := plantTag(id)
+		doc := textsearch.Document(plantName(id), tag)
+		for i, q := range qs {
+			if q.match(doc, tag) {
+				counts[i]++
+			}
+		}
+	}
+	for i, q := range qs {
+		fmt.Fprintf(w, "%s\t%s\t%d\n", q.kind, q.query, counts[i])
+	}
+	fmt.Fprintf(w, "all\t\t%d\n", max(0, to-from+1))
+}
+
+// printPlants writes plants from..to, one a line: id, created_at, tag (-
+// for none), name, tab-separated.
+func printPlants(w io.Writer, from, to int64) {
+	for id := from; id <= to; id++ {
+		p := newPlant("", id)
+		tag := "-"
+		if p.Tag != nil {
+			tag = *p.Tag
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", id, p.CreatedAt.Format(time.RFC3339Nano), tag, p.Name)
+	}
 }
