@@ -24,7 +24,7 @@ func TestWords(t *testing.T) {
 		{"crème brûlée", []string{"creme", "brulee"}},
 		{"Ångström", []string{"angstrom"}},
 		{"İstanbul", []string{"istanbul"}},
-		{"ﬁcus", []string{"ficus"}}, // a ligature, compatibility-decomposed
+		{"ﬁcus", []string{"ficus"}},                       // a ligature, compatibility-decomposed
 		{"20℃ Ｍonstera", []string{"20", "c", "monstera"}}, // upper case made by decomposition
 		{"R2D2 plant-42", []string{"r2d2", "plant", "42"}},
 		{"aloe_vera o'brien", []string{"aloe", "vera", "o", "brien"}},
