@@ -15,17 +15,14 @@ function fail(what: string, status: number, error: ApiError): never {
 }
 
 // nextAfter reads the `after` cursor of an RFC 8288 `Link: <...>; rel="next"` header, or
-// undefined on the last page. Ids are int64: a cursor above 2^53-1 would not survive Number(),
-// so this client refuses one instead of skipping plants.
-function nextAfter(link: string | null, baseUrl: string): number | undefined {
+// undefined on the last page. The cursor is opaque: a string, sent back unchanged.
+function nextAfter(link: string | null, baseUrl: string): string | undefined {
   if (link === null) return undefined;
   const m = /<([^>]*)>\s*;\s*rel="?next"?/.exec(link);
   if (m === null || m[1] === undefined) return undefined;
   const after = new URL(m[1], baseUrl).searchParams.get("after");
   if (after === null) throw new Error(`next link without after: ${link}`);
-  const n = Number(after);
-  if (!Number.isSafeInteger(n)) throw new Error(`cursor ${after} is not a safe JavaScript integer`);
-  return n;
+  return after; // an opaque cursor: sent back as it came
 }
 
 /** run drives the API at baseUrl with token; it throws on any unexpected answer. */
@@ -48,7 +45,7 @@ export async function run(baseUrl: string, token: string, log: (line: string) =>
 
   // Page: 3 at a time, following Link rel="next" until it is absent.
   const listed: Plant[] = [];
-  let after: number | undefined;
+  let after: string | undefined;
   let pages = 0;
   do {
     const { data, error, response } = await client.GET("/plants", {
