@@ -237,7 +237,7 @@ func TestCopy_SecondPass(t *testing.T) {
 	if err := svc.Plants.DeletePlant(ctx, "bob", 11); err != nil {
 		t.Fatal(err)
 	}
-	stray := portable.Row{"carol", int64(1), "only in the target", nil, time.Unix(1e9, 0).UTC()}
+	stray := portable.Row{"carol", int64(1), "only in the target", nil, time.Unix(1e9, 0).UTC(), time.Unix(1e9, 0).UTC()}
 	if err := dst.ReplaceRows(ctx, portable.TableNamed("plants"), nil, []portable.Row{stray}); err != nil {
 		t.Fatal(err)
 	}

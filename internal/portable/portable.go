@@ -89,7 +89,7 @@ func stampNull(name string) Column {
 // subscription before its deliveries, for readers of a copy in progress).
 var Tables = []*Table{
 	{Name: "plants", Key: 2, Columns: []Column{
-		text("owner"), integer("id"), text("name"), textNull("tag"), stamp("created_at"),
+		text("owner"), integer("id"), text("name"), textNull("tag"), stamp("created_at"), stamp("updated_at"),
 	}},
 	{Name: "tokens", Key: 1, Columns: []Column{
 		text("id"), blob("hash"), text("owner"), text("scopes"),

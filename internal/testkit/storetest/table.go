@@ -57,7 +57,7 @@ func testTableStore(t *testing.T, bs Backends) {
 		var rows []portable.Row
 		for _, o := range owners {
 			for _, id := range ids {
-				rows = append(rows, portable.Row{o, id, "n", nil, fixedNow.UTC().Truncate(time.Microsecond)})
+				rows = append(rows, portable.Row{o, id, "n", nil, fixedNow.UTC().Truncate(time.Microsecond), fixedNow.UTC().Truncate(time.Microsecond)})
 			}
 		}
 		if err := b.ReplaceRows(ctx, tb, nil, rows); err != nil {
