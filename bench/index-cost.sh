@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/index-cost.sh: what the search index (issue 30) costs creates.
+# bench/index-cost.sh: what the plant search index costs creates.
 # POST /plants at c=64 (post.lua, as run.sh's "POST c=64") against the
 # plantstore of BASE_REV ("today's": the last commit before the search
 # index) and against the work tree's, alternating A, B, A, B... (ROUNDS
@@ -11,7 +11,7 @@
 #   DURATION=3s BACKENDS=sqlite bench/index-cost.sh   # a smoke run
 #   BASE_REV=HEAD~1 ROUNDS=3 bench/index-cost.sh
 #
-# Environment: BASE_REV (a commit; default the one before issue 30's work),
+# Environment: BASE_REV (a commit; default the last one before the search index),
 # ROUNDS (default 2), BACKENDS (default "sqlite postgres"), MIN_RATIO
 # (default 0.85), DURATION (wrk -d, default 10s), and those of lib.sh
 # (SERVER_CPU, WRK_CPU, WRK_THREADS, PG_CPUS, DURABILITY, KEEP_TMP).

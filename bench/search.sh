@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/search.sh: how fast plantstore finds plants (issue 30) in a large
+# bench/search.sh: how fast plantstore finds plants in a large
 # table. For each backend and each size in SIZES it preloads the owner's
 # plants up to that size (internal/bench/preload: 2-3 words a name from a
 # Zipf-distributed vocabulary of 3,000 words, 20 tags, none for every tenth

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,23 +45,6 @@ func searchText(name string, tag *string) string {
 	return strings.Trim(textsearch.Document(name, tag), " ")
 }
 
-// appendSearchText appends searchText(name, tag) to b. Names and tags of
-// ASCII only (most of them) take a path of their own that allocates
-// nothing: their words are their runs of ASCII letters and digits, lower
-// case (textsearch folds nothing else in ASCII); TestAppendSearchText
-// holds it to searchText.
-func appendSearchText(b []byte, name string, tag *string) []byte {
-	if !isASCII(name) || tag != nil && !isASCII(*tag) {
-		return append(b, searchText(name, tag)...)
-	}
-	start := len(b)
-	b = appendASCIIWords(b, start, name)
-	if tag != nil {
-		b = appendASCIIWords(b, start, *tag)
-	}
-	return b
-}
-
 // searchTexts sets words[i] to the searchText of plant(i), substrings of
 // one string: for a batch of plants, two allocations.
 func searchTexts(words []string, plant func(i int) *plantstore.Plant) {
@@ -70,76 +52,13 @@ func searchTexts(words []string, plant func(i int) *plantstore.Plant) {
 	ends := make([]int, len(words))
 	for i := range words {
 		p := plant(i)
-		buf = appendSearchText(buf, p.Name, p.Tag)
+		buf = textsearch.AppendWords(buf, p.Name, p.Tag)
 		ends[i] = len(buf)
 	}
 	s, start := string(buf), 0
 	for i, end := range ends {
 		words[i], start = s[start:end], end
 	}
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
-// appendASCIIWords appends to b the words of s (ASCII) that b[start:], a
-// list of words, does not hold yet.
-func appendASCIIWords(b []byte, start int, s string) []byte {
-	for i := 0; i < len(s); {
-		if !isASCIIAlnum(s[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && isASCIIAlnum(s[j]) {
-			j++
-		}
-		mark := len(b)
-		if mark > start {
-			b = append(b, ' ')
-		}
-		for k := i; k < j; k++ {
-			c := s[k]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b = append(b, c)
-		}
-		word := b[mark:]
-		if mark > start {
-			word = word[1:]
-		}
-		if hasWord(b[start:mark], word) {
-			b = b[:mark]
-		}
-		i = j
-	}
-	return b
-}
-
-func isASCIIAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
-
-// hasWord reports whether list, words separated by single spaces, holds w.
-func hasWord(list, w []byte) bool {
-	for len(list) > 0 {
-		i := bytes.IndexByte(list, ' ')
-		if i < 0 {
-			return bytes.Equal(list, w)
-		}
-		if bytes.Equal(list[:i], w) {
-			return true
-		}
-		list = list[i+1:]
-	}
-	return false
 }
 
 // searchQuery returns the tsquery, as text, of a plant that has a word

@@ -6,6 +6,7 @@
 package textsearch
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode"
@@ -79,4 +80,83 @@ func Document(name string, tag *string) string {
 		return ""
 	}
 	return " " + strings.Join(words, " ") + " "
+}
+
+// AppendWords appends to b the words of Document(name, tag) without its
+// outer spaces: what a backend indexes. Names and tags of ASCII only (most
+// of them) take a path that allocates nothing: their words are their runs
+// of ASCII letters and digits, lower-cased, as Words makes them.
+func AppendWords(b []byte, name string, tag *string) []byte {
+	if !isASCII(name) || tag != nil && !isASCII(*tag) {
+		return append(b, strings.Trim(Document(name, tag), " ")...)
+	}
+	start := len(b)
+	b = appendASCIIWords(b, start, name)
+	if tag != nil {
+		b = appendASCIIWords(b, start, *tag)
+	}
+	return b
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendASCIIWords appends to b the words of s (ASCII) that b[start:], a
+// list of words, does not hold yet.
+func appendASCIIWords(b []byte, start int, s string) []byte {
+	for i := 0; i < len(s); {
+		if !isASCIIAlnum(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isASCIIAlnum(s[j]) {
+			j++
+		}
+		mark := len(b)
+		if mark > start {
+			b = append(b, ' ')
+		}
+		for k := i; k < j; k++ {
+			c := s[k]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+		}
+		word := b[mark:]
+		if mark > start {
+			word = word[1:]
+		}
+		if hasWord(b[start:mark], word) {
+			b = b[:mark]
+		}
+		i = j
+	}
+	return b
+}
+
+func isASCIIAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// hasWord reports whether list, words separated by single spaces, holds w.
+func hasWord(list, w []byte) bool {
+	for len(list) > 0 {
+		i := bytes.IndexByte(list, ' ')
+		if i < 0 {
+			return bytes.Equal(list, w)
+		}
+		if bytes.Equal(list[:i], w) {
+			return true
+		}
+		list = list[i+1:]
+	}
+	return false
 }

@@ -69,8 +69,7 @@ func testUpdatePlantStore(t *testing.T, bs Backends) {
 	})
 	// A patch that leaves name and tag as they are writes nothing: not
 	// the row (UpdatedAt stays), not the event, with or without the
-	// expected plant (issue 21: without If-Match it wrote a plant.updated
-	// event each time).
+	// expected plant.
 	t.Run("NoChange", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
