@@ -45,7 +45,10 @@ type Event struct {
 	PlantID   int64
 	Name      string
 	Tag       *string
-	CreatedAt time.Time
+	CreatedAt time.Time // the event's time
+	// The plant's own times, as the change left them; zero when not known
+	// (an event recorded before events kept them: the stores keep NULL).
+	PlantCreatedAt, PlantUpdatedAt time.Time
 }
 
 // MessageID returns the webhook-id of the event's deliveries (to every

@@ -3803,7 +3803,10 @@ type PlantEvent struct {
 	Seq int64 `json:"seq"`
 	// When the change was committed (RFC 3339, with as many fraction digits as needed).
 	CreatedAt time.Time `json:"created_at"`
-	// The plant after the change; for `plant.deleted`, as it was.
+	// The plant after the change; for `plant.deleted`, as it was, with its own `created_at` and
+	// `updated_at` as the change left them (a `plant.created`'s are the event's `created_at`). Events
+	// recorded before events kept the plant's times have none. The body of an untyped subscription's
+	// delivery is the seed's `NewPlant` and has no times.
 	Data Plant `json:"data"`
 }
 

@@ -23,16 +23,26 @@ import (
 // every read.
 const TimeFormat = time.RFC3339Nano
 
-// AppendPlant appends the event's plant as the contract's NewPlant (and
-// Plant): {"id","name","tag"}, tag absent when unset.
+// PlantTimeFormat is the format of a plant's created_at and updated_at,
+// as the contract's Plant has them: RFC 3339 in UTC with exactly six
+// fraction digits.
+const PlantTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// AppendPlant appends the event's plant as the contract's NewPlant, the
+// body the seed's webhook declares: {"id","name","tag"}, tag absent when
+// unset. It has no times: they are readOnly members of Plant, which a
+// request body (and a delivery is one) does not carry, and receivers built
+// from the seed take exactly these members.
 func AppendPlant(b []byte, e *plantstore.Event) []byte {
 	var w jx.Encoder
 	w.SetBytes(b)
-	writePlant(&w, e)
+	writePlant(&w, e, false)
 	return w.Bytes()
 }
 
-func writePlant(w *jx.Encoder, e *plantstore.Event) {
+// writePlant writes the event's plant, with its times when times is set
+// and they are known (the contract's Plant).
+func writePlant(w *jx.Encoder, e *plantstore.Event, times bool) {
 	w.ObjStart()
 	w.FieldStart("id")
 	w.Int64(e.PlantID)
@@ -42,11 +52,27 @@ func writePlant(w *jx.Encoder, e *plantstore.Event) {
 		w.FieldStart("tag")
 		w.Str(*e.Tag)
 	}
+	if times {
+		writeTime(w, "created_at", e.PlantCreatedAt)
+		writeTime(w, "updated_at", e.PlantUpdatedAt)
+	}
 	w.ObjEnd()
 }
 
+// writeTime writes field name with t in PlantTimeFormat, unless t is zero
+// (not known).
+func writeTime(w *jx.Encoder, name string, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	var buf [len(PlantTimeFormat) + 8]byte
+	w.FieldStart(name)
+	w.ByteStr(t.UTC().Truncate(time.Microsecond).AppendFormat(buf[:0], PlantTimeFormat))
+}
+
 // AppendEnvelope appends the event as the contract's PlantEvent:
-// {"type","id","seq","created_at","data"}, data the plant (AppendPlant).
+// {"type","id","seq","created_at","data"}, data the contract's Plant: as
+// AppendPlant, and the plant's created_at and updated_at where known.
 func AppendEnvelope(b []byte, e *plantstore.Event) []byte {
 	var w jx.Encoder
 	w.SetBytes(b)
@@ -65,7 +91,7 @@ func writeEnvelope(w *jx.Encoder, e *plantstore.Event) {
 	w.FieldStart("created_at")
 	w.Str(e.CreatedAt.UTC().Truncate(time.Microsecond).Format(TimeFormat))
 	w.FieldStart("data")
-	writePlant(w, e)
+	writePlant(w, e, true)
 	w.ObjEnd()
 }
 

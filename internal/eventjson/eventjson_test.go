@@ -162,6 +162,8 @@ func TestSameBytesAsBefore(t *testing.T) {
 func TestGolden(t *testing.T) {
 	e := &plantstore.Event{Owner: "alice", Seq: 3, ID: "evt_0123456789abcdef01234567", Type: plantstore.EventPlantUpdated,
 		PlantID: 7, Name: `Fern <"big">`, Tag: ptr("green"), CreatedAt: time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.FixedZone("x", 3600))}
+	timed := *e
+	timed.PlantCreatedAt, timed.PlantUpdatedAt = time.Date(2025, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)), e.CreatedAt
 	for _, tc := range []struct{ name, got, want string }{
 		{"NewPlant", string(eventjson.AppendPlant(nil, e)), `{"id":7,"name":"Fern <\"big\">","tag":"green"}`},
 		{"Envelope", string(eventjson.AppendEnvelope(nil, e)),
@@ -173,6 +175,12 @@ func TestGolden(t *testing.T) {
 			`{"type":"ping","id":"msg_1","created_at":"2025-03-01T12:00:00.000000005Z","data":{"webhook":"whk_1"}}`},
 		{"StoredBody", string(eventjson.Body(&plantstore.Task{Event: *e, StoredBody: []byte(`{"id":7,"name":"\u003c"}`)})), `{"id":7,"name":"\u003c"}`},
 		{"AfterBytes", string(eventjson.AppendPlant([]byte("data: "), &plantstore.Event{PlantID: 1, Name: "a"})), `data: {"id":1,"name":"a"}`},
+		// The plant's times: in the envelope's data, six fraction digits in
+		// UTC; never in the untyped NewPlant body.
+		{"EnvelopeTimes", string(eventjson.AppendEnvelope(nil, &timed)),
+			`{"type":"plant.updated","id":"evt_0123456789abcdef01234567","seq":3,"created_at":"2025-03-01T11:00:00.123456Z","data":{"id":7,"name":"Fern <\"big\">","tag":"green",` +
+				`"created_at":"2024-12-31T23:00:00.000000Z","updated_at":"2025-03-01T11:00:00.123456Z"}}`},
+		{"NewPlantNoTimes", string(eventjson.Body(&plantstore.Task{Event: timed})), `{"id":7,"name":"Fern <\"big\">","tag":"green"}`},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s:\n%s\nwant\n%s", tc.name, tc.got, tc.want)

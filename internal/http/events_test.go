@@ -3,8 +3,10 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -14,10 +16,38 @@ import (
 
 // eventItem is one item of GET /events.
 type eventItem struct {
-	Type string          `json:"type"`
-	ID   string          `json:"id"`
-	Seq  int64           `json:"seq"`
-	Data json.RawMessage `json:"data"`
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Seq       int64           `json:"seq"`
+	CreatedAt string          `json:"created_at"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// plantTimes matches the plant's times at the end of an event's data.
+var plantTimes = regexp.MustCompile(`,"created_at":"([^"]+)","updated_at":"([^"]+)"}$`)
+
+// splitTimes returns an event's data without the plant's times, and the
+// times, created and updated ("" when absent).
+func splitTimes(data json.RawMessage) (rest, created, updated string) {
+	m := plantTimes.FindSubmatch(data)
+	if m == nil {
+		return string(data), "", ""
+	}
+	return string(data[:len(data)-len(m[0])]) + "}", string(m[1]), string(m[2])
+}
+
+// dataOnly is an event's data without the plant's times.
+func dataOnly(data json.RawMessage) string {
+	rest, _, _ := splitTimes(data)
+	return rest
+}
+
+// sameTime reports whether a plant time (six fraction digits) and an
+// event's time (as many as needed) are the same instant.
+func sameTime(plant, event string) bool {
+	a, err1 := time.Parse(time.RFC3339Nano, plant)
+	b, err2 := time.Parse(time.RFC3339Nano, event)
+	return err1 == nil && err2 == nil && a.Equal(b)
 }
 
 func mustEvents(tb testing.TB, resp *Response) []eventItem {
@@ -82,10 +112,35 @@ func TestListEvents(t *testing.T) {
 			Type, Data string
 		}
 		var evs []ev
+		type times struct{ created, updated string }
+		at := map[int64]times{}
 		for _, e := range got {
-			evs = append(evs, ev{e.Seq, e.Type, string(e.Data)})
+			data, created, updated := splitTimes(e.Data)
+			evs = append(evs, ev{e.Seq, e.Type, data})
+			at[e.Seq] = times{created, updated}
 			if !strings.HasPrefix(e.ID, "evt_") || len(e.ID) != 28 {
 				t.Errorf("event %d id %q", e.Seq, e.ID)
+			}
+			if _, err := time.Parse(eventjson.PlantTimeFormat, created); err != nil || len(created) != len("2006-01-02T15:04:05.000000Z") {
+				t.Errorf("event %d: plant created_at %q: %v", e.Seq, created, err)
+			}
+		}
+		// The plant's times as each change left them: a create's are its
+		// event's time, an update moves updated_at to its own, a delete
+		// shows them as they were.
+		for seq, e := range got {
+			tm, ev := at[e.Seq], e.CreatedAt
+			ok := true
+			switch seq + 1 {
+			case 1, 2, 3:
+				ok = sameTime(tm.created, ev) && sameTime(tm.updated, ev)
+			case 4:
+				ok = tm.created == at[2].created && sameTime(tm.updated, ev)
+			case 5:
+				ok = tm == at[1]
+			}
+			if !ok {
+				t.Errorf("event %d (%s at %s): plant times %+v", e.Seq, e.Type, e.CreatedAt, tm)
 			}
 		}
 		want := []ev{
@@ -129,7 +184,7 @@ func TestListEvents(t *testing.T) {
 			t.Fatalf("Link %q, want %q", link, want)
 		}
 		got = mustEvents(t, ts.Get(t, tok, "/events?type=plant.deleted"))
-		if len(got) != 1 || got[0].Seq != 5 || string(got[0].Data) != `{"id":1,"name":"Fern","tag":"green"}` {
+		if len(got) != 1 || got[0].Seq != 5 || dataOnly(got[0].Data) != `{"id":1,"name":"Fern","tag":"green"}` {
 			t.Fatalf("deleted events %+v, want seq 5 with the plant as it was", got)
 		}
 	})

@@ -104,7 +104,7 @@ var Tables = []*Table{
 		text("message_id"), text("subscription_id"), text("owner"), integer("plant_id"),
 		text("event_type"), intNull("seq"), text("name"), textNull("tag"), integer("typed"), blobNull("stored_body"),
 		text("state"), integer("attempts"), stampNull("next_attempt_at"), stampNull("lease_until"),
-		stamp("created_at"), stampNull("recovered_at"),
+		stamp("created_at"), stampNull("recovered_at"), stampNull("plant_created_at"), stampNull("plant_updated_at"),
 	}},
 	{Name: "webhook_attempts", Key: 3, Columns: []Column{
 		text("subscription_id"), text("message_id"), integer("attempt"), integer("plant_id"),
@@ -113,6 +113,7 @@ var Tables = []*Table{
 	}},
 	{Name: "events", Key: 2, Columns: []Column{
 		text("owner"), integer("seq"), text("id"), text("type"), integer("plant_id"), text("name"), textNull("tag"), stamp("created_at"),
+		stampNull("plant_created_at"), stampNull("plant_updated_at"),
 	}},
 	{Name: "event_sequences", Key: 1, Columns: []Column{
 		text("owner"), integer("last"),

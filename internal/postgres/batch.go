@@ -100,7 +100,8 @@ const (
 	RETURNING owner, last
 ), evs AS (
 	SELECT e.owner, s.last - e.c + e.k AS seq, e.event_id AS id, $11::TEXT AS type, e.id AS plant_id, e.name, e.tag,
-		e.event_at AS created_at, e.message_id, $12::BIGINT AS bit, e.n
+		e.event_at AS created_at, e.created_at AS plant_created_at, e.updated_at AS plant_updated_at,
+		e.message_id, $12::BIGINT AS bit, e.n
 	FROM ev e JOIN seqs s USING (owner)
 ), written AS (
 	` + writeEventsSQL + `

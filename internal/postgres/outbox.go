@@ -63,7 +63,7 @@ FROM picked, webhook_subscriptions s
 WHERE d.message_id = picked.message_id AND d.subscription_id = picked.subscription_id
 	AND s.id = d.subscription_id AND s.disabled_at IS NULL
 RETURNING d.message_id, d.subscription_id, d.owner, d.plant_id, d.event_type, COALESCE(d.seq, 0), d.name, d.tag, d.typed = 1, d.stored_body,
-	d.attempts, d.created_at, ` + subscriptionColumns
+	d.attempts, d.created_at, d.plant_created_at, d.plant_updated_at, ` + subscriptionColumns
 
 // qFailDead fails the pending deliveries of the subscriptions in $1 that
 // are gone or disabled.
@@ -137,12 +137,14 @@ func scanLeased(row pgx.CollectableRow) (*plantstore.Task, error) {
 	t := &plantstore.Task{Subscription: &plantstore.Subscription{}}
 	e := &t.Event
 	var typed bool
+	var plantCreated, plantUpdated *time.Time
 	dest := append([]any{&t.MessageID, &t.SubscriptionID, &t.Owner, &e.PlantID, &e.Type, &e.Seq, &e.Name, &e.Tag, &typed, &t.StoredBody,
-		&t.Attempts, &t.CreatedAt}, subscriptionDest(t.Subscription)...)
+		&t.Attempts, &t.CreatedAt, &plantCreated, &plantUpdated}, subscriptionDest(t.Subscription)...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	e.Owner, e.ID, e.CreatedAt = t.Owner, plantstore.EventIDOf(t.MessageID), t.CreatedAt
+	setPlantTimes(e, plantCreated, plantUpdated)
 	if typed {
 		t.Body = plantstore.BodyEvent
 	}

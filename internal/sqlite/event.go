@@ -12,19 +12,20 @@ import (
 // Events (plantstore.EventStore). Writes are serialised (one writer), so an
 // owner's next seq is its event_sequences row plus one, taken in the write
 // transaction of the change: seqs have no gaps and commit in order. An event
-// is stored as facts (the plant's id, name and tag), never as JSON.
+// is stored as facts (the plant's id, name, tag and times), never as JSON.
 const (
 	qNextSeq = `INSERT INTO event_sequences (owner, last) VALUES (?, 1)
 ON CONFLICT (owner) DO UPDATE SET last = last + 1 RETURNING last`
-	eventColumns = `owner, seq, id, type, plant_id, name, tag, created_at`
-	qInsertEvent = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	eventColumns = `owner, seq, id, type, plant_id, name, tag, created_at, plant_created_at, plant_updated_at`
+	qInsertEvent = `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// qFanOut writes the outbox rows of an event: one delivery for each
 	// enabled subscription of the owner whose event mask takes the event's
 	// type bit (?9), holding the facts its body is rendered from, typed
 	// when the mask has plantstore.MaskTyped (bit 1). The one fan-out of
 	// every event type.
-	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, state, attempts, next_attempt_at, created_at)
-SELECT ?1, id, owner, ?2, ?3, ?4, ?5, ?6, event_mask & 1, 'pending', 0, ?7, ?7 FROM webhook_subscriptions
+	qFanOut = `INSERT INTO webhook_deliveries (message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, state, attempts, next_attempt_at, created_at,
+	plant_created_at, plant_updated_at)
+SELECT ?1, id, owner, ?2, ?3, ?4, ?5, ?6, event_mask & 1, 'pending', 0, ?7, ?7, ?10, ?11 FROM webhook_subscriptions
 WHERE owner = ?8 AND disabled_at IS NULL AND event_mask & ?9 <> 0`
 	// qAddSeq takes ?2 seqs of owner ?1 at once: it returns the last.
 	qAddSeq = `INSERT INTO event_sequences (owner, last) VALUES (?1, ?2)
@@ -32,7 +33,7 @@ ON CONFLICT (owner) DO UPDATE SET last = last + ?2 RETURNING last`
 )
 
 // insertEventsSQL is the multi-row INSERT of n events.
-var insertEventsSQL = newMultiInsert(`INSERT INTO events (`+eventColumns+`) VALUES `, `(?,?,?,?,?,?,?,?)`, ``).sql
+var insertEventsSQL = newMultiInsert(`INSERT INTO events (`+eventColumns+`) VALUES `, `(?,?,?,?,?,?,?,?,?,?)`, ``).sql
 
 // writeCreateEvents writes the events of the creates of a run that were
 // stored (w.inserted, with an event), as writeEvent would one by one, in
@@ -87,7 +88,7 @@ func (db *DB) writeCreateEvents(w *writer, ops []*writeOp) error {
 		rest = rest[n:]
 		w.reset()
 		for _, op := range piece {
-			eventArgs(w, op.event, op.vals, op.seq)
+			eventArgs(w, op.event, op.plant, op.vals, op.seq)
 		}
 		if err := w.exec(insertEventsSQL(n)); err != nil {
 			return wrap("insert events", err)
@@ -115,8 +116,8 @@ func addSeq(w *writer, owner string, n int64) (int64, error) {
 }
 
 // eventArgs appends the arguments of ev's row (eventColumns), a change of
-// the plant of v with seq.
-func eventArgs(w *writer, ev *plantstore.Event, v plantVals, seq int64) {
+// p (its values boxed in v) with seq.
+func eventArgs(w *writer, ev *plantstore.Event, p *plantstore.Plant, v plantVals, seq int64) {
 	w.arg(v.owner)
 	w.arg(seq)
 	w.arg(ev.ID)
@@ -128,6 +129,18 @@ func eventArgs(w *writer, ev *plantstore.Event, v plantVals, seq int64) {
 		w.arg(v.created) // the service gives a create's event the plant's time
 	} else {
 		w.arg(n)
+	}
+	plantTimeArgs(w, p, v)
+}
+
+// plantTimeArgs appends the times of p, the plant of an event as the
+// change left it, in Unix nanoseconds (v.created boxes p's creation).
+func plantTimeArgs(w *writer, p *plantstore.Plant, v plantVals) {
+	w.arg(v.created)
+	if up := p.UpdatedAt.UnixNano(); p.UpdatedAt.IsZero() || up == v.nanos {
+		w.arg(v.created)
+	} else {
+		w.arg(up)
 	}
 }
 
@@ -159,7 +172,7 @@ func (db *DB) writeEvent(w *writer, ev *plantstore.Event, p *plantstore.Plant) (
 		return 0, 0, wrap("event seq", err)
 	}
 	w.reset()
-	eventArgs(w, ev, w.vals(p), seq)
+	eventArgs(w, ev, p, w.vals(p), seq)
 	if err := w.exec(qInsertEvent); err != nil {
 		return 0, 0, wrap("insert event", err)
 	}
@@ -184,6 +197,7 @@ func (db *DB) fanOutEvent(w *writer, ev *plantstore.Event, p *plantstore.Plant, 
 	w.arg(ev.CreatedAt.UnixNano())
 	w.arg(p.Owner)
 	w.arg(int64(plantstore.EventBit(ev.Type)))
+	plantTimeArgs(w, p, w.vals(p))
 	n, err := w.execN(qFanOut)
 	if err != nil {
 		return 0, wrap("write webhook deliveries", err)
@@ -216,19 +230,31 @@ func (db *DB) ListEvents(ctx context.Context, f plantstore.EventFilter) ([]*plan
 		var e plantstore.Event
 		var created int64
 		var tag sql.NullString
-		if err := rows.Scan(&e.Owner, &e.Seq, &e.ID, &e.Type, &e.PlantID, &e.Name, &tag, &created); err != nil {
+		var plantCreated, plantUpdated sql.NullInt64
+		if err := rows.Scan(&e.Owner, &e.Seq, &e.ID, &e.Type, &e.PlantID, &e.Name, &tag, &created, &plantCreated, &plantUpdated); err != nil {
 			return nil, wrap("list events", err)
 		}
 		if tag.Valid {
 			e.Tag = &tag.String
 		}
 		e.CreatedAt = fromNanos(created)
+		setPlantTimes(&e, plantCreated, plantUpdated)
 		out = append(out, &e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrap("list events", err)
 	}
 	return out, nil
+}
+
+// setPlantTimes sets e's plant times from their columns (NULL: not known).
+func setPlantTimes(e *plantstore.Event, created, updated sql.NullInt64) {
+	if created.Valid {
+		e.PlantCreatedAt = fromNanos(created.Int64)
+	}
+	if updated.Valid {
+		e.PlantUpdatedAt = fromNanos(updated.Int64)
+	}
 }
 
 // PruneEvents deletes at most limit events created before before, in one

@@ -50,7 +50,8 @@ WHERE subs.head <= ?1`
 const qLease = `UPDATE webhook_deliveries SET lease_until = ?1
 WHERE message_id = ?2 AND subscription_id = ?3 AND state = 'pending' AND next_attempt_at <= ?4 AND (lease_until IS NULL OR lease_until <= ?4)
 	AND EXISTS (SELECT 1 FROM webhook_subscriptions WHERE id = ?3 AND disabled_at IS NULL)
-RETURNING message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, stored_body, attempts, created_at`
+RETURNING message_id, subscription_id, owner, plant_id, event_type, seq, name, tag, typed, stored_body, attempts, created_at,
+	plant_created_at, plant_updated_at`
 
 // qFailDead fails the pending deliveries of a subscription that is gone or
 // disabled.
@@ -156,14 +157,17 @@ func scanLeased(s scanner) (*plantstore.Task, error) {
 		tag        sql.NullString
 		typed      bool
 		storedBody []byte
+
+		plantCreated, plantUpdated sql.NullInt64
 	)
 	e := &t.Event
 	if err := s.Scan(&t.MessageID, &t.SubscriptionID, &t.Owner, &e.PlantID, &e.Type, &seq, &e.Name, &tag, &typed, &storedBody,
-		&t.Attempts, &created); err != nil {
+		&t.Attempts, &created, &plantCreated, &plantUpdated); err != nil {
 		return nil, err
 	}
 	t.CreatedAt = fromNanos(created)
 	e.Owner, e.ID, e.Seq, e.CreatedAt = t.Owner, plantstore.EventIDOf(t.MessageID), seq.Int64, t.CreatedAt
+	setPlantTimes(e, plantCreated, plantUpdated)
 	if tag.Valid {
 		e.Tag = &tag.String
 	}

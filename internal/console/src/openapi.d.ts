@@ -914,7 +914,9 @@ export interface components {
          *       "data": {
          *         "id": 1,
          *         "name": "Fern",
-         *         "tag": "green"
+         *         "tag": "green",
+         *         "created_at": "2026-01-02T15:04:05.000000Z",
+         *         "updated_at": "2026-01-02T15:04:05.000000Z"
          *       }
          *     }
          */
@@ -932,7 +934,12 @@ export interface components {
              * @description When the change was committed (RFC 3339, with as many fraction digits as needed).
              */
             created_at: string;
-            /** @description The plant after the change; for `plant.deleted`, as it was. */
+            /**
+             * @description The plant after the change; for `plant.deleted`, as it was, with its own `created_at`
+             *     and `updated_at` as the change left them (a `plant.created`'s are the event's
+             *     `created_at`). Events recorded before events kept the plant's times have none. The body
+             *     of an untyped subscription's delivery is the seed's `NewPlant` and has no times.
+             */
             data: components["schemas"]["Plant"];
         };
         /**
@@ -2826,7 +2833,9 @@ export interface operations {
                      *         "data": {
                      *           "id": 1,
                      *           "name": "Fern",
-                     *           "tag": "green"
+                     *           "tag": "green",
+                     *           "created_at": "2026-01-02T15:04:05.000000Z",
+                     *           "updated_at": "2026-01-02T15:04:05.000000Z"
                      *         }
                      *       }
                      *     ]

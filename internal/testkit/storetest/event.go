@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plantstore/plantstore"
+	"github.com/plantstore/plantstore/internal/eventjson"
 	"github.com/plantstore/plantstore/internal/service"
 )
 
@@ -135,6 +137,80 @@ func testEvents(t *testing.T, bs Backends) {
 		for i, e := range got {
 			if e.Seq != int64(i+1) {
 				t.Fatalf("event %d has seq %d", i, e.Seq)
+			}
+		}
+	})
+
+	// An event carries its plant's own times as the change left them, on
+	// every write path (a lone create, a run of creates, an update, a
+	// delete), in GET /events' reads and in the typed deliveries' bodies;
+	// an untyped delivery's body is the seed's NewPlant, without them.
+	t.Run("PlantTimes", func(t *testing.T) {
+		t0 := time.Date(2025, 1, 2, 3, 4, 5, 123456000, time.UTC) // past: deliveries are due by the database's clock
+		clock := t0
+		b, svc := open(t, bs, service.Config{Now: func() time.Time { return clock }})
+		ctx := t.Context()
+		typed, err := plantstore.NewSubscription("alice", "http://127.0.0.1:9/hooks/typed", "", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed.Types = plantstore.EventTypes
+		if err := b.InsertSubscription(ctx, typed, plantstore.MaxMaxSubscriptions); err != nil {
+			t.Fatal(err)
+		}
+		createSubscription(t, svc, "alice") // untyped: creates, as NewPlant
+		mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: 1, Name: "Fern", Tag: ptr("green")})
+		// Concurrent creates, which the stores write as one run.
+		var wg sync.WaitGroup
+		for id := int64(2); id <= 9; id++ {
+			wg.Go(func() { mustCreate(t, svc, &plantstore.Plant{Owner: "alice", ID: id, Name: "Ivy"}) })
+		}
+		wg.Wait()
+		clock = t0.Add(time.Minute)
+		if _, err := svc.Plants.UpdatePlant(ctx, "alice", 1, plantstore.PlantUpdate{Name: ptr("Moss")}, ""); err != nil {
+			t.Fatal(err)
+		}
+		clock = t0.Add(2 * time.Minute)
+		if err := svc.Plants.DeletePlant(ctx, "alice", 1); err != nil {
+			t.Fatal(err)
+		}
+		t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+		events, _, err := svc.Events.FindEvents(ctx, plantstore.EventFilter{Owner: "alice", Limit: 100})
+		if err != nil || len(events) != 11 {
+			t.Fatalf("FindEvents: %d events, %v; want 11", len(events), err)
+		}
+		want := func(e *plantstore.Event) (at, created, updated time.Time) {
+			switch e.Type {
+			case plantstore.EventPlantUpdated:
+				return t1, t0, t1
+			case plantstore.EventPlantDeleted:
+				return t2, t0, t1 // as it was: last updated by the rename
+			}
+			return t0, t0, t0
+		}
+		for _, e := range events {
+			at, created, updated := want(e)
+			if !e.CreatedAt.Equal(at) || !e.PlantCreatedAt.Equal(created) || !e.PlantUpdatedAt.Equal(updated) {
+				t.Errorf("%s of plant %d: at %v, plant created %v, updated %v; want %v, %v, %v", e.Type, e.PlantID,
+					e.CreatedAt, e.PlantCreatedAt, e.PlantUpdatedAt, at, created, updated)
+			}
+		}
+		tasks := claim(t, svc, time.Minute, 100)
+		if len(tasks) != 9+11 {
+			t.Fatalf("claimed %d deliveries, want 20 (9 untyped, 11 typed)", len(tasks))
+		}
+		for _, task := range tasks {
+			body := string(eventjson.Body(task))
+			if task.SubscriptionID != typed.ID {
+				if strings.Contains(body, "_at") {
+					t.Errorf("untyped body %s has times", body)
+				}
+				continue
+			}
+			_, created, updated := want(&task.Event)
+			times := `"created_at":"` + created.Format(eventjson.PlantTimeFormat) + `","updated_at":"` + updated.Format(eventjson.PlantTimeFormat) + `"}}`
+			if !strings.HasSuffix(body, times) {
+				t.Errorf("typed body %s\ndoes not end with the plant's times %s", body, times)
 			}
 		}
 	})

@@ -56,7 +56,7 @@ func testOutboxStore(t *testing.T, bs Backends) {
 		}
 		want := &plantstore.Task{MessageID: ev.MessageID(), SubscriptionID: sub.ID, Owner: "alice",
 			Event: *ev, CreatedAt: ev.CreatedAt, Subscription: rotated}
-		want.Event.Seq = 1
+		want.Event.Seq, want.Event.PlantCreatedAt, want.Event.PlantUpdatedAt = 1, p.CreatedAt, p.CreatedAt
 		if diff := cmp.Diff(want, tasks[0], equateTime, ignoreTaskDispatch); diff != "" {
 			t.Fatalf("claimed task (-want +got):\n%s", diff)
 		}
