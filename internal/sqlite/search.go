@@ -38,12 +38,13 @@ import (
 // filter, by one tag by id, by a time range in time order). Otherwise the
 // page starts with the ordered scan over a window of probeWindow rows; if
 // that fills the page, or the window held every row left, its rows are the
-// page. Else the selective read's cost is estimated, as its candidates
-// (counted, or from the sample of the estimated counts when they are many)
-// times selectiveCost rows of walk, and the walk goes on in windows that
-// double while what it has walked plus what the page still takes at the
-// density met so far stays within that cost; past it, the selective read
-// makes the page. So a page whose matches are rare goes to the selective
+// page. While the walk the page still takes at the density met so far
+// stays within freeWalk rows, the walk goes on. Else the selective read's
+// cost is estimated, as its candidates (counted, or from a sample of
+// plant_search's docids when they are many) times selectiveCost rows of
+// walk, and the walk goes on in windows that double while what it has
+// walked plus what the page still takes at the density met so far stays
+// within that cost; past it, the selective read makes the page. So a page whose matches are rare goes to the selective
 // read after the first window, one whose matches are many but not near
 // After walks on, and no page walks much more than the selective read
 // would have cost. Every way gives the exact answer (the first Limit
@@ -63,13 +64,17 @@ import (
 // operator (OR, NOT, NEAR), and the query text and every value are bound
 // parameters: nothing a client sends becomes SQL.
 
-// The ordered scan's first window and its largest, in rows walked, and the
-// cost of a candidate of the selective read in rows of walk (a lookup of
+// The ordered scan's first window; the walk a page may take, as far as
+// the density met so far foretells it, before the selective read is priced
+// (pricing reads a sample of plant_search: about the cost of walking a
+// thousand rows); the largest window, in rows walked; and the cost of a
+// candidate of the selective read in rows of walk (a lookup of
 // its row or two, where the walk steps through adjacent entries).
 // Variables for the tests, which make them small to take every way with
 // few plants.
 var (
-	probeWindow   int64 = 2000
+	probeWindow   int64 = 512
+	freeWalk      int64 = 2048
 	maxWindow     int64 = 100000
 	selectiveCost int64 = 10
 )
@@ -119,14 +124,15 @@ type shape struct {
 
 // Kinds of statement.
 const (
-	kindScan       uint8 = iota // the ordered scan, whole (no residual)
-	kindWindow                  // the ordered scan over a window (LIMIT bound)
-	kindSentinel                // the last row of a window
-	kindSelect                  // the selective read
-	kindCount                   // count(*)
-	kindCountUpTo               // count(*), at most EstimateExactUpTo+1
-	kindSample                  // matches among a sample of docids
-	kindCandidates              // the selective read's candidates, counted
+	kindScan             uint8 = iota // the ordered scan, whole (no residual)
+	kindWindow                        // the ordered scan over a window (LIMIT bound)
+	kindSentinel                      // the last row of a window
+	kindSelect                        // the selective read
+	kindCount                         // count(*)
+	kindCountUpTo                     // count(*), at most EstimateExactUpTo+1
+	kindSample                        // matches among a sample of docids
+	kindCandidates                    // the selective read's candidates, counted
+	kindSampleCandidates              // the candidates among a sample of docids
 )
 
 // queries caches each shape's text (a map with a struct key: a lookup
@@ -488,11 +494,8 @@ const (
 // and returns the last docid. Words and the owner are checked on
 // plant_search's copy; tags and times on the plant's row.
 func fillSample(q *query, f *plantstore.PlantFilter) {
-	runs, run := strconv.Itoa(sampleRuns), strconv.Itoa(sampleRun)
-	q.sql(`WITH RECURSIVE k(last) AS MATERIALIZED (SELECT coalesce(max(docid), 0) FROM plant_search_content),
-r(i, x) AS (SELECT 1, 20261129 UNION ALL SELECT i + 1, x * 48271 % 2147483647 FROM r WHERE i < `, runs, `),
-s(first) AS (SELECT CASE WHEN k.last <= `, runs, ` * `, run, ` THEN (r.i - 1) * `, run, ` + 1 ELSE 1 + r.x % (k.last - `, run, ` + 1) END FROM k, r)
-SELECT (SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETWEEN s.first AND s.first + `, run, ` - 1`)
+	run := sampleWith(q)
+	q.sql(`SELECT (SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETWEEN s.first AND s.first + `, run, ` - 1`)
 	if len(f.Tags) > 0 || timed(f) {
 		q.sql(` CROSS JOIN plants p ON p.owner = ?1 AND p.id = c.c2id`)
 	}
@@ -504,13 +507,41 @@ SELECT (SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETW
 		q.arg(" " + w)
 		q.sql(`) > 0`)
 	}
-	q.sql(`), (SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETWEEN s.first AND s.first + `, run, ` - 1 WHERE 1`)
+	q.sql(`), `)
+	sampledCandidates(q, f, run)
+	q.sql(`, last FROM k`)
+}
+
+// fillSampleCandidates: fillSample's candidates and last docid alone
+// (what a page prices its selective read by).
+func fillSampleCandidates(q *query, f *plantstore.PlantFilter) {
+	run := sampleWith(q)
+	q.sql(`SELECT `)
+	sampledCandidates(q, f, run)
+	q.sql(`, last FROM k`)
+}
+
+// sampleWith writes the WITH clause of the sample: k, the last docid; s,
+// the first docid of each run. It returns the run's length as text.
+func sampleWith(q *query) string {
+	runs, run := strconv.Itoa(sampleRuns), strconv.Itoa(sampleRun)
+	q.sql(`WITH RECURSIVE k(last) AS MATERIALIZED (SELECT coalesce(max(docid), 0) FROM plant_search_content),
+r(i, x) AS (SELECT 1, 20261129 UNION ALL SELECT i + 1, x * 48271 % 2147483647 FROM r WHERE i < `, runs, `),
+s(first) AS (SELECT CASE WHEN k.last <= `, runs, ` * `, run, ` THEN (r.i - 1) * `, run, ` + 1 ELSE 1 + r.x % (k.last - `, run, ` + 1) END FROM k, r)
+`)
+	return run
+}
+
+// sampledCandidates writes the count of the sample's plants (of any
+// owner) whose words contain f's.
+func sampledCandidates(q *query, f *plantstore.PlantFilter, run string) {
+	q.sql(`(SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETWEEN s.first AND s.first + `, run, ` - 1 WHERE 1`)
 	for _, w := range f.Words {
 		q.sql(` AND instr(c.c0words, `)
 		q.arg(" " + w)
 		q.sql(`) > 0`)
 	}
-	q.sql(`), last FROM k`)
+	q.sql(`)`)
 }
 
 // ListPlants returns up to f.Limit of the owner's plants matching f, in
@@ -584,6 +615,13 @@ func (db *DB) listWindows(ctx context.Context, f *plantstore.PlantFilter, pg *pa
 			return true, nil
 		}
 		walked += walk
+		found := int64(pg.len())
+		more := (int64(f.Limit) - found) * walked / (found + 1) // rows of walk the page still takes, by this far
+		if walked+more <= freeWalk {
+			// Walking on costs less than pricing the selective read.
+			after, walk = end, min(max(2*walk, 2*more), maxWindow)
+			continue
+		}
 		if budget < 0 {
 			c, err := db.candidates(ctx, f)
 			if err != nil {
@@ -591,8 +629,6 @@ func (db *DB) listWindows(ctx context.Context, f *plantstore.PlantFilter, pg *pa
 			}
 			budget = c * selectiveCost
 		}
-		found := int64(pg.len())
-		more := (int64(f.Limit) - found) * walked / (found + 1) // rows of walk the page still takes, by this far
 		if walked+more > budget {
 			return false, nil
 		}
@@ -607,7 +643,7 @@ func (db *DB) listWindows(ctx context.Context, f *plantstore.PlantFilter, pg *pa
 // range in their index, counted up to maxCandidates.
 func (db *DB) candidates(ctx context.Context, f *plantstore.PlantFilter) (int64, error) {
 	if len(f.Words) > 0 {
-		s, err := db.sample(ctx, f)
+		s, err := db.sampleCandidates(ctx, f)
 		if err != nil {
 			return 0, err
 		}
@@ -776,6 +812,16 @@ func (db *DB) sample(ctx context.Context, f *plantstore.PlantFilter) (s sampled,
 		s.hits, _ = row[0].(int64)
 		s.candidates, _ = row[1].(int64)
 		s.last, _ = row[2].(int64)
+	}, f.Owner, args...)
+	return s, err
+}
+
+// sampleCandidates runs fillSampleCandidates: s.candidates and s.last.
+func (db *DB) sampleCandidates(ctx context.Context, f *plantstore.PlantFilter) (s sampled, err error) {
+	text, args := build(kindSampleCandidates, f, fillSampleCandidates)
+	err = db.queryPlants(ctx, text, true, func(row []driver.Value) {
+		s.candidates, _ = row[0].(int64)
+		s.last, _ = row[1].(int64)
 	}, f.Owner, args...)
 	return s, err
 }
