@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plantstore/plantstore/internal/eventjson"
 	"github.com/plantstore/plantstore/internal/testkit/pgtest"
 	"github.com/plantstore/plantstore/webhook"
 )
@@ -111,13 +113,41 @@ func TestWebhookTypedEvents(t *testing.T) {
 				{"plant.deleted", `{"id":7,"name":"Boston fern"}`},
 				{"plant.created", `{"id":8,"name":"Ivy"}`},
 			}
+			// The data's plant times, as each change left them: a create's
+			// are its event's time, an update moves updated_at to its own,
+			// a delete shows them as they were.
+			type times struct{ created, updated time.Time }
+			var plant []times
 			for i, raw := range items {
 				var e envelope
 				if err := json.Unmarshal(raw, &e); err != nil {
 					t.Fatal(err)
 				}
-				if e.Type != want[i].typ || e.Seq != int64(i+1) || string(e.Data) != want[i].data || len(e.ID) != len("evt_")+24 || e.CreatedAt.IsZero() {
+				m := plantTimes.FindSubmatch(e.Data)
+				if m == nil {
+					t.Fatalf("event %d = %s: no plant times at the end of its data", i, raw)
+				}
+				data := string(e.Data[:len(e.Data)-len(m[0])]) + "}"
+				if e.Type != want[i].typ || e.Seq != int64(i+1) || data != want[i].data || len(e.ID) != len("evt_")+24 || e.CreatedAt.IsZero() {
 					t.Fatalf("event %d = %s, want type %s, seq %d, data %s", i, raw, want[i].typ, i+1, want[i].data)
+				}
+				var tm times
+				for j, dst := range []*time.Time{&tm.created, &tm.updated} {
+					var err error
+					if *dst, err = time.Parse(eventjson.PlantTimeFormat, string(m[j+1])); err != nil {
+						t.Fatalf("event %d: %v", i, err)
+					}
+				}
+				plant = append(plant, tm)
+				wantTm := times{e.CreatedAt, e.CreatedAt} // a create
+				switch e.Type {
+				case "plant.updated":
+					wantTm = times{plant[0].created, e.CreatedAt}
+				case "plant.deleted":
+					wantTm = plant[1]
+				}
+				if !tm.created.Equal(wantTm.created) || !tm.updated.Equal(wantTm.updated) {
+					t.Errorf("event %d (%s at %v): plant times %+v, want %+v", i, e.Type, e.CreatedAt, tm, wantTm)
 				}
 			}
 			check("all types", all, allSecret, []int{0, 1, 2, 3})
@@ -125,6 +155,9 @@ func TestWebhookTypedEvents(t *testing.T) {
 		})
 	}
 }
+
+// plantTimes matches the plant's times at the end of an event's data.
+var plantTimes = regexp.MustCompile(`,"created_at":"([^"]+)","updated_at":"([^"]+)"}$`)
 
 // subscribeTyped creates a subscription to url for the event types in
 // typesJSON, checks the types it answers (in the contract's order) and
