@@ -212,6 +212,15 @@ func (u *PlantUpdate) Validate() error {
 	return nil
 }
 
+// LastUpdated returns p's UpdatedAt, or its CreatedAt when UpdatedAt is
+// unset (a plant made by its creator, not read back from a store).
+func (p *Plant) LastUpdated() time.Time {
+	if p.UpdatedAt.IsZero() {
+		return p.CreatedAt
+	}
+	return p.UpdatedAt
+}
+
 // ETag returns p's strong entity tag (RFC 9110 §8.8.3), quoted: 128 bits of
 // a SHA-256 over its id, name, tag and UpdatedAt (to the microsecond),
 // length-prefixed so that no two plants share an input. UpdatedAt is in

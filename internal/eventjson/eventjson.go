@@ -67,7 +67,7 @@ func writeTime(w *jx.Encoder, name string, t time.Time) {
 	}
 	var buf [len(PlantTimeFormat) + 8]byte
 	w.FieldStart(name)
-	w.ByteStr(t.UTC().Truncate(time.Microsecond).AppendFormat(buf[:0], PlantTimeFormat))
+	w.ByteStr(plantstore.TruncateTime(t).AppendFormat(buf[:0], PlantTimeFormat))
 }
 
 // AppendEnvelope appends the event as the contract's PlantEvent:

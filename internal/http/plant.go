@@ -184,10 +184,10 @@ func plantFilter(ctx context.Context, params oapi.ListPlantsParams) (plantstore.
 	// "before" keep their meaning (and the cursor's fingerprint is the same
 	// whichever of those equivalent bounds a client sends).
 	if t, ok := params.CreatedAfter.Get(); ok {
-		f.CreatedAfter = clampTime(t.UTC().Truncate(time.Microsecond))
+		f.CreatedAfter = clampTime(plantstore.TruncateTime(t))
 	}
 	if t, ok := params.CreatedBefore.Get(); ok {
-		if tt := t.UTC().Truncate(time.Microsecond); tt.Equal(t) {
+		if tt := plantstore.TruncateTime(t); tt.Equal(t) {
 			f.CreatedBefore = clampTime(tt)
 		} else {
 			f.CreatedBefore = clampTime(tt.Add(time.Microsecond))
@@ -294,11 +294,7 @@ func toAPI(p *plantstore.Plant) *oapi.Plant {
 	out := &oapi.Plant{ID: p.ID, Name: p.Name}
 	if !p.CreatedAt.IsZero() {
 		out.CreatedAt = oapi.NewOptDateTime(p.CreatedAt.UTC())
-		updated := p.UpdatedAt
-		if updated.IsZero() {
-			updated = p.CreatedAt
-		}
-		out.UpdatedAt = oapi.NewOptDateTime(updated.UTC())
+		out.UpdatedAt = oapi.NewOptDateTime(p.LastUpdated().UTC())
 	}
 	if p.Tag != nil {
 		out.Tag = oapi.NewOptString(*p.Tag)

@@ -446,7 +446,7 @@ func queueCreates(b *pgx.Batch, run []*writeOp) {
 	searchTexts(a.words, func(i int) *plantstore.Plant { return run[i].plant })
 	for i, op := range run {
 		p := op.plant
-		a.owners[i], a.ids[i], a.names[i], a.tags[i], a.created[i], a.updated[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt, updatedAt(p)
+		a.owners[i], a.ids[i], a.names[i], a.tags[i], a.created[i], a.updated[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt, p.LastUpdated()
 		if ev := op.event; ev != nil {
 			a.eventIDs[i], a.messageIDs[i], a.eventsAt[i] = &ev.ID, &msgIDs[i], ev.CreatedAt
 		}

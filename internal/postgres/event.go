@@ -68,7 +68,7 @@ SELECT seq, (SELECT count(*) FROM delivered) FROM evs`
 // tx, and returns its seq and how many deliveries it wrote.
 func writeEvent(ctx context.Context, tx pgx.Tx, ev *plantstore.Event, p *plantstore.Plant) (seq int64, deliveries int, err error) {
 	err = tx.QueryRow(ctx, qWriteEvent, p.Owner, ev.ID, ev.Type, p.ID, p.Name, p.Tag, ev.CreatedAt,
-		ev.MessageID(), int64(plantstore.EventBit(ev.Type)), p.CreatedAt, updatedAt(p)).Scan(&seq, &deliveries)
+		ev.MessageID(), int64(plantstore.EventBit(ev.Type)), p.CreatedAt, p.LastUpdated()).Scan(&seq, &deliveries)
 	return seq, deliveries, err
 }
 

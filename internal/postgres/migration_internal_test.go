@@ -23,6 +23,23 @@ import (
 	"github.com/plantstore/plantstore/internal/testkit/storetest"
 )
 
+// migrateTo migrates db up or down to version.
+func migrateTo(t *testing.T, db *DB, version int64) {
+	t.Helper()
+	ctx := t.Context()
+	if err := db.withMigrations(func(p *goose.Provider) error {
+		current, err := p.GetDBVersion(ctx)
+		if err == nil && current > version {
+			_, err = p.DownTo(ctx, version)
+		} else if err == nil {
+			_, err = p.UpTo(ctx, version)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMigrateEventFacts: rows written under version 7 (JSON payloads and
 // event data, types as text) read back after migration 8 as facts that
 // render the same bytes (storetest.CheckLegacyRows).
@@ -34,21 +51,7 @@ func TestMigrateEventFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	to := func(version int64) {
-		t.Helper()
-		if err := db.withMigrations(func(p *goose.Provider) error {
-			current, err := p.GetDBVersion(ctx)
-			if err == nil && current > version {
-				_, err = p.DownTo(ctx, version)
-			} else if err == nil {
-				_, err = p.UpTo(ctx, version)
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	to(7)
+	migrateTo(t, db, 7)
 	for _, r := range storetest.LegacyRows() {
 		var cols, marks []string
 		var args []any
@@ -64,7 +67,7 @@ func TestMigrateEventFacts(t *testing.T) {
 	}
 	storetest.CheckLegacyRows(t, db)
 	// The way back runs too (its bodies are PostgreSQL's JSON of the facts).
-	to(7)
+	migrateTo(t, db, 7)
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +83,7 @@ func TestMigrateAttemptErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := db.withMigrations(func(p *goose.Provider) error { _, err := p.UpTo(ctx, 9); return err }); err != nil {
-		t.Fatal(err)
-	}
+	migrateTo(t, db, 9)
 	rows := storetest.LegacyAttemptErrors()
 	for i, r := range rows {
 		if _, err := db.pool.Exec(ctx, `INSERT INTO webhook_attempts (subscription_id, message_id, plant_id, attempt, attempted_at, error, duration_us, state) VALUES ('whk_1', $1, 1, 1, now(), $2, 0, 'failed')`, "msg_"+strconv.Itoa(i), r.Old); err != nil {
@@ -119,21 +120,7 @@ func TestMigrateSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	to := func(version int64) {
-		t.Helper()
-		if err := db.withMigrations(func(p *goose.Provider) error {
-			current, err := p.GetDBVersion(ctx)
-			if err == nil && current > version {
-				_, err = p.DownTo(ctx, version)
-			} else if err == nil {
-				_, err = p.UpTo(ctx, version)
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	to(10)
+	migrateTo(t, db, 10)
 	// More plants than a chunk, a few of them odd, and another owner's.
 	r := rand.New(rand.NewPCG(3, 4))
 	created := time.Date(2024, 1, 2, 3, 4, 5, 678000, time.UTC)
@@ -220,8 +207,8 @@ func TestMigrateSearch(t *testing.T) {
 		}
 	}
 	check()
-	to(10)
-	to(searchMigrationVersion)
+	migrateTo(t, db, 10)
+	migrateTo(t, db, searchMigrationVersion)
 	check()
 }
 

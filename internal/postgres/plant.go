@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -175,14 +174,6 @@ FROM unnest($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TIMESTAMPTZ[],
 	AS input (owner, id, name, tag, created_at, updated_at, words)
 ON CONFLICT (owner, id) DO NOTHING`
 
-// updatedAt returns p's UpdatedAt, or its CreatedAt when it has none.
-func updatedAt(p *plantstore.Plant) time.Time {
-	if p.UpdatedAt.IsZero() {
-		return p.CreatedAt
-	}
-	return p.UpdatedAt
-}
-
 // BulkInsertPlants stores plants in one statement (one transaction),
 // skipping keys that exist, with no outbox rows, and returns how many it
 // stored. The rows travel as seven arrays in one round trip.
@@ -200,7 +191,7 @@ func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) 
 		words   = make(textArray, len(plants))
 	)
 	for i, p := range plants {
-		owners[i], ids[i], names[i], tags[i], created[i], updated[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt, updatedAt(p)
+		owners[i], ids[i], names[i], tags[i], created[i], updated[i] = p.Owner, p.ID, p.Name, p.Tag, p.CreatedAt, p.LastUpdated()
 	}
 	searchTexts(words, func(i int) *plantstore.Plant { return plants[i] })
 	tag, err := db.exec(ctx, qBulkInsert, &owners, &ids, &names, &tags, &created, &updated, &words)

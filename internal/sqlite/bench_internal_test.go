@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,15 +24,7 @@ import (
 //
 //	go test -run '^$' -bench Commit -benchtime 2000x ./internal/sqlite/
 func BenchmarkCommit(b *testing.B) {
-	db := NewDB(filepath.Join(b.TempDir(), "bench.db"))
-	db.Durability = DurabilityRelaxed
-	if err := db.Open(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	db := openBenchDB(b)
 	for _, kind := range []string{"unsubscribed", "subscribed"} {
 		for _, size := range []int{1, 8, 31, 128} {
 			b.Run(fmt.Sprintf("%s/batch=%d", kind, size), func(b *testing.B) {
@@ -86,6 +77,21 @@ func cpuTime() time.Duration {
 
 // benchCreate is the op of a create of owner's plant id, as InsertPlant
 // queues it.
+// openBenchDB opens and migrates a database file of b's, relaxed (no
+// fsync: the benchmarks measure the CPU).
+func openBenchDB(b *testing.B) *DB {
+	db := NewDB(filepath.Join(b.TempDir(), "bench.db"))
+	db.Durability = DurabilityRelaxed
+	if err := db.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
 func benchCreate(owner string, id int64) *writeOp {
 	tag := "bench"
 	now := time.Now().UTC()
@@ -95,26 +101,16 @@ func benchCreate(owner string, id int64) *writeOp {
 }
 
 // BenchmarkListPlantsSearch reads the first page (100) of searches among
-// one owner's 200,000 plants beside the list's (the reference), named from a Zipf-distributed vocabulary of
-// 3,000 words (vocab, makePlants): a rare word (in a few dozen plants), the
-// commonest, two common words and two prefixes, by id; the commonest by
-// name; and the counts of the commonest (estimated) and the rare (exact).
+// one owner's 200,000 plants, beside the list's (the reference), named
+// from a Zipf-distributed vocabulary of 3,000 words (vocab, makePlants): a
+// rare word (in a few dozen plants), the commonest, two common words and
+// two prefixes, by id; the commonest by name; and the counts of the
+// commonest (estimated) and the rare (exact).
 //
 //	go test -run '^$' -bench ListPlantsSearch -benchtime 200x ./internal/sqlite/
 func BenchmarkListPlantsSearch(b *testing.B) {
 	const n = 200000
-	if w := os.Getenv("PROBE"); w != "" {
-		probeWindow, _ = strconv.ParseInt(w, 10, 64)
-	}
-	db := NewDB(filepath.Join(b.TempDir(), "search.db"))
-	db.Durability = DurabilityRelaxed
-	if err := db.Open(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	db := openBenchDB(b)
 	words := vocab(3000)
 	plants := makePlants("bench", 1, n, words, 9)
 	for rest := plants; len(rest) > 0; rest = rest[min(len(rest), 50000):] {

@@ -130,17 +130,17 @@ func eventArgs(w *writer, ev *plantstore.Event, p *plantstore.Plant, v plantVals
 	} else {
 		w.arg(n)
 	}
-	plantTimeArgs(w, p, v)
+	plantTimeArgs(w, p, v.created)
 }
 
 // plantTimeArgs appends the times of p, the plant of an event as the
-// change left it, in Unix nanoseconds (v.created boxes p's creation).
-func plantTimeArgs(w *writer, p *plantstore.Plant, v plantVals) {
-	w.arg(v.created)
-	if up := p.UpdatedAt.UnixNano(); p.UpdatedAt.IsZero() || up == v.nanos {
-		w.arg(v.created)
+// change left it, in Unix nanoseconds; created is p's creation, boxed.
+func plantTimeArgs(w *writer, p *plantstore.Plant, created driver.Value) {
+	w.arg(created)
+	if p.UpdatedAt.IsZero() || p.UpdatedAt.Equal(p.CreatedAt) {
+		w.arg(created)
 	} else {
-		w.arg(up)
+		w.arg(p.UpdatedAt.UnixNano())
 	}
 }
 
@@ -197,7 +197,7 @@ func (db *DB) fanOutEvent(w *writer, ev *plantstore.Event, p *plantstore.Plant, 
 	w.arg(ev.CreatedAt.UnixNano())
 	w.arg(p.Owner)
 	w.arg(int64(plantstore.EventBit(ev.Type)))
-	plantTimeArgs(w, p, w.vals(p))
+	plantTimeArgs(w, p, p.CreatedAt.UnixNano())
 	n, err := w.execN(qFanOut)
 	if err != nil {
 		return 0, wrap("write webhook deliveries", err)

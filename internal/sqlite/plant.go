@@ -121,14 +121,6 @@ var (
 // plantWords returns the words p is found by (textsearch.Document).
 func plantWords(p *plantstore.Plant) string { return textsearch.Document(p.Name, p.Tag) }
 
-// updatedNanos is p's updated_at: its UpdatedAt, or CreatedAt when unset.
-func updatedNanos(p *plantstore.Plant, created int64) int64 {
-	if p.UpdatedAt.IsZero() {
-		return created
-	}
-	return p.UpdatedAt.UnixNano()
-}
-
 // maxDoc reads qMaxDoc on the writer.
 func maxDoc(w *writer) (int64, error) {
 	w.reset()
@@ -382,9 +374,8 @@ func (db *DB) BulkInsertPlants(ctx context.Context, plants []*plantstore.Plant) 
 			}
 			args := make([]any, 0, 8*n)
 			for _, p := range rest[:n] {
-				created := p.CreatedAt.UnixNano()
 				doc++
-				args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), created, updatedNanos(p, created), plantWords(p), doc)
+				args = append(args, p.Owner, p.ID, p.Name, nullString(p.Tag), p.CreatedAt.UnixNano(), p.LastUpdated().UnixNano(), plantWords(p), doc)
 			}
 			q := strings.TrimSuffix(insertPlantsSQL(n), ` RETURNING id, owner`)
 			res, err := tx.ExecContext(ctx, q, args...)

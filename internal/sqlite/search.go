@@ -489,9 +489,8 @@ const (
 	sampleRun  = 64
 )
 
-// fillSample counts the owner's plants matching f in the sample; the
-// plants of any owner whose words match (the selective read's candidates);
-// and returns the last docid. Words and the owner are checked on
+// fillSample counts the owner's plants matching f in the sample and
+// returns the last docid. Words and the owner are checked on
 // plant_search's copy; tags and times on the plant's row.
 func fillSample(q *query, f *plantstore.PlantFilter) {
 	run := sampleWith(q)
@@ -502,23 +501,18 @@ func fillSample(q *query, f *plantstore.PlantFilter) {
 	q.sql(` WHERE +c.c1owner = ?1`) // + keeps the planner on the docid ranges
 	tagsIn(q, f, "p.", "+")
 	createdBounds(q, f, "p.", "+")
-	for _, w := range f.Words {
-		q.sql(` AND instr(c.c0words, `)
-		q.arg(" " + w)
-		q.sql(`) > 0`)
-	}
-	q.sql(`), `)
-	sampledCandidates(q, f, run)
-	q.sql(`, last FROM k`)
+	sampledWords(q, f)
+	q.sql(`), last FROM k`)
 }
 
-// fillSampleCandidates: fillSample's candidates and last docid alone
-// (what a page prices its selective read by).
+// fillSampleCandidates counts the plants of any owner whose words match
+// in the sample (the selective read's candidates: what a page prices it
+// by) and returns the last docid.
 func fillSampleCandidates(q *query, f *plantstore.PlantFilter) {
 	run := sampleWith(q)
-	q.sql(`SELECT `)
-	sampledCandidates(q, f, run)
-	q.sql(`, last FROM k`)
+	q.sql(`SELECT (SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETWEEN s.first AND s.first + `, run, ` - 1 WHERE 1`)
+	sampledWords(q, f)
+	q.sql(`), last FROM k`)
 }
 
 // sampleWith writes the WITH clause of the sample: k, the last docid; s,
@@ -532,16 +526,14 @@ s(first) AS (SELECT CASE WHEN k.last <= `, runs, ` * `, run, ` THEN (r.i - 1) * 
 	return run
 }
 
-// sampledCandidates writes the count of the sample's plants (of any
-// owner) whose words contain f's.
-func sampledCandidates(q *query, f *plantstore.PlantFilter, run string) {
-	q.sql(`(SELECT count(*) FROM s CROSS JOIN plant_search_content c ON c.docid BETWEEN s.first AND s.first + `, run, ` - 1 WHERE 1`)
+// sampledWords writes, for each word w of f, that the sampled row's
+// words contain " "+w.
+func sampledWords(q *query, f *plantstore.PlantFilter) {
 	for _, w := range f.Words {
 		q.sql(` AND instr(c.c0words, `)
 		q.arg(" " + w)
 		q.sql(`) > 0`)
 	}
-	q.sql(`)`)
 }
 
 // ListPlants returns up to f.Limit of the owner's plants matching f, in
@@ -643,15 +635,15 @@ func (db *DB) listWindows(ctx context.Context, f *plantstore.PlantFilter, pg *pa
 // range in their index, counted up to maxCandidates.
 func (db *DB) candidates(ctx context.Context, f *plantstore.PlantFilter) (int64, error) {
 	if len(f.Words) > 0 {
-		s, err := db.sampleCandidates(ctx, f)
+		s, err := db.sample(ctx, f, kindSampleCandidates, fillSampleCandidates)
 		if err != nil {
 			return 0, err
 		}
 		switch {
 		case s.last <= sampleRuns*sampleRun:
-			return s.candidates, nil // every plant
-		case s.candidates >= 20:
-			return s.candidates * s.last / (sampleRuns * sampleRun), nil
+			return s.n, nil // every plant
+		case s.n >= 20:
+			return s.n * s.last / (sampleRuns * sampleRun), nil
 		}
 	}
 	text, args := build(kindCandidates, f, fillCandidates)
@@ -775,16 +767,16 @@ func (db *DB) CountPlants(ctx context.Context, f plantstore.PlantFilter, estimat
 		return n, wrap("count plants", err)
 	}
 	const upTo = plantstore.EstimateExactUpTo
-	s, err := db.sample(ctx, &f)
+	s, err := db.sample(ctx, &f, kindSample, fillSample)
 	if err != nil {
 		return 0, wrap("count plants", err)
 	}
 	const sampled = sampleRuns * sampleRun
 	if s.last <= sampled {
-		return s.hits, nil // the sample took every docid: every plant
+		return s.n, nil // the sample took every docid: every plant
 	}
-	est := s.hits * s.last / sampled
-	if s.hits >= 10 && est >= 10*upTo {
+	est := s.n * s.last / sampled
+	if s.n >= 10 && est >= 10*upTo {
 		return est, nil
 	}
 	text, args := build(kindCountUpTo, &f, fillCountUpTo)
@@ -798,29 +790,16 @@ func (db *DB) CountPlants(ctx context.Context, f plantstore.PlantFilter, estimat
 	return max(est, upTo+1), nil
 }
 
-// sampled is what the sample found (fillSample).
-type sampled struct {
-	hits       int64 // the owner's plants matching f
-	candidates int64 // the plants whose words match, of any owner
-	last       int64 // the last docid
-}
+// sampled is what a sample found: the plants it counted (fillSample's or
+// fillSampleCandidates') and the last docid.
+type sampled struct{ n, last int64 }
 
-// sample runs fillSample.
-func (db *DB) sample(ctx context.Context, f *plantstore.PlantFilter) (s sampled, err error) {
-	text, args := build(kindSample, f, fillSample)
+// sample runs fill, a statement of kind: fillSample or
+// fillSampleCandidates.
+func (db *DB) sample(ctx context.Context, f *plantstore.PlantFilter, kind uint8, fill func(*query, *plantstore.PlantFilter)) (s sampled, err error) {
+	text, args := build(kind, f, fill)
 	err = db.queryPlants(ctx, text, true, func(row []driver.Value) {
-		s.hits, _ = row[0].(int64)
-		s.candidates, _ = row[1].(int64)
-		s.last, _ = row[2].(int64)
-	}, f.Owner, args...)
-	return s, err
-}
-
-// sampleCandidates runs fillSampleCandidates: s.candidates and s.last.
-func (db *DB) sampleCandidates(ctx context.Context, f *plantstore.PlantFilter) (s sampled, err error) {
-	text, args := build(kindSampleCandidates, f, fillSampleCandidates)
-	err = db.queryPlants(ctx, text, true, func(row []driver.Value) {
-		s.candidates, _ = row[0].(int64)
+		s.n, _ = row[0].(int64)
 		s.last, _ = row[1].(int64)
 	}, f.Owner, args...)
 	return s, err
