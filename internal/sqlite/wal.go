@@ -58,17 +58,26 @@ func (c walConnector) Connect(ctx context.Context) (driver.Conn, error) {
 func (c walConnector) Driver() driver.Driver { return c.drv }
 
 // openWrite opens the write pool on dsn, with PRAGMA wal_autocheckpoint set
-// as DB.WALAutocheckpoint says.
+// as DB.WALAutocheckpoint says, and the statement journals in memory.
+//
+// A statement that writes several rows and may fail half-way (a multi-row
+// INSERT whose triggers write the full-text index) keeps a statement
+// journal: a copy of each page it changes that existed when it began, to
+// undo the statement alone. SQLite writes that journal
+// to a temporary file once it passes 64 KiB, which a batch of creates
+// does: a file opened and some forty pwrite calls per commit that nothing
+// ever reads back. temp_store = MEMORY keeps statement journals in memory
+// (measured in BenchmarkCommit, batches of 31: 4-5 µs of CPU less per
+// create, a sixth of the committer's). The write connection's statements
+// are bounded (LIMIT) and the migrations have their own pool, so no large
+// sort or temporary table moves into memory with them.
 func (db *DB) openWrite(dsn string) (*sql.DB, error) {
-	var pragmas []string
+	pragmas := []string{"PRAGMA temp_store = MEMORY"}
 	switch n := db.WALAutocheckpoint; {
 	case n < 0:
 		pragmas = append(pragmas, "PRAGMA wal_autocheckpoint = 0")
 	case n > 0:
 		pragmas = append(pragmas, "PRAGMA wal_autocheckpoint = "+strconv.Itoa(n))
-	}
-	if len(pragmas) == 0 {
-		return sql.Open("sqlite3", dsn)
 	}
 	probe, err := sql.Open("sqlite3", "") // only for its driver: opens nothing
 	if err != nil {

@@ -28,6 +28,27 @@ func TestWALAutocheckpoint(t *testing.T) {
 	}
 }
 
+// TestWriteTempStore: the write connection keeps its statement journals
+// (and any temporary table) in memory, whatever DB.WALAutocheckpoint says;
+// the readers keep SQLite's default, files.
+func TestWriteTempStore(t *testing.T) {
+	for _, set := range []int{0, -1, 50} {
+		t.Run(fmt.Sprint(set), func(t *testing.T) {
+			db := openInternal(t, func(db *DB) { db.WALAutocheckpoint = set })
+			var write, read int
+			if err := db.write.QueryRow("PRAGMA temp_store").Scan(&write); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.read.QueryRow("PRAGMA temp_store").Scan(&read); err != nil {
+				t.Fatal(err)
+			}
+			if write != 2 || read != 0 {
+				t.Fatalf("temp_store: write connection %d, readers %d; want 2 (MEMORY) and 0 (DEFAULT)", write, read)
+			}
+		})
+	}
+}
+
 // TestWALInfo: WALInfo reports the WAL file's size, and moves
 // LastCheckpoint only when a checkpoint completed since the last call, by
 // another connection here (as Litestream's): a TRUNCATE checkpoint (the file
