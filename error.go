@@ -59,6 +59,7 @@ type Error struct {
 	Message    string        // for the client
 	Err        error         // the cause, for the log only
 	RetryAfter time.Duration // when positive, sent as Retry-After (seconds, rounded up)
+	Index      *int          // a batch's item at fault (its position), sent as "index"
 }
 
 // Error implements the error interface.
@@ -109,9 +110,11 @@ var (
 )
 
 // FailedWrite reports whether err is a failure of the storage or the code,
-// not a missing row or a contended key (which a batch's span does not count).
+// not a missing row, a contended key or a batch's conflict (which a batch's
+// span does not count).
 func FailedWrite(err error) bool {
-	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrContended)
+	var conflict *ConflictError
+	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrContended) && !errors.As(err, &conflict)
 }
 
 // SchemaTooNewError says the database was migrated by a newer plantstore:

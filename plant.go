@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -82,6 +83,12 @@ type PlantService interface {
 	// the owner has a plant with p.ID and the same content, it returns that
 	// plant and created=false (replay); other content is CodeConflict.
 	CreatePlant(ctx context.Context, p *Plant) (stored *Plant, created bool, err error)
+	// CreatePlants validates and stores a batch of one owner's plants,
+	// each as CreatePlant would, in one transaction: all or none. An
+	// invalid item, an id given twice or a conflict fails the batch with
+	// an *Error whose Index names the item. It returns the plants as
+	// stored (or replayed), in the batch's order.
+	CreatePlants(ctx context.Context, plants []*Plant) ([]*Plant, error)
 	// FindPlantByID returns the owner's plant or a CodeNotFound error.
 	FindPlantByID(ctx context.Context, owner string, id int64) (*Plant, error)
 	// FindPlants returns a page of plants matching f and whether more follow.
@@ -123,6 +130,15 @@ type PlantStore interface {
 	// Existing, atomically: of concurrent inserts of one key, one stores.
 	// ErrContended: the key kept changing under it.
 	InsertPlant(ctx context.Context, p *Plant, ev *Event) (InsertResult, error)
+	// InsertPlants stores plants, each with its plant.created event evs[i]
+	// (nil: none), in one transaction: all of them or none. The plants
+	// are of one owner, each id once. A plant whose key the owner already
+	// has with the same content (Plant.SameContent) is not written again:
+	// its InsertResult.Existing is the stored plant. When a key is taken
+	// by a plant of other content nothing is stored and the error is a
+	// *ConflictError naming the first such plant. The results are in
+	// plants' order.
+	InsertPlants(ctx context.Context, plants []*Plant, evs []*Event) ([]InsertResult, error)
 	// FindPlant returns the owner's plant or ErrNotFound.
 	FindPlant(ctx context.Context, owner string, id int64) (*Plant, error)
 	// ListPlants returns at most f.Limit plants matching f, in f.Sort's
@@ -156,6 +172,18 @@ type InsertResult struct {
 	Existing   *Plant // the plant that had the key (nothing written); nil: stored
 	Seq        int64  // the event's; 0: no event written
 	Deliveries int    // the event's outbox rows
+}
+
+// ConflictError is PlantStore.InsertPlants's refusal of a batch: the
+// plant at Index has the key of Existing, a plant of other content.
+type ConflictError struct {
+	Index    int
+	Existing *Plant
+}
+
+// Error implements the error interface.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("plant %d (item %d) exists with other content", e.Existing.ID, e.Index)
 }
 
 // WriteResult is what a plant update or delete did.

@@ -28,6 +28,20 @@ type Invoker interface {
 	//
 	// POST /plants
 	AddPlant(ctx context.Context, request *NewPlant) (AddPlantRes, error)
+	// AddPlants invokes addPlants operation.
+	//
+	// Creates up to `--batch-max` plants (1,000 by default) in one transaction: every plant is stored, or
+	// none is. Each item follows the rules of `POST /plants`: it is validated as a `NewPlant`; an item
+	// identical to the owner's stored plant with its id is an idempotent replay (answered with the stored
+	// plant, nothing written, no event); an item whose id the owner already has with another `name` or
+	// `tag` fails the whole batch with 409 (error 40901). An invalid item, or an id given twice, fails it
+	// with 400 (error 40002). Either way nothing is stored, and the body's `index` is the position (from
+	// 0) of the item at fault. Each plant created gets its `plant.created` event and webhook deliveries as
+	// a single create does. The rate limit counts plants: a batch spends one request per plant from the
+	// owner's bucket, and is refused whole (429) when the bucket lacks them.
+	//
+	// POST /plants/batch
+	AddPlants(ctx context.Context, request *NewPlants) (AddPlantsRes, error)
 	// CreateToken invokes createToken operation.
 	//
 	// Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here
@@ -452,6 +466,93 @@ func (c *Client) sendAddPlant(ctx context.Context, request *NewPlant) (res AddPl
 	}()
 
 	result, err := decodeAddPlantResponse(resp)
+	if err != nil {
+		return res, errors.Wrap(err, "decode response")
+	}
+
+	return result, nil
+}
+
+// AddPlants invokes addPlants operation.
+//
+// Creates up to `--batch-max` plants (1,000 by default) in one transaction: every plant is stored, or
+// none is. Each item follows the rules of `POST /plants`: it is validated as a `NewPlant`; an item
+// identical to the owner's stored plant with its id is an idempotent replay (answered with the stored
+// plant, nothing written, no event); an item whose id the owner already has with another `name` or
+// `tag` fails the whole batch with 409 (error 40901). An invalid item, or an id given twice, fails it
+// with 400 (error 40002). Either way nothing is stored, and the body's `index` is the position (from
+// 0) of the item at fault. Each plant created gets its `plant.created` event and webhook deliveries as
+// a single create does. The rate limit counts plants: a batch spends one request per plant from the
+// owner's bucket, and is refused whole (429) when the bucket lacks them.
+//
+// POST /plants/batch
+func (c *Client) AddPlants(ctx context.Context, request *NewPlants) (AddPlantsRes, error) {
+	res, err := c.sendAddPlants(ctx, request)
+	return res, err
+}
+
+func (c *Client) sendAddPlants(ctx context.Context, request *NewPlants) (res AddPlantsRes, err error) {
+
+	u := uri.Clone(c.requestURL(ctx))
+	var pathParts [1]string
+	pathParts[0] = "/plants/batch"
+	uri.AddPathParts(u, pathParts[:]...)
+
+	r, err := ht.NewRequest(ctx, "POST", u)
+	if err != nil {
+		return res, errors.Wrap(err, "create request")
+	}
+	if err := encodeAddPlantsRequest(request, r); err != nil {
+		return res, errors.Wrap(err, "encode request")
+	}
+
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+
+			switch err := c.securityBearerAuth(ctx, AddPlantsOperation, r); {
+			case err == nil: // if NO error
+				satisfied[0] |= 1 << 0
+			case errors.Is(err, ogenerrors.ErrSkipClientSecurity):
+				// Skip this security.
+			default:
+				return res, errors.Wrap(err, "security \"BearerAuth\"")
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			return res, ogenerrors.ErrSecurityRequirementIsNotSatisfied
+		}
+	}
+
+	resp, err := c.cfg.Client.Do(r)
+	if err != nil {
+		return res, errors.Wrap(err, "do request")
+	}
+	body := resp.Body
+	defer func() {
+		// Drain the body to EOF before closing, so the underlying
+		// connection can be reused by the Transport regardless of the
+		// response status code. See https://github.com/ogen-go/ogen/issues/1670.
+		_, _ = io.Copy(io.Discard, body)
+		_ = body.Close()
+	}()
+
+	result, err := decodeAddPlantsResponse(resp)
 	if err != nil {
 		return res, errors.Wrap(err, "decode response")
 	}

@@ -5,6 +5,10 @@ type AddPlantRes interface {
 	addPlantRes()
 }
 
+type AddPlantsRes interface {
+	addPlantsRes()
+}
+
 type CreateTokenRes interface {
 	createTokenRes()
 }

@@ -7,6 +7,7 @@ type OperationName = string
 
 const (
 	AddPlantOperation              OperationName = "AddPlant"
+	AddPlantsOperation             OperationName = "AddPlants"
 	CreateTokenOperation           OperationName = "CreateToken"
 	CreateWebhookOperation         OperationName = "CreateWebhook"
 	DeletePlantOperation           OperationName = "DeletePlant"

@@ -25,6 +25,20 @@ func encodeAddPlantRequest(
 	return nil
 }
 
+func encodeAddPlantsRequest(
+	req *NewPlants,
+	r *http.Request,
+) error {
+	const contentType = "application/json"
+	e := new(jx.Encoder)
+	{
+		req.Encode(e)
+	}
+	encoded := e.Bytes()
+	ht.SetBody(r, bytes.NewReader(encoded), contentType)
+	return nil
+}
+
 func encodeCreateTokenRequest(
 	req *NewToken,
 	r *http.Request,

@@ -30,6 +30,67 @@ type AddPlantUnsupportedMediaType Error
 
 func (*AddPlantUnsupportedMediaType) addPlantRes() {}
 
+type AddPlantsBadRequest BatchError
+
+func (*AddPlantsBadRequest) addPlantsRes() {}
+
+type AddPlantsConflict BatchError
+
+func (*AddPlantsConflict) addPlantsRes() {}
+
+type AddPlantsInternalServerError Error
+
+func (*AddPlantsInternalServerError) addPlantsRes() {}
+
+type AddPlantsRequestEntityTooLarge Error
+
+func (*AddPlantsRequestEntityTooLarge) addPlantsRes() {}
+
+type AddPlantsUnsupportedMediaType Error
+
+func (*AddPlantsUnsupportedMediaType) addPlantsRes() {}
+
+// An `Error` about one item of a batch, named by `index`.
+// Ref: #/components/schemas/BatchError
+type BatchError struct {
+	// Stable numeric error code, as in `Error`.
+	Error int32 `json:"error"`
+	// Error message text, for people; it names the item (`plants[17]`).
+	Message string `json:"message"`
+	// The position (from 0) in `plants` of the item at fault, when one is.
+	Index OptInt32 `json:"index"`
+}
+
+// GetError returns the value of Error.
+func (s *BatchError) GetError() int32 {
+	return s.Error
+}
+
+// GetMessage returns the value of Message.
+func (s *BatchError) GetMessage() string {
+	return s.Message
+}
+
+// GetIndex returns the value of Index.
+func (s *BatchError) GetIndex() OptInt32 {
+	return s.Index
+}
+
+// SetError sets the value of Error.
+func (s *BatchError) SetError(val int32) {
+	s.Error = val
+}
+
+// SetMessage sets the value of Message.
+func (s *BatchError) SetMessage(val string) {
+	s.Message = val
+}
+
+// SetIndex sets the value of Index.
+func (s *BatchError) SetIndex(val OptInt32) {
+	s.Index = val
+}
+
 type BearerAuth struct {
 	Token string
 	Roles []string
@@ -656,6 +717,7 @@ func (s *ForbiddenHeaders) SetResponse(val Error) {
 }
 
 func (*ForbiddenHeaders) addPlantRes()              {}
+func (*ForbiddenHeaders) addPlantsRes()             {}
 func (*ForbiddenHeaders) createWebhookRes()         {}
 func (*ForbiddenHeaders) deletePlantRes()           {}
 func (*ForbiddenHeaders) deleteWebhookRes()         {}
@@ -2538,6 +2600,23 @@ type NewPlantWebhookOK struct{}
 
 func (*NewPlantWebhookOK) newPlantWebhookRes() {}
 
+// A batch of plants to create (`POST /plants/batch`).
+// Ref: #/components/schemas/NewPlants
+type NewPlants struct {
+	// The plants, 1 to `--batch-max` (1,000 by default) of them, each id once.
+	Plants []NewPlant `json:"plants"`
+}
+
+// GetPlants returns the value of Plants.
+func (s *NewPlants) GetPlants() []NewPlant {
+	return s.Plants
+}
+
+// SetPlants sets the value of Plants.
+func (s *NewPlants) SetPlants(val []NewPlant) {
+	s.Plants = val
+}
+
 // A token to mint. Any member other than these is refused.
 // Ref: #/components/schemas/NewToken
 type NewToken struct {
@@ -3791,6 +3870,61 @@ func (s *Plant) SetUpdatedAt(val OptDateTime) {
 	s.UpdatedAt = val
 }
 
+// The plants of a batch as stored, in the request's order.
+// Ref: #/components/schemas/PlantBatch
+type PlantBatch struct {
+	Plants []Plant `json:"plants"`
+}
+
+// GetPlants returns the value of Plants.
+func (s *PlantBatch) GetPlants() []Plant {
+	return s.Plants
+}
+
+// SetPlants sets the value of Plants.
+func (s *PlantBatch) SetPlants(val []Plant) {
+	s.Plants = val
+}
+
+// PlantBatchHeaders wraps PlantBatch with response headers.
+type PlantBatchHeaders struct {
+	RateLimit       OptString
+	RateLimitPolicy OptString
+	Response        PlantBatch
+}
+
+// GetRateLimit returns the value of RateLimit.
+func (s *PlantBatchHeaders) GetRateLimit() OptString {
+	return s.RateLimit
+}
+
+// GetRateLimitPolicy returns the value of RateLimitPolicy.
+func (s *PlantBatchHeaders) GetRateLimitPolicy() OptString {
+	return s.RateLimitPolicy
+}
+
+// GetResponse returns the value of Response.
+func (s *PlantBatchHeaders) GetResponse() PlantBatch {
+	return s.Response
+}
+
+// SetRateLimit sets the value of RateLimit.
+func (s *PlantBatchHeaders) SetRateLimit(val OptString) {
+	s.RateLimit = val
+}
+
+// SetRateLimitPolicy sets the value of RateLimitPolicy.
+func (s *PlantBatchHeaders) SetRateLimitPolicy(val OptString) {
+	s.RateLimitPolicy = val
+}
+
+// SetResponse sets the value of Response.
+func (s *PlantBatchHeaders) SetResponse(val PlantBatch) {
+	s.Response = val
+}
+
+func (*PlantBatchHeaders) addPlantsRes() {}
+
 // One change of one of the owner's plants: an item of `GET /events`, the data of a `GET
 // /events/stream` message, and the body of a typed subscription's delivery.
 // Ref: #/components/schemas/PlantEvent
@@ -4966,6 +5100,7 @@ func (s *TooManyRequestsHeaders) SetResponse(val Error) {
 }
 
 func (*TooManyRequestsHeaders) addPlantRes()              {}
+func (*TooManyRequestsHeaders) addPlantsRes()             {}
 func (*TooManyRequestsHeaders) createTokenRes()           {}
 func (*TooManyRequestsHeaders) createWebhookRes()         {}
 func (*TooManyRequestsHeaders) deletePlantRes()           {}
@@ -5063,6 +5198,7 @@ func (s *UnauthorizedHeaders) SetResponse(val Error) {
 }
 
 func (*UnauthorizedHeaders) addPlantRes()              {}
+func (*UnauthorizedHeaders) addPlantsRes()             {}
 func (*UnauthorizedHeaders) createTokenRes()           {}
 func (*UnauthorizedHeaders) createWebhookRes()         {}
 func (*UnauthorizedHeaders) deletePlantRes()           {}
@@ -5112,6 +5248,7 @@ func (s *UnavailableHeaders) SetResponse(val Error) {
 }
 
 func (*UnavailableHeaders) addPlantRes()              {}
+func (*UnavailableHeaders) addPlantsRes()             {}
 func (*UnavailableHeaders) createTokenRes()           {}
 func (*UnavailableHeaders) createWebhookRes()         {}
 func (*UnavailableHeaders) deletePlantRes()           {}

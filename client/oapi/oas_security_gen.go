@@ -20,6 +20,9 @@ var operationRolesBearerAuth = map[string][]string{
 	AddPlantOperation: []string{
 		"plants:write",
 	},
+	AddPlantsOperation: []string{
+		"plants:write",
+	},
 	CreateTokenOperation: []string{
 		"tokens:manage",
 	},

@@ -14,6 +14,10 @@ import (
 // one owner are counted at every mint.
 const maxMaxTokensPerOwner = 1000000
 
+// maxBatchMax bounds --batch-max: a batch is one transaction that holds
+// the write lock while it runs, and its body may be 2 KiB a plant.
+const maxBatchMax = 10000
+
 // validate checks serve's settings once, before anything starts, and names
 // the setting (flag and environment variable) that is wrong.
 func (c *serveCmd) validate() error {
@@ -26,6 +30,8 @@ func (c *serveCmd) validate() error {
 		return invalidSetting("rate-burst", "PLANTSTORE_RATE_BURST", "must not be negative, got %d", c.RateBurst)
 	case c.AuthFailureLimit < 0:
 		return invalidSetting("auth-failure-limit", "PLANTSTORE_AUTH_FAILURE_LIMIT", "must not be negative (0: no limit), got %v", c.AuthFailureLimit)
+	case c.BatchMax < 1 || c.BatchMax > maxBatchMax:
+		return invalidSetting("batch-max", "PLANTSTORE_BATCH_MAX", "must be from 1 to %d, got %d", maxBatchMax, c.BatchMax)
 	case c.MaxTokensPerOwner < 1 || c.MaxTokensPerOwner > maxMaxTokensPerOwner:
 		return invalidSetting("max-tokens-per-owner", "PLANTSTORE_MAX_TOKENS_PER_OWNER", "must be from 1 to %d, got %d", maxMaxTokensPerOwner, c.MaxTokensPerOwner)
 	case c.TokenRetention < 0:

@@ -170,6 +170,8 @@ func TestInvalidConfig(t *testing.T) {
 		{"ErrNegativeRateLimit", nil, []string{"--rate-limit=-1"}, []string{"--rate-limit", "PLANTSTORE_RATE_LIMIT", "negative"}},
 		{"ErrNegativeWALAutocheckpoint", map[string]string{"PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT": "-1"}, nil, []string{"--sqlite-wal-autocheckpoint", "PLANTSTORE_SQLITE_WAL_AUTOCHECKPOINT", "negative"}},
 		{"ErrNegativeRateBurst", map[string]string{"PLANTSTORE_RATE_BURST": "-5"}, nil, []string{"--rate-burst", "PLANTSTORE_RATE_BURST"}},
+		{"ErrBatchMaxZero", nil, []string{"--batch-max", "0"}, []string{"--batch-max", "PLANTSTORE_BATCH_MAX", "1 to 10000"}},
+		{"ErrBatchMaxTooLarge", map[string]string{"PLANTSTORE_BATCH_MAX": "10001"}, nil, []string{"--batch-max", "PLANTSTORE_BATCH_MAX", "1 to 10000"}},
 		{"ErrWebhookTimeoutZero", nil, []string{"--webhook-timeout", "0"}, []string{"--webhook-timeout", "PLANTSTORE_WEBHOOK_TIMEOUT", "positive"}},
 		{"ErrWebhookConcurrencyZero", nil, []string{"--webhook-concurrency", "0"}, []string{"--webhook-concurrency"}},
 		{"ErrWebhookMaxSubscriptions", nil, []string{"--webhook-max-subscriptions", "1001"}, []string{"--webhook-max-subscriptions", "PLANTSTORE_WEBHOOK_MAX_SUBSCRIPTIONS", "1 to 1000"}},

@@ -48,6 +48,7 @@ type serveCmd struct {
 	TokenRetention      time.Duration `env:"PLANTSTORE_TOKEN_RETENTION" default:"720h" help:"How long revoked and expired tokens are kept (0: forever)."`
 	RateLimit           float64       `env:"PLANTSTORE_RATE_LIMIT" default:"1000" help:"Requests per second allowed to each owner, all its tokens together (0: no limit)."`
 	RateBurst           int           `env:"PLANTSTORE_RATE_BURST" default:"2000" help:"Requests an owner may send at once before the rate limit applies."`
+	BatchMax            int           `name:"batch-max" env:"PLANTSTORE_BATCH_MAX" default:"1000" help:"Plants one POST /plants/batch may create (1..10000); each counts as a request of the rate limit."`
 	AuthFailureLimit    float64       `env:"PLANTSTORE_AUTH_FAILURE_LIMIT" default:"60" help:"Failed authentications per minute per client IP (0: no limit)."`
 	ShutdownTimeout     time.Duration `env:"PLANTSTORE_SHUTDOWN_TIMEOUT" default:"15s" help:"How long in-flight requests may run after SIGTERM/SIGINT."`
 	WebhookAllowPrivate bool          `env:"PLANTSTORE_WEBHOOK_ALLOW_PRIVATE" help:"Let webhooks reach loopback, private and link-local addresses."`
@@ -276,6 +277,7 @@ func wire(ctx context.Context, cfg *serveConfig, e *env) (_ *app, err error) {
 	h.Now = now
 	h.Registry = registry
 	h.RateLimit, h.RateBurst = rate.Limit(c.RateLimit), c.RateBurst
+	h.BatchMax = c.BatchMax
 	h.AuthFailureLimit = c.AuthFailureLimit
 	h.JWT = jwtVerifier
 	h.CORSOrigins = c.CORSOrigins

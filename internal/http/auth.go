@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/plantstore/plantstore"
 	"github.com/plantstore/plantstore/internal/http/oapi"
@@ -135,6 +136,33 @@ func (s *Server) allow(ctx context.Context, tok *plantstore.Token) error {
 		s.metrics.rateLimited.Inc()
 		s.setRateLimit(ctx, l, now)
 		return tooManyRequests("too many requests for this owner's tokens: retry later", d)
+	}
+	s.setRateLimit(ctx, l, now)
+	return nil
+}
+
+// allowMore spends n requests more from owner's bucket, all or none: the
+// plants of a batch beyond the one its request spent (allow). A batch
+// larger than the bucket can ever hold is refused with a message that
+// says so.
+func (s *Server) allowMore(ctx context.Context, owner string, n int) error {
+	if s.RateLimit <= 0 || n <= 0 {
+		return nil
+	}
+	now := s.Now()
+	burst := max(1, s.RateBurst)
+	l := s.limiters.get(owner, s.RateLimit, burst, now)
+	if n+1 > burst {
+		s.metrics.rateLimited.Inc()
+		s.setRateLimit(ctx, l, now)
+		return tooManyRequests(fmt.Sprintf("a batch of %d plants is more than this owner's rate limit allows at once (%d): send smaller batches", n+1, burst), time.Second)
+	}
+	r := l.ReserveN(now, n) // n < burst: a reservation, maybe in the future
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		s.metrics.rateLimited.Inc()
+		s.setRateLimit(ctx, l, now)
+		return tooManyRequests(fmt.Sprintf("too many plants for this owner's rate limit: a batch of %d needs more than its tokens have left; retry later", n+1), d)
 	}
 	s.setRateLimit(ctx, l, now)
 	return nil

@@ -130,6 +130,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		created int   // with ownSpace: the status of a create
 	}{
 		{"addPlant", Request{Method: "POST", Path: "/plants", Body: `{"id":1,"name":"Intruder"}`}, ownSpace, 0, 200},
+		{"addPlants", Request{Method: "POST", Path: "/plants/batch", Body: `{"plants":[{"id":1,"name":"Intruder"}]}`}, ownSpace, 0, 200},
 		{"listPlants", Request{Method: "GET", Path: "/plants?tag=green"}, emptyList, 0, 0},
 		{"getPlant", Request{Method: "GET", Path: "/plants/1"}, notFound, plantstore.CodeNotFound, 0},
 		{"deletePlant", Request{Method: "DELETE", Path: "/plants/1"}, notFound, plantstore.CodeNotFound, 0},

@@ -31,8 +31,34 @@ func (s *Server) prepareBody(w http.ResponseWriter, r *http.Request) {
 	} else {
 		b = new(checkedBody)
 	}
-	*b = checkedBody{w: w, body: r.Body, length: r.ContentLength}
+	*b = checkedBody{w: w, body: r.Body, length: r.ContentLength, limit: plantstore.MaxBodyBytes}
+	if r.Method == http.MethodPost && r.URL.Path == batchPath {
+		b.limit = BatchBodyBytes(s.batchMax())
+	}
 	r.Body = b
+}
+
+// DefaultBatchMax is the most plants a batch takes by default.
+const DefaultBatchMax = 1000
+
+// batchPath is the route of the batch create.
+const batchPath = "/plants/batch"
+
+// batchItemBytes is the room a batch's body has per plant: a NewPlant of
+// the longest name and tag (256 and 64 code points, up to 4 bytes each in
+// UTF-8) and its id and punctuation, with room for some escapes.
+const batchItemBytes = 2048
+
+// BatchBodyBytes is the largest body of a batch of at most max plants:
+// plantstore.MaxBodyBytes plus batchItemBytes a plant.
+func BatchBodyBytes(max int) int { return plantstore.MaxBodyBytes + max*batchItemBytes }
+
+// batchMax is Server.BatchMax or its default.
+func (s *Server) batchMax() int {
+	if s.BatchMax > 0 {
+		return s.BatchMax
+	}
+	return DefaultBatchMax
 }
 
 // checkedBody reads and checks the whole body on its first Read.
@@ -40,6 +66,7 @@ type checkedBody struct {
 	w      http.ResponseWriter
 	body   io.ReadCloser
 	length int64
+	limit  int // the largest body taken: plantstore.MaxBodyBytes, or a batch's
 
 	loaded bool
 	buf    *[]byte // from bodyBuffers, holding all; given back by release
@@ -94,23 +121,23 @@ func (b *checkedBody) checked() []byte {
 
 // load reads and checks the body into b.rest.
 func (b *checkedBody) load() error {
-	if b.length > plantstore.MaxBodyBytes {
-		return errBodyTooLarge()
+	if b.length > int64(b.limit) {
+		return errBodyTooLarge(b.limit)
 	}
 	r := io.Reader(b.body)
 	if b.length < 0 {
 		// Of unknown length (chunked): MaxBytesReader stops reading
 		// past the limit. A known length at most the limit is all the
 		// body net/http gives.
-		r = http.MaxBytesReader(b.w, b.body, plantstore.MaxBodyBytes)
+		r = http.MaxBytesReader(b.w, b.body, int64(b.limit))
 	}
 	b.buf = bodyBuffers.Get().(*[]byte)
-	data, err := readAtMost(r, (*b.buf)[:0], plantstore.MaxBodyBytes)
+	data, err := readAtMost(r, (*b.buf)[:0], b.limit)
 	*b.buf = data[:0]
 	b.all, b.rest = data, data
 	switch {
-	case err != nil && isMaxBytesError(err) || len(data) > plantstore.MaxBodyBytes:
-		err = errBodyTooLarge()
+	case err != nil && isMaxBytesError(err) || len(data) > b.limit:
+		err = errBodyTooLarge(b.limit)
 	case err != nil:
 		err = plantstore.Errorf(plantstore.CodeMalformedJSON, "could not read the request body")
 	default:
@@ -154,8 +181,8 @@ func isMaxBytesError(err error) bool {
 	return errors.As(err, &maxErr)
 }
 
-func errBodyTooLarge() error {
-	return plantstore.Errorf(plantstore.CodeBodyTooLarge, "request body is larger than %d bytes", plantstore.MaxBodyBytes)
+func errBodyTooLarge(limit int) error {
+	return plantstore.Errorf(plantstore.CodeBodyTooLarge, "request body is larger than %d bytes", limit)
 }
 
 // readAtMost appends r's content to buf until EOF or until it holds more

@@ -33,6 +33,7 @@ type HTTPError struct {
 	Msg    string
 	Err    error // logged (5xx only), never sent
 	Header http.Header
+	Index  *int // a batch's item at fault, sent as "index" (BatchError)
 }
 
 // Error implements the error interface.
@@ -91,7 +92,7 @@ const unavailableRetryAfter = "1"
 // fromDomain turns a domain error into its answer, with the headers its
 // code always has.
 func fromDomain(e *plantstore.Error) *HTTPError {
-	out := &HTTPError{Status: e.Status(), Code: e.Code, Msg: e.Message, Err: e.Err}
+	out := &HTTPError{Status: e.Status(), Code: e.Code, Msg: e.Message, Err: e.Err, Index: e.Index}
 	switch e.Code {
 	case plantstore.CodeTokenMissing:
 		out.withHeader("WWW-Authenticate", authRealm)
@@ -218,6 +219,10 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 		if msg == "" {
 			msg = schemaFallback(valid)
 		}
+		if i, rest, ok := batchItem(e.OperationID(), msg); ok {
+			return &HTTPError{Status: http.StatusBadRequest, Code: plantstore.CodeInvalidBody,
+				Msg: fmt.Sprintf("plants[%d]: invalid NewPlant: %s", i, rest), Index: &i}
+		}
 		return &HTTPError{Status: http.StatusBadRequest, Code: plantstore.CodeInvalidBody, Msg: "invalid " + schema.Name + ": " + msg}
 	}
 	// The decoder fails before reading the body only when the media type
@@ -226,6 +231,35 @@ func requestError(r *http.Request, e *ogenerrors.DecodeRequestError) *HTTPError 
 		return newError(plantstore.CodeUnsupportedMedia, "Content-Type is not valid: send application/json")
 	}
 	return internalError(e)
+}
+
+// batchItem reads, in the validator's message about a batch's body
+// (operation addPlants), the item it is about: "plants[17].name: must
+// ..." is item 17 and "name: must ...". ok is false for a message about
+// no one item.
+func batchItem(op, msg string) (i int, rest string, ok bool) {
+	const prefix = "plants["
+	if op != "addPlants" || !strings.HasPrefix(msg, prefix) {
+		return 0, "", false
+	}
+	end := strings.IndexByte(msg, ']')
+	if end < 0 {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(msg[len(prefix):end])
+	if err != nil || i < 0 {
+		return 0, "", false
+	}
+	rest = msg[end+1:]
+	switch {
+	case strings.HasPrefix(rest, "."):
+		rest = rest[1:]
+	case strings.HasPrefix(rest, ": "):
+		rest = rest[2:]
+	default:
+		return 0, "", false
+	}
+	return i, rest, true
 }
 
 // schemaFallback words a refusal of the generated code that the
@@ -313,7 +347,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *HTTPError
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(errorBody{Error: e.Code, Message: e.Msg}) // cannot fail: a struct of an int and a string
+	_ = enc.Encode(errorBody{Error: e.Code, Message: e.Msg, Index: e.Index}) // cannot fail: ints and a string
 	h := w.Header()
 	for k, v := range e.Header {
 		h[k] = v
@@ -325,10 +359,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *HTTPError
 	w.Write(body.Bytes())
 }
 
-// errorBody is the contract's Error schema.
+// errorBody is the contract's Error schema, and its BatchError with an
+// index.
 type errorBody struct {
 	Error   int32  `json:"error"`
 	Message string `json:"message"`
+	Index   *int   `json:"index,omitempty"`
 }
 
 func (s *Server) logger() *slog.Logger {

@@ -42,6 +42,38 @@ func (h *handler) AddPlant(ctx context.Context, req *oapi.NewPlant) (oapi.AddPla
 	return &oapi.PlantHeaders{Response: *toAPI(stored)}, nil
 }
 
+// AddPlants handles the "POST /plants/batch" route: at most BatchMax
+// plants (else 413), each plant one request of the owner's rate limit,
+// stored in one transaction or none (PlantService.CreatePlants).
+func (h *handler) AddPlants(ctx context.Context, req *oapi.NewPlants) (oapi.AddPlantsRes, error) {
+	n := len(req.Plants)
+	if max := h.s.batchMax(); n > max {
+		return nil, plantstore.Errorf(plantstore.CodeBodyTooLarge, "a batch holds at most %d plants; this one has %d", max, n)
+	}
+	owner := plantstore.TokenFromContext(ctx).Owner
+	if err := h.s.allowMore(ctx, owner, n-1); err != nil {
+		return nil, err
+	}
+	in := make([]plantstore.Plant, n)
+	plants := make([]*plantstore.Plant, n)
+	for i, np := range req.Plants {
+		in[i] = plantstore.Plant{Owner: owner, ID: np.ID, Name: np.Name}
+		if tag, ok := np.Tag.Get(); ok {
+			in[i].Tag = &tag
+		}
+		plants[i] = &in[i]
+	}
+	stored, err := h.s.PlantService.CreatePlants(ctx, plants)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]oapi.Plant, len(stored))
+	for i, p := range stored {
+		out[i] = *toAPI(p)
+	}
+	return &oapi.PlantBatchHeaders{Response: oapi.PlantBatch{Plants: out}}, nil
+}
+
 // GetPlant handles the "GET /plants/{id}" route: the plant with its ETag, or
 // 304 when If-None-Match lists that ETag (weak comparison, RFC 9110 §13.1.2).
 func (h *handler) GetPlant(ctx context.Context, params oapi.GetPlantParams) (oapi.GetPlantRes, error) {

@@ -97,6 +97,10 @@ type Server struct {
 	RateLimit rate.Limit
 	RateBurst int
 
+	// BatchMax is the most plants POST /plants/batch takes in one request
+	// (0: DefaultBatchMax); its body may then be BatchBodyBytes(BatchMax).
+	BatchMax int
+
 	// JWT, if set, verifies bearer values shaped like a JWT (three base64url
 	// segments: plantstore.LooksLikeJWT) instead of looking them up as
 	// opaque tokens, which keep working alongside; serve gives an
@@ -509,6 +513,13 @@ func (s *Server) route() http.Handler {
 			if v := r.Header[name]; len(v) > 1 {
 				r.Header[name] = []string{strings.Join(v, ", ")}
 			}
+		}
+		if r.URL.Path == "/plants/" && r.Method != http.MethodPost && r.Method != http.MethodOptions {
+			// An empty id: the generated router, which has the static
+			// route /plants/batch beside /plants/{id}, finds no route for
+			// it; it is a bad id, as any that is not an int64.
+			s.writeError(w, r, newError(plantstore.CodeInvalidPath, "invalid path parameter %q: %s", "id", apischema.Param("getPlant", "path", "id")))
+			return
 		}
 		if r.Method == http.MethodPost || r.Method == http.MethodPatch {
 			s.prepareBody(w, r)

@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -19,6 +22,69 @@ func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantsto
 		return plantstore.InsertResult{}, err
 	}
 	return plantstore.InsertResult{Existing: op.existing, Seq: op.seq, Deliveries: op.deliveries}, nil
+}
+
+// InsertPlants stores plants with their events in one transaction of its
+// own, all or none (plantstore.PlantStore): the creates' statement of the
+// group commit (qCreatePlants, the plants in key order, so that concurrent
+// batches lock their keys in one order), then a read of each key it found
+// taken. A key taken by other content rolls the transaction back and
+// fails with a *plantstore.ConflictError.
+func (db *DB) InsertPlants(ctx context.Context, plants []*plantstore.Plant, evs []*plantstore.Event) ([]plantstore.InsertResult, error) {
+	if len(evs) != len(plants) {
+		return nil, fmt.Errorf("postgres: insert plants: %d events for %d plants", len(evs), len(plants))
+	}
+	if len(plants) == 0 {
+		return nil, nil
+	}
+	ops := make([]writeOp, len(plants))
+	byKey := make([]*writeOp, len(plants))
+	for i, p := range plants {
+		ops[i] = writeOp{plant: p, event: evs[i]}
+		byKey[i] = &ops[i]
+	}
+	slices.SortFunc(byKey, func(a, b *writeOp) int {
+		return cmp.Or(cmp.Compare(a.plant.Owner, b.plant.Owner), cmp.Compare(a.plant.ID, b.plant.ID))
+	})
+	var results []plantstore.InsertResult
+	err := db.inTx(ctx, pgx.ReadCommitted, func(ctx context.Context, tx pgx.Tx) error {
+		for i := range ops {
+			ops[i].seq, ops[i].deliveries, ops[i].taken = 0, 0, false
+		}
+		b := &pgx.Batch{}
+		queueCreates(b, byKey)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		results = make([]plantstore.InsertResult, len(ops))
+		for i := range ops {
+			op := &ops[i]
+			if !op.taken {
+				results[i].Seq, results[i].Deliveries = op.seq, op.deliveries
+				continue
+			}
+			p := op.plant
+			old, err := scanPlant(tx.QueryRow(ctx, qFindPlant, p.Owner, p.ID), p.Owner, p.ID)
+			switch {
+			case errors.Is(err, plantstore.ErrNotFound):
+				return plantstore.ErrContended // deleted since it blocked the insert
+			case err != nil:
+				return err
+			case !old.SameContent(p):
+				return &plantstore.ConflictError{Index: i, Existing: old}
+			}
+			results[i].Existing = old
+		}
+		return nil
+	})
+	var conflict *plantstore.ConflictError
+	switch {
+	case errors.As(err, &conflict), errors.Is(err, plantstore.ErrContended):
+		return nil, err
+	case err != nil:
+		return nil, wrap("insert plants", err)
+	}
+	return results, nil
 }
 
 // DeletePlant deletes the owner's plant with id. Without an event it joins

@@ -73,6 +73,83 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 	return existing, false, nil
 }
 
+// CreatePlants validates a batch of one owner's plants and stores them in
+// one transaction, each with its webhook event, or none of them: each
+// item as CreatePlant would take it (an item identical to the stored
+// plant of its id is a replay: the stored plant, no event), but an invalid
+// item, an id given twice or a conflict fails the whole batch with an
+// *Error whose Index names the item. It returns the plants as stored, in
+// the batch's order. The caller bounds the batch's size.
+func (s *PlantService) CreatePlants(ctx context.Context, plants []*plantstore.Plant) ([]*plantstore.Plant, error) {
+	if len(plants) == 0 {
+		return nil, plantstore.Errorf(plantstore.CodeInvalidBody, "invalid NewPlants: plants: must have at least 1 item")
+	}
+	first := make(map[int64]int, len(plants))
+	for i, p := range plants {
+		if err := p.Validate(); err != nil {
+			return nil, itemError(i, err)
+		}
+		if j, ok := first[p.ID]; ok {
+			return nil, itemError(i, plantstore.Errorf(plantstore.CodeInvalidBody, "id %d is also the id of plants[%d]: a batch holds each id once", p.ID, j))
+		}
+		first[p.ID] = i
+	}
+	now := plantstore.TruncateTime(s.now())
+	stored := make([]plantstore.Plant, len(plants))
+	out := make([]*plantstore.Plant, len(plants))
+	evs := make([]*plantstore.Event, len(plants))
+	for i, p := range plants {
+		stored[i] = *p
+		stored[i].CreatedAt, stored[i].UpdatedAt = now, now
+		out[i] = &stored[i]
+		ev, err := newEvent(p.Owner, plantstore.EventPlantCreated, now)
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = ev
+	}
+	res, err := s.store.InsertPlants(ctx, out, evs)
+	var conflict *plantstore.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return nil, itemError(conflict.Index, plantstore.Errorf(plantstore.CodeConflict,
+			"plant %d already exists with a different name or tag", conflict.Existing.ID))
+	case errors.Is(err, plantstore.ErrContended):
+		return nil, &plantstore.Error{Code: plantstore.CodeConflict,
+			Message: "a plant of the batch is being created and deleted concurrently; retry", Err: err}
+	case err != nil:
+		return nil, storeError("create plants", err)
+	case len(res) != len(out):
+		return nil, fmt.Errorf("service: create plants: %d results for %d plants", len(res), len(out))
+	}
+	events, deliveries := false, false
+	for i, r := range res {
+		if r.Existing != nil {
+			out[i] = r.Existing
+			continue
+		}
+		events, deliveries = events || r.Seq != 0, deliveries || r.Deliveries > 0
+		if r.Seq != 0 && s.onEvent != nil {
+			s.onEvent(plantstore.EventPlantCreated)
+		}
+	}
+	s.notifier.committed(plants[0].Owner, events, deliveries) // one wake for the batch
+	return out, nil
+}
+
+// itemError is err, an *Error about item i of a batch: its message
+// prefixed with the item ("plants[17]: ...") and its Index set.
+func itemError(i int, err error) error {
+	var e *plantstore.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	item := *e
+	item.Message = fmt.Sprintf("plants[%d]: %s", i, e.Message)
+	item.Index = &i
+	return &item
+}
+
 // FindPlantByID returns the owner's plant with id.
 func (s *PlantService) FindPlantByID(ctx context.Context, owner string, id int64) (*plantstore.Plant, error) {
 	p, err := s.store.FindPlant(ctx, owner, id)

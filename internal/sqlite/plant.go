@@ -1,12 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/plantstore/plantstore"
@@ -37,6 +39,78 @@ func (db *DB) InsertPlant(ctx context.Context, p *plantstore.Plant, ev *plantsto
 	*w = writeOp{}
 	opPool.Put(w)
 	return res, err
+}
+
+// InsertPlants stores plants with their events in one transaction, all or
+// none (plantstore.PlantStore). The batch is one write of the group commit
+// (insertBatch): it shares the transaction of the writes queued with it,
+// and a conflict leaves them untouched, as the batch writes nothing then.
+func (db *DB) InsertPlants(ctx context.Context, plants []*plantstore.Plant, evs []*plantstore.Event) ([]plantstore.InsertResult, error) {
+	if len(evs) != len(plants) {
+		return nil, fmt.Errorf("sqlite: insert plants: %d events for %d plants", len(evs), len(plants))
+	}
+	if len(plants) == 0 {
+		return nil, nil
+	}
+	w := &writeOp{kind: opInsertPlants, plants: plants, events: evs}
+	if err := db.do(ctx, w); err != nil {
+		return nil, wrap("insert plants", err)
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.results, nil
+}
+
+// insertBatch applies an opInsertPlants on the writer. It first reads the
+// row of every key (writes are serialised: nothing changes them before
+// the batch's own INSERTs): a key taken by other content fails the batch
+// with a *plantstore.ConflictError before anything is written, and one
+// taken by the same content is a replay. The other plants are written as
+// a run of creates (insertPlants: multi-row INSERTs, their events
+// together), which then cannot meet a taken key.
+func (db *DB) insertBatch(wr *writer, w *writeOp) error {
+	results := make([]plantstore.InsertResult, len(w.plants))
+	ops := make([]writeOp, 0, len(w.plants))
+	for i, p := range w.plants {
+		old, err := findPlant(wr, p.Owner, p.ID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			ops = append(ops, writeOp{kind: opInsertPlant, plant: p, event: w.events[i]})
+		case err != nil:
+			return err
+		case !old.SameContent(p):
+			w.err = &plantstore.ConflictError{Index: i, Existing: old}
+			return nil
+		default:
+			results[i].Existing = old
+		}
+	}
+	run := make([]*writeOp, len(ops))
+	for i := range ops {
+		run[i] = &ops[i]
+	}
+	// Written in id order, as PostgreSQL's store writes a batch (in key
+	// order, for its locks): the events of a batch are numbered in id
+	// order on both.
+	slices.SortFunc(run, func(a, b *writeOp) int { return cmp.Compare(a.plant.ID, b.plant.ID) })
+	if err := db.insertPlants(wr, run); err != nil {
+		return err
+	}
+	k := 0
+	for i := range results {
+		if results[i].Existing != nil {
+			continue
+		}
+		op := &ops[k]
+		k++
+		if !op.inserted {
+			return fmt.Errorf("plant %d was stored by another write of the transaction", op.plant.ID)
+		}
+		results[i].Seq, results[i].Deliveries = op.seq, op.deliveries
+	}
+	w.results = results
+	return nil
 }
 
 // Chunks: a run of creates is written in multi-row INSERTs of exactly its

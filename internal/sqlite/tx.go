@@ -76,9 +76,10 @@ func (db *DB) readContext(ctx context.Context) (context.Context, context.CancelF
 type opKind uint8
 
 const (
-	opFunc        opKind = iota // run fn
-	opInsertPlant               // insert plant (runs of them share statements)
-	opDeletePlant               // delete plant
+	opFunc         opKind = iota // run fn
+	opInsertPlant                // insert plant (runs of them share statements)
+	opDeletePlant                // delete plant
+	opInsertPlants               // insert a batch of plants, all or none (insertBatch)
 )
 
 // writeOp is one write waiting for the committer, and its outcome.
@@ -88,6 +89,10 @@ type writeOp struct {
 	plant *plantstore.Plant                       // opInsertPlant; opDeletePlant: Owner and ID
 	event *plantstore.Event                       // opInsertPlant, opDeletePlant (nil: none)
 	vals  plantVals                               // opInsertPlant: the plant's values, boxed by insertChunk
+
+	plants  []*plantstore.Plant       // opInsertPlants: the batch (one owner, distinct ids)
+	events  []*plantstore.Event       // opInsertPlants: each plant's event (nil: none)
+	results []plantstore.InsertResult // opInsertPlants: each plant's outcome
 
 	queued int64 // when it was queued (sinceEpoch), set by do
 
@@ -103,7 +108,7 @@ type writeOp struct {
 func (op *writeOp) failed() bool { return plantstore.FailedWrite(op.err) }
 
 func (w *writeOp) reset() {
-	w.err, w.existing, w.seq, w.deliveries, w.inserted = nil, nil, 0, 0, false
+	w.err, w.existing, w.seq, w.deliveries, w.inserted, w.results = nil, nil, 0, 0, false, nil
 }
 
 func (w *writeOp) name() string {
@@ -112,6 +117,8 @@ func (w *writeOp) name() string {
 		return "insert plant"
 	case opDeletePlant:
 		return "delete plant"
+	case opInsertPlants:
+		return "insert plants"
 	}
 	return "write"
 }
@@ -249,7 +256,7 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 	for i := 0; i < len(ops); {
 		w := ops[i]
 		switch w.kind {
-		case opInsertPlant, opDeletePlant:
+		case opInsertPlant, opDeletePlant, opInsertPlants:
 			// A run of plant writes: on the writer, in one Raw call.
 			j := i + 1
 			for j < len(ops) && ops[j].kind != opFunc {
@@ -265,6 +272,9 @@ func (db *DB) runBatch(ops []*writeOp) (err error) {
 			}
 			if err != nil {
 				return err
+			}
+			if alone && w.failed() {
+				return nil // its error is its own; the deferred rollback undoes what it wrote
 			}
 			i = j
 			continue
@@ -312,6 +322,13 @@ func (db *DB) plantWrites(wr *writer, ops []*writeOp, alone bool) error {
 				return db.failed(alone, ops[i:j], err)
 			}
 			i = j
+			continue
+		}
+		if w.kind == opInsertPlants {
+			if err := db.insertBatch(wr, w); err != nil {
+				return db.failed(alone, ops[i:i+1], err)
+			}
+			i++
 			continue
 		}
 		old, err := deletePlant(wr, w.plant.Owner, w.plant.ID)

@@ -43,6 +43,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/plants/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create plants in one transaction
+         * @description Creates up to `--batch-max` plants (1,000 by default) in one transaction: every plant is
+         *     stored, or none is. Each item follows the rules of `POST /plants`: it is validated as a
+         *     `NewPlant`; an item identical to the owner's stored plant with its id is an idempotent
+         *     replay (answered with the stored plant, nothing written, no event); an item whose id the
+         *     owner already has with another `name` or `tag` fails the whole batch with 409 (error
+         *     40901). An invalid item, or an id given twice, fails it with 400 (error 40002). Either
+         *     way nothing is stored, and the body's `index` is the position (from 0) of the item at
+         *     fault. Each plant created gets its `plant.created` event and webhook deliveries as a
+         *     single create does. The rate limit counts plants: a batch spends one request per plant
+         *     from the owner's bucket, and is refused whole (429) when the bucket lacks them.
+         */
+        post: operations["addPlants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/plants/{id}": {
         parameters: {
             query?: never;
@@ -625,6 +654,71 @@ export interface components {
              * @example 1
              */
             id: number;
+        };
+        /**
+         * @description A batch of plants to create (`POST /plants/batch`).
+         * @example {
+         *       "plants": [
+         *         {
+         *           "id": 1,
+         *           "name": "Fern",
+         *           "tag": "green"
+         *         },
+         *         {
+         *           "id": 2,
+         *           "name": "Monstera deliciosa"
+         *         }
+         *       ]
+         *     }
+         */
+        NewPlants: {
+            /** @description The plants, 1 to `--batch-max` (1,000 by default) of them, each id once. */
+            plants: components["schemas"]["NewPlant"][];
+        };
+        /**
+         * @description The plants of a batch as stored, in the request's order.
+         * @example {
+         *       "plants": [
+         *         {
+         *           "id": 1,
+         *           "name": "Fern",
+         *           "tag": "green",
+         *           "created_at": "2026-11-29T10:15:30.123456Z",
+         *           "updated_at": "2026-11-29T10:15:30.123456Z"
+         *         },
+         *         {
+         *           "id": 2,
+         *           "name": "Monstera deliciosa",
+         *           "created_at": "2026-11-29T10:15:30.123456Z",
+         *           "updated_at": "2026-11-29T10:15:30.123456Z"
+         *         }
+         *       ]
+         *     }
+         */
+        PlantBatch: {
+            plants: components["schemas"]["Plant"][];
+        };
+        /**
+         * @description An `Error` about one item of a batch, named by `index`.
+         * @example {
+         *       "error": 40901,
+         *       "index": 3,
+         *       "message": "plants[3]: plant 4 already exists with a different name or tag"
+         *     }
+         */
+        BatchError: {
+            /**
+             * Format: int32
+             * @description Stable numeric error code, as in `Error`.
+             */
+            error: number;
+            /** @description Error message text, for people; it names the item (`plants[17]`). */
+            message: string;
+            /**
+             * Format: int32
+             * @description The position (from 0) in `plants` of the item at fault, when one is.
+             */
+            index?: number;
         };
         /**
          * @description A JSON merge patch (RFC 7396) of a plant: a member present sets that field, `"tag": null`
@@ -1805,6 +1899,110 @@ export interface operations {
                 };
                 content?: never;
             };
+        };
+    };
+    addPlants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The plants to add, at most `--batch-max` of them. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPlants"];
+            };
+        };
+        responses: {
+            /** @description Every plant of the batch as stored, in the request's order. */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlantBatch"];
+                };
+            };
+            /**
+             * @description The body is not JSON (40001) or not a valid batch (40002): `plants` missing or empty,
+             *     an item that is not a valid `NewPlant`, or an id given twice (`index` is then the
+             *     second). Nothing was stored.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 40002,
+                     *       "index": 17,
+                     *       "message": "plants[17]: invalid NewPlant: name: must have at least 1 character"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BatchError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /**
+             * @description The owner already has a plant with the id of item `index` with a different `name` or
+             *     `tag` (error 40901). Nothing was stored.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 40901,
+                     *       "index": 3,
+                     *       "message": "plants[3]: plant 4 already exists with a different name or tag"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BatchError"];
+                };
+            };
+            /**
+             * @description The batch has more plants than `--batch-max` (the message says the limit), or the body
+             *     is larger than 65536 bytes plus 2048 bytes a plant of the limit (error 41301).
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 41301,
+                     *       "message": "a batch holds at most 1000 plants; this one has 1001"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Content-Type is not application/json (error 41501). A missing Content-Type is read as JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 41501,
+                     *       "message": "Content-Type \"text/plain\" is not supported: send application/json"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getPlant: {

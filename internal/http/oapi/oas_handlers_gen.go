@@ -156,6 +156,142 @@ func (s *Server) handleAddPlantRequest(args [0]string, argsEscaped bool, w http.
 	}
 }
 
+// handleAddPlantsRequest handles addPlants operation.
+//
+// Creates up to `--batch-max` plants (1,000 by default) in one transaction: every plant is stored, or
+// none is. Each item follows the rules of `POST /plants`: it is validated as a `NewPlant`; an item
+// identical to the owner's stored plant with its id is an idempotent replay (answered with the stored
+// plant, nothing written, no event); an item whose id the owner already has with another `name` or
+// `tag` fails the whole batch with 409 (error 40901). An invalid item, or an id given twice, fails it
+// with 400 (error 40002). Either way nothing is stored, and the body's `index` is the position (from
+// 0) of the item at fault. Each plant created gets its `plant.created` event and webhook deliveries as
+// a single create does. The rate limit counts plants: a batch spends one request per plant from the
+// owner's bucket, and is refused whole (429) when the bucket lacks them.
+//
+// POST /plants/batch
+func (s *Server) handleAddPlantsRequest(args [0]string, argsEscaped bool, w http.ResponseWriter, r *http.Request) {
+	statusWriter := &codeRecorder{ResponseWriter: w}
+	w = statusWriter
+	ctx := r.Context()
+
+	var (
+		err          error
+		opErrContext = ogenerrors.OperationContext{
+			Name: AddPlantsOperation,
+			ID:   "addPlants",
+		}
+	)
+	{
+		type bitset = [1]uint8
+		var satisfied bitset
+		{
+			sctx, ok, err := s.securityBearerAuth(ctx, AddPlantsOperation, r)
+			if err != nil {
+				err = &ogenerrors.SecurityError{
+					OperationContext: opErrContext,
+					Security:         "BearerAuth",
+					Err:              err,
+				}
+				defer recordError("Security:BearerAuth", err)
+				s.cfg.ErrorHandler(ctx, w, r, err)
+				return
+			}
+			if ok {
+				satisfied[0] |= 1 << 0
+				ctx = sctx
+			}
+		}
+
+		if ok := func() bool {
+		nextRequirement:
+			for _, requirement := range []bitset{
+				{0b00000001},
+			} {
+				for i, mask := range requirement {
+					if satisfied[i]&mask != mask {
+						continue nextRequirement
+					}
+				}
+				return true
+			}
+			return false
+		}(); !ok {
+			err = &ogenerrors.SecurityError{
+				OperationContext: opErrContext,
+				Err:              ogenerrors.ErrSecurityRequirementIsNotSatisfied,
+			}
+			defer recordError("Security", err)
+			s.cfg.ErrorHandler(ctx, w, r, err)
+			return
+		}
+	}
+
+	var rawBody []byte
+	request, rawBody, close, err := s.decodeAddPlantsRequest(r)
+	if err != nil {
+		err = &ogenerrors.DecodeRequestError{
+			OperationContext: opErrContext,
+			Err:              err,
+		}
+		defer recordError("DecodeRequest", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+	defer func() {
+		if err := close(); err != nil {
+			recordError("CloseRequest", err)
+		}
+	}()
+
+	var response AddPlantsRes
+	if m := s.cfg.Middleware; m != nil {
+		mreq := middleware.Request{
+			Context:          ctx,
+			OperationName:    AddPlantsOperation,
+			OperationSummary: "Create plants in one transaction",
+			OperationID:      "addPlants",
+			Body:             request,
+			RawBody:          rawBody,
+			Params:           middleware.Parameters{},
+			Raw:              r,
+		}
+
+		type (
+			Request  = *NewPlants
+			Params   = struct{}
+			Response = AddPlantsRes
+		)
+		response, err = middleware.HookMiddleware[
+			Request,
+			Params,
+			Response,
+		](
+			m,
+			mreq,
+			nil,
+			func(ctx context.Context, request Request, params Params) (response Response, err error) {
+				response, err = s.h.AddPlants(ctx, request)
+				return response, err
+			},
+		)
+	} else {
+		response, err = s.h.AddPlants(ctx, request)
+	}
+	if err != nil {
+		defer recordError("Internal", err)
+		s.cfg.ErrorHandler(ctx, w, r, err)
+		return
+	}
+
+	if err := encodeAddPlantsResponse(response, w); err != nil {
+		defer recordError("EncodeResponse", err)
+		if !errors.Is(err, ht.ErrInternalServerErrorResponse) {
+			s.cfg.ErrorHandler(ctx, w, r, err)
+		}
+		return
+	}
+}
+
 // handleCreateTokenRequest handles createToken operation.
 //
 // Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here

@@ -37,6 +37,9 @@ var operationRolesBearerAuth = map[string][]string{
 	AddPlantOperation: []string{
 		"plants:write",
 	},
+	AddPlantsOperation: []string{
+		"plants:write",
+	},
 	CreateTokenOperation: []string{
 		"tokens:manage",
 	},

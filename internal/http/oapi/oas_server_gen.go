@@ -14,6 +14,20 @@ type Handler interface {
 	//
 	// POST /plants
 	AddPlant(ctx context.Context, req *NewPlant) (AddPlantRes, error)
+	// AddPlants implements addPlants operation.
+	//
+	// Creates up to `--batch-max` plants (1,000 by default) in one transaction: every plant is stored, or
+	// none is. Each item follows the rules of `POST /plants`: it is validated as a `NewPlant`; an item
+	// identical to the owner's stored plant with its id is an idempotent replay (answered with the stored
+	// plant, nothing written, no event); an item whose id the owner already has with another `name` or
+	// `tag` fails the whole batch with 409 (error 40901). An invalid item, or an id given twice, fails it
+	// with 400 (error 40002). Either way nothing is stored, and the body's `index` is the position (from
+	// 0) of the item at fault. Each plant created gets its `plant.created` event and webhook deliveries as
+	// a single create does. The rate limit counts plants: a batch spends one request per plant from the
+	// owner's bucket, and is refused whole (429) when the bucket lacks them.
+	//
+	// POST /plants/batch
+	AddPlants(ctx context.Context, req *NewPlants) (AddPlantsRes, error)
 	// CreateToken implements createToken operation.
 	//
 	// Mints an opaque bearer token for the token's owner and answers it with its secret, shown only here

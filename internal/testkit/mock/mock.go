@@ -22,6 +22,7 @@ var (
 // PlantService is a fake plantstore.PlantService.
 type PlantService struct {
 	CreatePlantFn   func(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error)
+	CreatePlantsFn  func(ctx context.Context, plants []*plantstore.Plant) ([]*plantstore.Plant, error)
 	FindPlantByIDFn func(ctx context.Context, owner string, id int64) (*plantstore.Plant, error)
 	FindPlantsFn    func(ctx context.Context, f plantstore.PlantFilter) ([]*plantstore.Plant, bool, error)
 	CountPlantsFn   func(ctx context.Context, f plantstore.PlantFilter, mode plantstore.CountMode) (int64, error)
@@ -34,6 +35,11 @@ type PlantService struct {
 // CreatePlant calls CreatePlantFn.
 func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*plantstore.Plant, bool, error) {
 	return s.CreatePlantFn(ctx, p)
+}
+
+// CreatePlants calls CreatePlantsFn.
+func (s *PlantService) CreatePlants(ctx context.Context, plants []*plantstore.Plant) ([]*plantstore.Plant, error) {
+	return s.CreatePlantsFn(ctx, plants)
 }
 
 // FindPlantByID calls FindPlantByIDFn.

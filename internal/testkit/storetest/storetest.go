@@ -74,6 +74,7 @@ func Run(t *testing.T, b Backends) {
 		{"UpdatePlantStore", testUpdatePlantStore},
 		{"UpdatePlant", testUpdatePlant},
 		{"ImportPlants", testImportPlants},
+		{"CreatePlants", testCreatePlants},
 		{"Search", testSearch},
 		{"Events", testEvents},
 
