@@ -112,6 +112,9 @@ type Error struct {
 	Code       int32
 	Message    string
 	RetryAfter time.Duration
+	// Index is the position of the item at fault of a refused
+	// CreatePlants batch (the answer's "index"); nil otherwise.
+	Index *int
 }
 
 // Error implements the error interface.
@@ -251,6 +254,39 @@ func (c *Client) CreatePlant(ctx context.Context, p NewPlant) (*Plant, error) {
 		return fromAPI(&p.Response, ""), nil
 	}
 	return nil, answerError(x, res)
+}
+
+// CreatePlants creates plants in one request (POST /plants/batch) and one
+// transaction: all of them or none. Each is taken as CreatePlant takes
+// one (a plant identical to the stored one of its id is a replay). It
+// returns the plants as stored, in plants' order. A refused batch is an
+// *Error whose Index names the item at fault when one is: 400 (error
+// 40002) for an invalid item or an id given twice, 409 (40901) for an id
+// stored with another name or tag, 413 (41301) for more plants than the
+// server's --batch-max. A server without the operation answers 405 (an
+// older plantstore) or 404: the caller may fall back to CreatePlant.
+func (c *Client) CreatePlants(ctx context.Context, plants []NewPlant) ([]*Plant, error) {
+	ctx, x := withExchange(ctx)
+	req := &oapi.NewPlants{Plants: make([]oapi.NewPlant, len(plants))}
+	for i, p := range plants {
+		req.Plants[i] = oapi.NewPlant{ID: p.ID, Name: p.Name}
+		if p.Tag != nil {
+			req.Plants[i].Tag = oapi.NewOptString(*p.Tag)
+		}
+	}
+	res, err := c.api.AddPlants(ctx, req)
+	if err != nil {
+		return nil, callError("create plants", x, err)
+	}
+	b, ok := res.(*oapi.PlantBatchHeaders)
+	if !ok {
+		return nil, answerError(x, res)
+	}
+	out := make([]*Plant, len(b.Response.Plants))
+	for i := range b.Response.Plants {
+		out[i] = fromAPI(&b.Response.Plants[i], "")
+	}
+	return out, nil
 }
 
 // GetPlantOptions are the optional parameters of GetPlant. The zero value
@@ -628,7 +664,10 @@ func fromAPI(p *oapi.Plant, etag string) *Plant {
 	return out
 }
 
-var errorType = reflect.TypeFor[oapi.Error]()
+var (
+	errorType      = reflect.TypeFor[oapi.Error]()
+	batchErrorType = reflect.TypeFor[oapi.BatchError]()
+)
 
 // answerError turns a generated error response into an *Error. The generated
 // code gives each (operation, status) its own named type over oapi.Error, or
@@ -643,6 +682,13 @@ func answerError(x *exchange, res any) error {
 	v = v.Elem()
 	var body oapi.Error
 	switch {
+	case v.Type().ConvertibleTo(batchErrorType):
+		be := v.Convert(batchErrorType).Interface().(oapi.BatchError)
+		body = oapi.Error{Error: be.Error, Message: be.Message}
+		if i, ok := be.Index.Get(); ok {
+			index := int(i)
+			e.Index = &index
+		}
 	case v.Type().ConvertibleTo(errorType):
 		body = v.Convert(errorType).Interface().(oapi.Error)
 	case v.FieldByName("Response").IsValid() && v.FieldByName("Response").Type() == errorType:

@@ -393,7 +393,7 @@ func TestPlantsImportInterrupt(t *testing.T) {
 		fmt.Fprintf(&lines, `{"id":%d,"name":"P%d"}`+"\n", i+1, i)
 	}
 	path := writeFile(t, "p.jsonl", lines.String())
-	cmd := exec.Command(binary, "plants", "import", path, "--concurrency", "2")
+	cmd := exec.Command(binary, "plants", "import", path, "--concurrency", "2", "--batch-size", "1")
 	cmd.Env = []string{"PLANTSTORE_SERVER=" + front, "PLANTSTORE_TOKEN=" + ps.token}
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,13 +29,18 @@ type plantsImportCmd struct {
 	clientFlags
 	File        string `arg:"" type:"path" help:"File to import; - reads stdin."`
 	InputFormat string `default:"auto" enum:"auto,jsonl,csv" help:"auto (by extension, else by the first byte), jsonl or csv."`
-	Concurrency int    `default:"8" help:"Creates in flight at once."`
+	Concurrency int    `default:"4" help:"Requests in flight at once (batches, or single creates against a server without POST /plants/batch)."`
+	BatchSize   int    `default:"1000" help:"Plants a request creates (POST /plants/batch), at most the server's --batch-max; 1 sends single creates."`
+	Atomic      bool   `help:"All or nothing: the whole file in one batch, one transaction (refused when it has more than --batch-size plants)."`
 	Resume      bool   `help:"GET each plant first: send only those not stored yet."`
 	Rejects     string `type:"path" placeholder:"FILE" help:"Write every conflicted, invalid or failed line to FILE."`
 
 	// reached is set once the server has answered anything: until then a
 	// connection that fails stops the import at once.
 	reached atomic.Bool
+	// single is set once the server answered a batch with 404 or 405 (a
+	// plantstore without POST /plants/batch): the rest goes one by one.
+	single atomic.Bool
 }
 
 // Help explains the input and the counts.
@@ -47,6 +53,16 @@ A JSON line must be a body POST /plants takes: valid UTF-8, no key twice,
 no lone surrogate escape, members named exactly id, name and tag (others
 are ignored, as the API ignores them), id an int64, name and tag strings
 (leave tag out for none; null is refused), within the limits.
+
+The plants are sent in batches (POST /plants/batch, --batch-size plants a
+request, --concurrency requests at once), each batch one transaction on the
+server. A batch refused for one line (a conflict, a line the server finds
+invalid) is sent again without it, so every other line is still created. A
+server without POST /plants/batch (it answers 404 or 405) gets single creates
+(POST /plants) instead. --atomic sends the whole file as one batch, or nothing:
+it is refused before sending when the file has more than --batch-size plants,
+and when any line is refused no plant of the file is stored (the others count
+as not sent).
 
 Every line is checked before anything is sent: when any line is invalid,
 nothing is sent, the invalid lines are listed (all of them with --rejects)
@@ -114,6 +130,12 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *Env) error {
 	if c.Concurrency < 1 {
 		return cliexit.Usagef("--concurrency: must be at least 1, got %d", c.Concurrency)
 	}
+	if c.BatchSize < 1 {
+		return cliexit.Usagef("--batch-size: must be at least 1, got %d", c.BatchSize)
+	}
+	if c.Atomic && c.Resume {
+		return cliexit.Usagef("--atomic and --resume: choose one (--resume sends what is not stored yet, --atomic all of the file or nothing)")
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -166,6 +188,9 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *Env) error {
 		}
 		return fmt.Errorf("plants import: nothing sent: %d invalid lines (each must be a plant POST /plants would take); fix them and import again", n)
 	}
+	if c.Atomic && len(items) > c.BatchSize {
+		return cliexit.Usagef("--atomic: the file has %d plants, more than one batch holds (--batch-size %d, at most the server's --batch-max): nothing sent", len(items), c.BatchSize)
+	}
 
 	var bar *progressbar.ProgressBar
 	if f, ok := e.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -198,27 +223,43 @@ func (c *plantsImportCmd) Run(ctx context.Context, e *Env) error {
 	for i, it := range items {
 		results[i] = importResult{line: it.Number, outcome: outcomeNotSent}
 	}
-	work := make(chan int)
+	// The work is batches of item indices, in input order.
+	size := c.BatchSize
+	if c.Atomic {
+		size = max(len(items), 1)
+	}
+	var batches [][]int
+	for start := 0; start < len(items); start += size {
+		b := make([]int, 0, min(size, len(items)-start))
+		for i := start; i < min(start+size, len(items)); i++ {
+			b = append(b, i)
+		}
+		batches = append(batches, b)
+	}
+	work := make(chan []int)
 	var wg sync.WaitGroup
-	for range min(c.Concurrency, max(len(items), 1)) {
+	for range min(c.Concurrency, max(len(batches), 1)) {
 		wg.Go(func() {
-			for i := range work {
-				results[i] = c.importOne(reqCtx, stop, cl, items[i])
+			for b := range work {
+				c.importBatch(reqCtx, stop, cl, items, b, results)
 				inFlight.Add(-1)
-				if fatal := results[i].fatal; fatal != nil {
-					cancel(fatal)
+				for _, i := range b {
+					if fatal := results[i].fatal; fatal != nil {
+						cancel(fatal)
+						break
+					}
 				}
 				if bar != nil {
-					bar.Add(1)
+					bar.Add(len(b))
 				}
 			}
 		})
 	}
 feed:
-	for i := range items {
+	for _, b := range batches {
 		inFlight.Add(1)
 		select {
-		case work <- i:
+		case work <- b:
 		case <-stop.Done():
 			inFlight.Add(-1)
 			break feed
@@ -341,34 +382,113 @@ func (c *plantsImportCmd) report(w io.Writer, results []importResult) error {
 	return nil
 }
 
-// importOne creates one plant: with --resume it GETs it first. Its
-// requests run on ctx; once stop ends, an attempt that failed is not
-// retried.
-func (c *plantsImportCmd) importOne(ctx, stop context.Context, cl *client.Client, it plantlines.Line) importResult {
-	res := importResult{line: it.Number}
-	p := it.Plant
+// importBatch creates the plants of items at the indices of batch and
+// records each one's result: with --resume it GETs each first (resumed),
+// then sends those not stored in one batch. A batch refused for one item
+// (the answer's index) records that item's outcome and is sent again
+// without it, unless --atomic; a server without the operation gets the
+// rest as single creates (importOne). Its requests run on ctx; once stop
+// ends, an attempt that failed is not retried.
+func (c *plantsImportCmd) importBatch(ctx, stop context.Context, cl *client.Client, items []plantlines.Line, batch []int, results []importResult) {
+	pending := batch
 	if c.Resume {
-		var stored *client.Plant
-		err := c.retry(stop, func() (err error) {
-			stored, err = cl.GetPlant(ctx, p.ID, client.GetPlantOptions{})
+		pending = nil
+		for _, i := range batch {
+			if res, stored := c.resumed(ctx, stop, cl, items[i]); stored {
+				results[i] = res
+			} else {
+				pending = append(pending, i)
+			}
+		}
+	}
+	for len(pending) > 0 {
+		if c.BatchSize == 1 || c.single.Load() {
+			for _, i := range pending {
+				results[i] = c.importOne(ctx, stop, cl, items[i])
+			}
+			return
+		}
+		plants := make([]client.NewPlant, len(pending))
+		for j, i := range pending {
+			p := items[i].Plant
+			plants[j] = client.NewPlant{ID: p.ID, Name: p.Name, Tag: p.Tag}
+		}
+		err := c.retry(stop, func() error {
+			_, err := cl.CreatePlants(ctx, plants)
 			return err
 		})
 		var apiErr *client.Error
 		switch {
 		case err == nil:
-			if (&plantstore.Plant{ID: stored.ID, Name: stored.Name, Tag: stored.Tag}).SameContent(p) {
-				res.outcome = outcomeReplayed
-			} else {
-				res.outcome = outcomeConflicted
-				res.detail = fmt.Sprintf("plant %d is stored with a different name or tag", p.ID)
+			for _, i := range pending {
+				results[i] = importResult{line: items[i].Number, outcome: outcomeCreated}
 			}
-			return res
-		case errors.As(err, &apiErr) && apiErr.Code == plantstore.CodeNotFound:
-			// Not stored yet: create it.
+			return
+		case errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed):
+			if c.Atomic {
+				err = fmt.Errorf("the server has no POST /plants/batch (an older plantstore?), which --atomic needs: %w", err)
+				for _, i := range pending {
+					results[i] = c.failed(importResult{line: items[i].Number}, err)
+				}
+				return
+			}
+			c.single.Store(true)
+			continue
+		case errors.As(err, &apiErr) && apiErr.Index != nil && *apiErr.Index >= 0 && *apiErr.Index < len(pending) &&
+			(apiErr.Status == http.StatusConflict || apiErr.Status == http.StatusBadRequest):
+			j := *apiErr.Index
+			// The item's own message, as a single create would have it.
+			detail := strings.TrimPrefix(apiErr.Message, fmt.Sprintf("plants[%d]: ", j))
+			res := importResult{line: items[pending[j]].Number, outcome: outcomeInvalid, detail: detail}
+			if apiErr.Status == http.StatusConflict {
+				res.outcome = outcomeConflicted
+			}
+			results[pending[j]] = res
+			if c.Atomic {
+				return // the others stay not sent: nothing of the file was stored
+			}
+			pending = append(pending[:j:j], pending[j+1:]...)
 		default:
-			return c.failed(res, err)
+			for _, i := range pending {
+				results[i] = c.failed(importResult{line: items[i].Number}, err)
+			}
+			return
 		}
 	}
+}
+
+// resumed GETs the plant of it (--resume): stored is true when that
+// settles it (stored identically: replayed; otherwise: conflicted; a
+// failure), false when it is not stored yet and is to be created.
+func (c *plantsImportCmd) resumed(ctx, stop context.Context, cl *client.Client, it plantlines.Line) (res importResult, stored bool) {
+	res = importResult{line: it.Number}
+	p := it.Plant
+	var got *client.Plant
+	err := c.retry(stop, func() (err error) {
+		got, err = cl.GetPlant(ctx, p.ID, client.GetPlantOptions{})
+		return err
+	})
+	var apiErr *client.Error
+	switch {
+	case err == nil:
+		if (&plantstore.Plant{ID: got.ID, Name: got.Name, Tag: got.Tag}).SameContent(p) {
+			res.outcome = outcomeReplayed
+		} else {
+			res.outcome = outcomeConflicted
+			res.detail = fmt.Sprintf("plant %d is stored with a different name or tag", p.ID)
+		}
+		return res, true
+	case errors.As(err, &apiErr) && apiErr.Code == plantstore.CodeNotFound:
+		return res, false // not stored yet: create it
+	}
+	return c.failed(res, err), true
+}
+
+// importOne creates one plant (POST /plants). Its requests run on ctx; once
+// stop ends, an attempt that failed is not retried.
+func (c *plantsImportCmd) importOne(ctx, stop context.Context, cl *client.Client, it plantlines.Line) importResult {
+	res := importResult{line: it.Number}
+	p := it.Plant
 	err := c.retry(stop, func() error {
 		_, err := cl.CreatePlant(ctx, client.NewPlant{ID: p.ID, Name: p.Name, Tag: p.Tag})
 		return err
