@@ -62,21 +62,30 @@ func (db *DB) InsertPlants(ctx context.Context, plants []*plantstore.Plant, evs 
 	return w.results, nil
 }
 
-// insertBatch applies an opInsertPlants on the writer. It first reads the
-// row of every key (writes are serialised: nothing changes them before
-// the batch's own INSERTs): a key taken by other content fails the batch
+// insertBatch applies an opInsertPlants on the writer. It first reads which
+// keys are taken, and the row of each (writes are serialised: nothing
+// changes them before the batch's own INSERTs): a key taken by other
+// content fails the batch
 // with a *plantstore.ConflictError before anything is written, and one
 // taken by the same content is a replay. The other plants are written as
 // a run of creates (insertPlants: multi-row INSERTs, their events
 // together), which then cannot meet a taken key.
 func (db *DB) insertBatch(wr *writer, w *writeOp) error {
+	taken, err := takenIDs(wr, w.plants)
+	if err != nil {
+		return err
+	}
 	results := make([]plantstore.InsertResult, len(w.plants))
 	ops := make([]writeOp, 0, len(w.plants))
 	for i, p := range w.plants {
+		if !taken[p.ID] {
+			ops = append(ops, writeOp{kind: opInsertPlant, plant: p, event: w.events[i]})
+			continue
+		}
 		old, err := findPlant(wr, p.Owner, p.ID)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			ops = append(ops, writeOp{kind: opInsertPlant, plant: p, event: w.events[i]})
+			return fmt.Errorf("plant %d: found, then not found", p.ID)
 		case err != nil:
 			return err
 		case !old.SameContent(p):
@@ -111,6 +120,49 @@ func (db *DB) insertBatch(wr *writer, w *writeOp) error {
 	}
 	w.results = results
 	return nil
+}
+
+// takenIDsSQL reads which of n ids of an owner have a plant.
+var takenIDsSQL = newMultiInsert(`SELECT id FROM plants WHERE owner = ? AND id IN (`, `?`, `)`).sql
+
+// takenIDs returns the ids of plants (of one owner) that the owner has a
+// plant with: a query per chunk of ids rather than a lookup per plant, as
+// a batch of new plants finds none.
+func takenIDs(wr *writer, plants []*plantstore.Plant) (map[int64]bool, error) {
+	taken := map[int64]bool{}
+	for rest := plants; len(rest) > 0; {
+		n := chunk(len(rest))
+		piece := rest[:n]
+		rest = rest[n:]
+		wr.reset()
+		wr.arg(piece[0].Owner)
+		for _, p := range piece {
+			wr.arg(p.ID)
+		}
+		rows, err := wr.rows(takenIDsSQL(n))
+		if err != nil {
+			return nil, err
+		}
+		for {
+			row, err := wr.next(rows)
+			if err == io.EOF {
+				break
+			} else if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			id, err := int64Of(row[0])
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			taken[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return taken, nil
 }
 
 // Chunks: a run of creates is written in multi-row INSERTs of exactly its
