@@ -35,9 +35,11 @@ import (
 // a comment ": heartbeat\n\n" when nothing was sent for the heartbeat
 // interval. A stream never skips an event: it reads the owner's events after
 // the last seq it sent, in seq order (the backends make an owner's events
-// visible in seq order, plantstore.Event), when this process commits
-// events (EventNotifier), on a timer (EventStreamPoll: another replica's
-// commits wake nobody here), and again at once after a full page.
+// visible in seq order, plantstore.Event): from its owner's feed
+// (events_feed.go: one read of the store per commit in this process,
+// EventNotifier, and per EventStreamPoll tick, however many streams the
+// owner has open), or from the store itself while it is behind what the
+// feed keeps (its catch-up), again at once after a full page.
 //
 // Bounds: EventStreamMax streams per server, a quarter of them (at least 1)
 // per owner, else 429 42902; each write may block at most the server's
@@ -90,6 +92,10 @@ type streamTable struct {
 	open    int
 	byOwner map[string]int
 	clients prometheus.Gauge
+	// reads counts the reads of the store's events for the streams, by
+	// reader: "feed" (an owner's feed, shared by its streams) or "stream"
+	// (a stream's own: its first page, its catch-up).
+	reads *prometheus.CounterVec
 
 	closing   chan struct{} // closed by Server.Close
 	closeOnce sync.Once
@@ -103,7 +109,11 @@ func (t *streamTable) init(reg prometheus.Registerer) {
 		Name: "plantstore_event_stream_clients",
 		Help: "Event streams (GET /events/stream) open now.",
 	})
-	reg.MustRegister(t.clients)
+	t.reads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "plantstore_event_stream_reads_total",
+		Help: "Reads of the store's events for the event streams, by reader: feed (one per owner, shared by its streams) or stream (a stream's first page and catch-up).",
+	}, []string{"reader"})
+	reg.MustRegister(t.clients, t.reads)
 }
 
 // close ends every stream, open or to come.
@@ -217,18 +227,16 @@ func (h *handler) StreamEvents(ctx context.Context, params oapi.StreamEventsPara
 		release: release,
 		endAt:   start.Add(streamLifetime(s.eventStreamMaxAge())),
 	}
-	if s.EventNotifier != nil {
-		// Before the first read, so that no commit after it goes
-		// unnoticed. Without a notifier wake stays nil (it never
-		// receives): the stream only polls.
-		es.wake, es.unsubscribe = s.EventNotifier.Subscribe(es.owner)
-	}
 	// The first page is read before answering, so that a storage failure
-	// is a 503 rather than a stream that ends at once.
+	// is a 503 rather than a stream that ends at once. Then the owner's
+	// feed takes over: started here when new, it reads what was committed
+	// since; due makes the stream look at it before waiting.
 	if err := es.fill(); err != nil {
 		es.Close()
 		return nil, err
 	}
+	es.feed = s.feeds.acquire(s, es.owner, es.last)
+	es.due = true
 	// The http.Server's write deadline (WriteTimeout from the request's
 	// start) would end the response: it is replaced by one per write. (Its
 	// read deadline is no concern: net/http lifts it for the background
@@ -237,7 +245,6 @@ func (h *handler) StreamEvents(ctx context.Context, params oapi.StreamEventsPara
 		es.Close()
 		return nil, internalError(err)
 	}
-	es.poll = time.NewTicker(s.eventStreamPoll())
 	es.heartbeat = time.NewTimer(s.eventStreamHeartbeat())
 	es.checks = time.NewTimer(time.Hour) // armed by scheduleChecks
 	es.scheduleChecks(start)
@@ -271,13 +278,12 @@ type eventStream struct {
 	checks *time.Timer // fires at the earlier of authAt and endAt
 	ending bool        // maxAgeFrame is queued: the stream ends after it
 
-	due         bool // the store must be read before waiting
-	failing     bool // the last read failed (logged once until one succeeds)
-	wake        <-chan struct{}
-	unsubscribe func()
-	poll        *time.Ticker
-	heartbeat   *time.Timer
-	release     func()
+	due       bool            // the feed (or the store) must be read before waiting
+	failing   bool            // the last read of the store failed (logged once until one succeeds)
+	feed      *ownerFeed      // the owner's (nil until the first page is read)
+	changed   <-chan struct{} // closed at the feed's next change after the last look
+	heartbeat *time.Timer
+	release   func()
 
 	pending []byte // frames not yet returned by Read
 	buf     []byte // pending's backing array, reused
@@ -315,11 +321,8 @@ func (es *eventStream) Close() error {
 		return nil
 	}
 	es.closed = true
-	if es.unsubscribe != nil {
-		es.unsubscribe()
-	}
-	if es.poll != nil {
-		es.poll.Stop()
+	if es.feed != nil {
+		es.s.feeds.release(es.feed)
 	}
 	if es.heartbeat != nil {
 		es.heartbeat.Stop()
@@ -392,9 +395,7 @@ func (es *eventStream) next() error {
 			return errStreamEnd
 		case <-es.s.streams.closing:
 			return errStreamEnd
-		case <-es.wake:
-			es.due = true
-		case <-es.poll.C:
+		case <-es.changed:
 			es.due = true
 		case <-es.checks.C:
 			// The checks run at the top of the loop.
@@ -433,10 +434,22 @@ func (es *eventStream) ready() error {
 	return nil
 }
 
-// fill reads one page of the owner's events after the last one sent into
-// pending, as frames. A full page leaves due set: the next page is read
-// without waiting.
+// fill puts the frames of one page of the owner's events after the last
+// one sent into pending: from the feed when it holds them, else read from
+// the store. A full page leaves due set: the next page is taken without
+// waiting.
 func (es *eventStream) fill() error {
+	if es.feed != nil {
+		b, last, more, changed, ok := es.feed.since(es.buf[:0], es.last, eventStreamPage)
+		es.changed = changed // taken before a read of the store: a change meanwhile is not missed
+		if ok {
+			es.buf, es.pending, es.last, es.due = b, b, last, more
+			return nil
+		}
+	}
+	if r := es.s.streams.reads; r != nil {
+		r.WithLabelValues("stream").Inc()
+	}
 	events, more, err := es.s.EventService.FindEvents(es.ctx, plantstore.EventFilter{
 		Owner: es.owner,
 		After: es.last,
