@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -122,5 +123,59 @@ func TestEventStream_SharedReadsBatch(t *testing.T) {
 	// Ten pages of a hundred, and the empty read that ends them.
 	if reads, most := events.reads.Load()-before, int64(plants/100+1); reads > most {
 		t.Fatalf("%d streams, one batch of %d: %d reads of the store, want at most %d", streams, plants, reads, most)
+	}
+}
+
+// failingCatchUp fails the reads of the store that start within
+// [from, to) while fail is set: a stream's catch-up, not its first page.
+type failingCatchUp struct {
+	plantstore.EventService
+	from, to int64
+	fail     atomic.Bool
+}
+
+func (f *failingCatchUp) FindEvents(ctx context.Context, fl plantstore.EventFilter) ([]*plantstore.Event, bool, error) {
+	if f.fail.Load() && fl.After >= f.from && fl.After < f.to {
+		return nil, false, errors.New("storage trouble")
+	}
+	return f.EventService.FindEvents(ctx, fl)
+}
+
+// TestEventStream_CatchUpRetried: a stream behind its owner's feed whose
+// read of the store fails reads it again a poll interval later, though the
+// feed does not change and no heartbeat is due.
+func TestEventStream_CatchUpRetried(t *testing.T) {
+	t.Parallel()
+	events := &failingCatchUp{from: 100, to: 200}
+	ts := MustOpenServer(t, func(s *TestServer) {
+		s.EventService = events
+		s.EventStreamPoll = 50 * time.Millisecond
+		s.EventStreamHeartbeat = time.Hour
+	})
+	events.EventService = ts.Services.Events
+	tok := ts.Token(t, "alice")
+	var body []byte
+	body = append(body, `{"plants":[`...)
+	for i := range 250 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"id":%d,"name":"p%d"}`, i+1, i+1)
+	}
+	if resp := postBatch(t, ts, tok, string(append(body, "]}"...))); resp.Status != 200 {
+		t.Fatalf("batch: %d %s", resp.Status, resp.Body)
+	}
+	// The feed starts at 250, with the first stream.
+	openStream(t, ts, tok, "/events/stream", map[string]string{"Last-Event-ID": "250"})
+	events.fail.Store(true)
+	_, s := openStream(t, ts, tok, "/events/stream", nil)
+	for want := int64(1); want <= 100; want++ {
+		if e := s.nextEvent(t); e.Seq != want {
+			t.Fatalf("event seq %d, want %d", e.Seq, want)
+		}
+	}
+	events.fail.Store(false)
+	if e := s.nextEvent(t); e.Seq != 101 {
+		t.Fatalf("event seq %d after the trouble, want 101", e.Seq)
 	}
 }

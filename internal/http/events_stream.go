@@ -282,6 +282,7 @@ type eventStream struct {
 	failing   bool            // the last read of the store failed (logged once until one succeeds)
 	feed      *ownerFeed      // the owner's (nil until the first page is read)
 	changed   <-chan struct{} // closed at the feed's next change after the last look
+	retry     *time.Timer     // while failing: when to read the store again
 	heartbeat *time.Timer
 	release   func()
 
@@ -329,6 +330,9 @@ func (es *eventStream) Close() error {
 	}
 	if es.checks != nil {
 		es.checks.Stop()
+	}
+	if es.retry != nil {
+		es.retry.Stop()
 	}
 	es.release()
 	return nil
@@ -390,6 +394,18 @@ func (es *eventStream) next() error {
 		if es.s.onStreamWait != nil {
 			es.s.onStreamWait(cap(es.buf))
 		}
+		// A read of the store that failed (a stream behind its feed) is
+		// tried again a poll interval later, not only when the feed
+		// changes.
+		var retry <-chan time.Time
+		if es.failing && es.due {
+			if es.retry == nil {
+				es.retry = time.NewTimer(es.s.eventStreamPoll())
+			} else {
+				es.retry.Reset(es.s.eventStreamPoll())
+			}
+			retry = es.retry.C
+		}
 		select {
 		case <-es.ctx.Done():
 			return errStreamEnd
@@ -397,6 +413,7 @@ func (es *eventStream) next() error {
 			return errStreamEnd
 		case <-es.changed:
 			es.due = true
+		case <-retry:
 		case <-es.checks.C:
 			// The checks run at the top of the loop.
 		case <-es.heartbeat.C:
