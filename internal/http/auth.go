@@ -128,16 +128,9 @@ func (s *Server) allow(ctx context.Context, tok *plantstore.Token) error {
 	if s.RateLimit <= 0 {
 		return nil
 	}
-	now := s.Now()
-	l := s.limiters.get(tok.Owner, s.RateLimit, max(1, s.RateBurst), now)
-	r := l.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		s.metrics.rateLimited.Inc()
-		s.setRateLimit(ctx, l, now)
+	if d := s.spend(ctx, tok.Owner, 1); d > 0 {
 		return tooManyRequests("too many requests for this owner's tokens: retry later", d)
 	}
-	s.setRateLimit(ctx, l, now)
 	return nil
 }
 
@@ -149,21 +142,32 @@ func (s *Server) allowMore(ctx context.Context, owner string, n int) error {
 	if s.RateLimit <= 0 || n <= 0 {
 		return nil
 	}
-	now := s.Now()
-	burst := max(1, s.RateBurst)
-	l := s.limiters.get(owner, s.RateLimit, burst, now)
-	if n+1 > burst {
-		s.metrics.rateLimited.Inc()
-		s.setRateLimit(ctx, l, now)
-		return tooManyRequests(fmt.Sprintf("a batch of %d plants is more than this owner's rate limit allows at once (%d): send smaller batches", n+1, burst), time.Second)
+	plants, burst := n+1, max(1, s.RateBurst)
+	if plants > burst {
+		// Asking for more than the bucket holds: refused, whatever it
+		// has now (the request itself spent one of them).
+		s.spend(ctx, owner, burst+1)
+		return tooManyRequests(fmt.Sprintf("a batch of %d plants is more than this owner's rate limit allows at once (%d): send smaller batches", plants, burst), time.Second)
 	}
-	r := l.ReserveN(now, n) // n < burst: a reservation, maybe in the future
-	if d := r.DelayFrom(now); d > 0 {
+	if d := s.spend(ctx, owner, n); d > 0 {
+		return tooManyRequests(fmt.Sprintf("too many plants for this owner's rate limit: a batch of %d needs more than its tokens have left; retry later", plants), d)
+	}
+	return nil
+}
+
+// spend takes n requests from owner's bucket, all or none, and puts the
+// bucket's state in the answer's RateLimit fields. It returns 0 when it
+// took them, else how long until the bucket could give them (infinite when
+// n is more than it holds) and counts the refusal.
+func (s *Server) spend(ctx context.Context, owner string, n int) time.Duration {
+	now := s.Now()
+	l := s.limiters.get(owner, s.RateLimit, max(1, s.RateBurst), now)
+	r := l.ReserveN(now, n)
+	d := r.DelayFrom(now)
+	if d > 0 {
 		r.CancelAt(now)
 		s.metrics.rateLimited.Inc()
-		s.setRateLimit(ctx, l, now)
-		return tooManyRequests(fmt.Sprintf("too many plants for this owner's rate limit: a batch of %d needs more than its tokens have left; retry later", n+1), d)
 	}
 	s.setRateLimit(ctx, l, now)
-	return nil
+	return d
 }

@@ -154,9 +154,6 @@ func (f *ownerFeed) read() (more bool) {
 			}
 			return false // again at the next wake or tick
 		}
-		if f.s.onFeedRead != nil {
-			f.s.onFeedRead(f.owner)
-		}
 		f.mu.Lock()
 		if f.failing {
 			f.failing = false
@@ -207,11 +204,4 @@ func (f *ownerFeed) since(b []byte, after int64, limit int) (out []byte, last in
 		last = fr.seq
 	}
 	return b, last, end < len(f.frames), f.changed, true
-}
-
-// current returns the channel closed at the feed's next change.
-func (f *ownerFeed) current() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changed
 }

@@ -68,7 +68,3 @@ const MaxRetainedStreamBuffer = maxRetainedStreamBuffer
 // OnStreamWait sets the hook a stream calls each time it waits for events,
 // with the capacity of the buffer it keeps meanwhile.
 func OnStreamWait(s *Server, fn func(retained int)) { s.onStreamWait = fn }
-
-// OnFeedRead sets the hook called after each read of the store by an
-// owner's event feed.
-func OnFeedRead(s *Server, fn func(owner string)) { s.onFeedRead = fn }

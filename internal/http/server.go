@@ -79,11 +79,8 @@ type Server struct {
 	// onStreamWait, if set (tests), is called each time a stream waits
 	// for events, with the capacity of the buffer it keeps meanwhile.
 	onStreamWait func(retained int)
-	// onFeedRead, if set (tests), is called after each read of the store
-	// by an owner's event feed.
-	onFeedRead func(owner string)
-	streams    streamTable
-	feeds      feedTable
+	streams      streamTable
+	feeds        feedTable
 
 	// Logger receives error details and one line per request; nil:
 	// slog.Default(). The request lines are queued and written in batches

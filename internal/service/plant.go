@@ -68,7 +68,7 @@ func (s *PlantService) CreatePlant(ctx context.Context, p *plantstore.Plant) (*p
 		s.written(p.Owner, ev.Type, res.Seq, res.Deliveries)
 		return &stored, true, nil
 	case !existing.SameContent(p):
-		return nil, false, plantstore.Errorf(plantstore.CodeConflict, "plant %d already exists with a different name or tag", p.ID)
+		return nil, false, conflictError(p.ID)
 	}
 	return existing, false, nil
 }
@@ -112,8 +112,7 @@ func (s *PlantService) CreatePlants(ctx context.Context, plants []*plantstore.Pl
 	var conflict *plantstore.ConflictError
 	switch {
 	case errors.As(err, &conflict):
-		return nil, itemError(conflict.Index, plantstore.Errorf(plantstore.CodeConflict,
-			"plant %d already exists with a different name or tag", conflict.Existing.ID))
+		return nil, itemError(conflict.Index, conflictError(conflict.Existing.ID))
 	case errors.Is(err, plantstore.ErrContended):
 		return nil, &plantstore.Error{Code: plantstore.CodeConflict,
 			Message: "a plant of the batch is being created and deleted concurrently; retry", Err: err}
@@ -135,6 +134,12 @@ func (s *PlantService) CreatePlants(ctx context.Context, plants []*plantstore.Pl
 	}
 	s.notifier.committed(plants[0].Owner, events, deliveries) // one wake for the batch
 	return out, nil
+}
+
+// conflictError is the refusal of a create whose id the owner has with
+// another name or tag.
+func conflictError(id int64) *plantstore.Error {
+	return plantstore.Errorf(plantstore.CodeConflict, "plant %d already exists with a different name or tag", id)
 }
 
 // itemError is err, an *Error about item i of a batch: its message

@@ -65,9 +65,8 @@ func (db *DB) InsertPlants(ctx context.Context, plants []*plantstore.Plant, evs 
 // insertBatch applies an opInsertPlants on the writer. It first reads which
 // keys are taken, and the row of each (writes are serialised: nothing
 // changes them before the batch's own INSERTs): a key taken by other
-// content fails the batch
-// with a *plantstore.ConflictError before anything is written, and one
-// taken by the same content is a replay. The other plants are written as
+// content fails the batch with a *plantstore.ConflictError before anything
+// is written, and one taken by the same content is a replay. The other plants are written as
 // a run of creates (insertPlants: multi-row INSERTs, their events
 // together), which then cannot meet a taken key.
 func (db *DB) insertBatch(wr *writer, w *writeOp) error {
