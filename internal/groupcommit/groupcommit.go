@@ -7,10 +7,7 @@
 // Batches are formed by what is queued: a committer takes the first write
 // it finds and every write queued behind it (up to a maximum), so a lone
 // write is applied at once, with no timer, and a busy queue forms large
-// batches while the previous one commits. With Config.Inline, a write that
-// finds nothing queued and no batch being applied is applied on its
-// caller's goroutine, as a batch of one: it waits for no hand-off to the
-// committer and back, each a thread wake-up when the committer sleeps.
+// batches while the previous one commits.
 package groupcommit
 
 import (
@@ -18,7 +15,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -40,21 +36,8 @@ type Queue[T any] struct {
 	spanOpt  trace.SpanStartEventOption
 	failed   func(T) bool
 
-	items chan *item[T]
-	free  sync.Pool // *item[T] to reuse (getItem)
-
-	// Inline: applying holds a token while a batch is applied, by a
-	// committer or by a write applied on its caller's goroutine (DoBy),
-	// whose batch buffers are inlineBatch and inlineOps; holding tells that
-	// the committer has taken a write and waits for the token. (A channel
-	// rather than a sync.Mutex: a committer waiting for it is durably
-	// blocked for testing/synctest.)
-	inline      bool
-	applying    chan struct{}
-	holding     atomic.Bool
-	inlineBatch []*item[T]
-	inlineOps   []T
-
+	items   chan *item[T]
+	free    sync.Pool    // *item[T] to reuse (getItem)
 	closeMu sync.RWMutex // held for reading while queueing a write
 	closed  bool
 	closing chan struct{}
@@ -96,10 +79,6 @@ type Config[T any] struct {
 	Apply func(batch []T)
 	// Committers is how many batches may be applied at once (default 1).
 	Committers int
-	// Inline applies a write that finds the queue empty and no batch being
-	// applied on its caller's goroutine, as a batch of one (see the
-	// package comment). It requires one committer.
-	Inline bool
 	// MaxBatch bounds a batch (default 256).
 	MaxBatch int
 	// Observe, if set, is told each batch's size and how long Apply took.
@@ -147,15 +126,6 @@ func New[T any](c Config[T]) *Queue[T] {
 		q.spanOpt = trace.WithAttributes(c.Attributes...)
 	}
 	n := max(1, c.Committers)
-	if c.Inline {
-		if n > 1 {
-			panic("groupcommit: Inline takes one committer")
-		}
-		q.inline = true
-		q.applying = make(chan struct{}, 1)
-		q.inlineBatch = make([]*item[T], 0, 1)
-		q.inlineOps = make([]T, 0, 1)
-	}
 	q.items = make(chan *item[T], 4*q.max)
 	for range n {
 		q.stopped.Add(1)
@@ -186,16 +156,6 @@ func (q *Queue[T]) DoBy(ctx context.Context, deadline time.Time, op T) error {
 	}
 	it := q.getItem()
 	it.ctx, it.deadline, it.op = ctx, deadline, op
-	if q.inline && !q.holding.Load() && len(q.items) == 0 && q.tryApplying() {
-		// Nothing queued, nothing being applied: apply op here. The read
-		// lock keeps Close waiting until it is applied. Writes that
-		// arrive meanwhile queue for the committer, which waits for
-		// the token.
-		q.applyInline(it)
-		err := it.err
-		q.putItem(it)
-		return err
-	}
 	select {
 	case q.items <- it:
 	default:
@@ -259,10 +219,6 @@ func (q *Queue[T]) loop() {
 				return
 			}
 		}
-		if q.inline {
-			q.holding.Store(true)
-			q.applying <- struct{}{}
-		}
 		batch = append(batch[:0], first)
 		if len(q.items) == 0 {
 			// Alone in the queue: let the goroutines that are ready to run
@@ -281,71 +237,38 @@ func (q *Queue[T]) loop() {
 				break fill
 			}
 		}
-		ops = q.applyBatch(batch, ops)
-		if q.inline {
-			<-q.applying
-			q.holding.Store(false)
+		ops = ops[:0]
+		now := time.Now()
+		for _, it := range batch {
+			switch {
+			case it.ctx.Err() != nil:
+				it.err = it.ctx.Err() // the caller left before its turn: skip it
+			case !it.deadline.IsZero() && now.After(it.deadline):
+				it.err = context.DeadlineExceeded // it waited too long
+			default:
+				ops = append(ops, it.op)
+			}
+		}
+		if len(ops) > 0 {
+			var span trace.Span
+			if q.tracer != nil {
+				span = q.startSpan(batch, len(ops))
+			}
+			start := time.Now()
+			q.apply(ops)
+			if q.observe != nil {
+				q.observe(len(ops), time.Since(start))
+			}
+			if span != nil {
+				q.endSpan(span, ops)
+			}
 		}
 		for _, it := range batch {
 			it.done <- struct{}{} // the last use of it: its writer may reuse it now
 		}
 		clear(batch)
+		clear(ops)
 	}
-}
-
-// tryApplying takes the apply token if no one holds it.
-func (q *Queue[T]) tryApplying() bool {
-	select {
-	case q.applying <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// applyInline applies it as a batch of one on the caller's goroutine, with
-// the apply token and closeMu's read lock held, and releases both, also
-// when Apply panics (the panic goes on to the caller).
-func (q *Queue[T]) applyInline(it *item[T]) {
-	defer q.closeMu.RUnlock()
-	defer func() { <-q.applying }()
-	q.inlineBatch = append(q.inlineBatch[:0], it)
-	q.inlineOps = q.applyBatch(q.inlineBatch, q.inlineOps)
-	clear(q.inlineBatch)
-}
-
-// applyBatch applies the writes of batch whose caller is still waiting,
-// with ops as the buffer of their ops (returned emptied, for reuse), and
-// records each skipped write's error in its item.
-func (q *Queue[T]) applyBatch(batch []*item[T], ops []T) []T {
-	ops = ops[:0]
-	now := time.Now()
-	for _, it := range batch {
-		switch {
-		case it.ctx.Err() != nil:
-			it.err = it.ctx.Err() // the caller left before its turn: skip it
-		case !it.deadline.IsZero() && now.After(it.deadline):
-			it.err = context.DeadlineExceeded // it waited too long
-		default:
-			ops = append(ops, it.op)
-		}
-	}
-	if len(ops) > 0 {
-		var span trace.Span
-		if q.tracer != nil {
-			span = q.startSpan(batch, len(ops))
-		}
-		start := time.Now()
-		q.apply(ops)
-		if q.observe != nil {
-			q.observe(len(ops), time.Since(start))
-		}
-		if span != nil {
-			q.endSpan(span, ops)
-		}
-	}
-	clear(ops)
-	return ops[:0]
 }
 
 // startSpan starts the span of a batch of n writes, linked to the span of
