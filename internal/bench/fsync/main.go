@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/plantstore/plantstore/internal/bench/proccpu"
 )
 
 func main() {
@@ -38,7 +40,7 @@ func run(n int, dir string) error {
 	defer f.Close()
 	buf := make([]byte, 4096)
 	took := make([]time.Duration, 0, n)
-	cpu0, err := processCPU()
+	cpu0, err := proccpu.Used()
 	if err != nil {
 		return err
 	}
@@ -52,7 +54,7 @@ func run(n int, dir string) error {
 		}
 		took = append(took, time.Since(start))
 	}
-	cpu1, err := processCPU()
+	cpu1, err := proccpu.Used()
 	if err != nil {
 		return err
 	}
@@ -61,13 +63,4 @@ func run(n int, dir string) error {
 	fmt.Printf("p50_ms=%s p90_ms=%s p99_ms=%s n=%d cpu_us=%.1f\n", ms(took[n/2]), ms(took[n*9/10]), ms(took[n*99/100]), n,
 		float64((cpu1-cpu0).Nanoseconds())/1000/float64(n))
 	return nil
-}
-
-// processCPU returns the process's user and system CPU time so far.
-func processCPU() (time.Duration, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, err
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

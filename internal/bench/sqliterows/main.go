@@ -22,7 +22,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
-	"golang.org/x/sys/unix"
+
+	"github.com/plantstore/plantstore/internal/bench/proccpu"
 )
 
 func main() {
@@ -71,7 +72,7 @@ func run(rows, batch int, sync, dir string) error {
 	}
 	defer ins.Close()
 	args := make([]any, 0, 5*perStatement)
-	cpu0, err := processCPU()
+	cpu0, err := proccpu.Used()
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func run(rows, batch int, sync, dir string) error {
 		txns = append(txns, time.Since(began))
 	}
 	took := time.Since(start)
-	cpu1, err := processCPU()
+	cpu1, err := proccpu.Used()
 	if err != nil {
 		return err
 	}
@@ -110,13 +111,4 @@ func run(rows, batch int, sync, dir string) error {
 		took.Seconds(), float64(id)/took.Seconds(), float64(txns[len(txns)/2].Microseconds())/1000,
 		float64((cpu1-cpu0).Nanoseconds())/1000/float64(len(txns)))
 	return nil
-}
-
-// processCPU returns the process's user and system CPU time so far.
-func processCPU() (time.Duration, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, err
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
