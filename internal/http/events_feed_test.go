@@ -56,18 +56,7 @@ func TestEventStream_SharedReads(t *testing.T) {
 			t.Fatalf("create: %d %s", resp.Status, resp.Body)
 		}
 	}
-	var wg sync.WaitGroup
-	for _, s := range ss {
-		wg.Go(func() {
-			for want := int64(2); want <= creates+1; want++ {
-				if e := s.nextEvent(t); e.Seq != want {
-					t.Errorf("event seq %d, want %d", e.Seq, want)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	receiveAll(t, ss, 2, creates+1)
 	if reads := events.reads.Load() - before; reads > creates {
 		t.Fatalf("%d streams, %d commits: %d reads of the store, want at most %d (one a commit)", streams, creates, reads, creates)
 	}
@@ -108,10 +97,21 @@ func TestEventStream_SharedReadsBatch(t *testing.T) {
 	if resp := postBatch(t, ts, tok, string(body)); resp.Status != 200 {
 		t.Fatalf("batch: %d %s", resp.Status, resp.Body)
 	}
+	receiveAll(t, ss, 2, plants+1)
+	// Ten pages of a hundred, and the empty read that ends them.
+	if reads, most := events.reads.Load()-before, int64(plants/100+1); reads > most {
+		t.Fatalf("%d streams, one batch of %d: %d reads of the store, want at most %d", streams, plants, reads, most)
+	}
+}
+
+// receiveAll reads the events of seq first to last, in order, from every
+// stream at once.
+func receiveAll(t *testing.T, ss []*sseStream, first, last int64) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for _, s := range ss {
 		wg.Go(func() {
-			for want := int64(2); want <= plants+1; want++ {
+			for want := first; want <= last; want++ {
 				if e := s.nextEvent(t); e.Seq != want {
 					t.Errorf("event seq %d, want %d", e.Seq, want)
 					return
@@ -120,10 +120,6 @@ func TestEventStream_SharedReadsBatch(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Ten pages of a hundred, and the empty read that ends them.
-	if reads, most := events.reads.Load()-before, int64(plants/100+1); reads > most {
-		t.Fatalf("%d streams, one batch of %d: %d reads of the store, want at most %d", streams, plants, reads, most)
-	}
 }
 
 // failingCatchUp fails the reads of the store that start within
